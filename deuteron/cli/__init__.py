@@ -1,0 +1,62 @@
+"""``deuteron`` command line: one module per command; every user error is one line and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from .. import __version__
+from ..backends import BackendError
+from ..formats import FormatError
+from ..metrics import MetricError
+from ..session import SessionError
+from . import run, view
+
+USER_ERRORS = (FormatError, MetricError, BackendError, SessionError, re.error)
+
+
+class UsageError(Exception):
+    """Bad command-line input that argparse itself cannot catch."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (and exit 2), not the whole usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"deuteron: error: {message} (see '{self.prog} -h')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="deuteron",
+        description="See inside GPU programs written with Triton and PyTorch.",
+        epilog="Run 'deuteron COMMAND -h' for a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"deuteron {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    run.add_parser(sub)
+    view.add_parser(sub)
+    view.add_diff_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if not args_list:
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.handler(args))
+    except (*USER_ERRORS, UsageError) as exc:
+        print(f"deuteron: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `deuteron view ... | head`
+        return 0

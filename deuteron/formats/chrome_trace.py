@@ -1,0 +1,94 @@
+"""Chrome / Perfetto trace: one complete event ("ph": "X") per scope and per kernel launch."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import FormatError, load_json
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    """A span on one lane: a CPU scope on its thread, or a kernel on its device lane."""
+
+    category: str  # "scope" or "kernel"
+    name: str
+    start_ns: int
+    end_ns: int
+    lane: int
+    call_stack: tuple[str, ...] = ()
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+def to_json(
+    events: Iterable[TraceEvent], pid: int = 0, lane_names: dict[int, str] | None = None
+) -> dict[str, Any]:
+    items = sorted(events, key=lambda e: e.start_ns)
+    t0 = items[0].start_ns if items else 0
+    out: list[dict[str, Any]] = []
+    for lane, label in (lane_names or {}).items():
+        out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": lane, "args": {"name": label}})
+    for e in items:
+        args = dict(e.args)
+        args["call_stack"] = list(e.call_stack)
+        out.append(
+            {
+                "name": e.name,
+                "cat": e.category,
+                "ph": "X",
+                "ts": (e.start_ns - t0) / 1e3,
+                "dur": max(e.end_ns - e.start_ns, 0) / 1e3,
+                "pid": pid,
+                "tid": e.lane,
+                "args": args,
+            }
+        )
+    return {"displayTimeUnit": "us", "traceEvents": out}
+
+
+def write(events: Iterable[TraceEvent], path: str | os.PathLike[str], **kwargs: Any) -> Path:
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(to_json(events, **kwargs), f, separators=(",", ":"), default=str)
+    os.replace(tmp, target)
+    return target
+
+
+def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
+    """Complete events of a trace (ours or Proton's), start times in ns from the trace's start."""
+    data = load_json(path)
+    events = data.get("traceEvents") if isinstance(data, dict) else data
+    if not isinstance(events, list):
+        raise FormatError(f"{path}: not a Chrome trace (expected an object with a traceEvents list)")
+    out: list[TraceEvent] = []
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            raise FormatError(f"{path}: trace event {i} is not an object")
+        if ev.get("ph") != "X":
+            continue
+        try:
+            ts, dur = float(ev["ts"]), float(ev.get("dur", 0.0))
+            name = str(ev["name"])
+        except (KeyError, TypeError, ValueError):
+            raise FormatError(f"{path}: trace event {i} lacks a name, ts or dur") from None
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        stack = args.pop("call_stack", [])
+        lane = ev.get("tid", 0)
+        out.append(
+            TraceEvent(
+                category=str(ev.get("cat", "")),
+                name=name,
+                start_ns=round(ts * 1e3),
+                end_ns=round((ts + dur) * 1e3),
+                lane=lane if isinstance(lane, int) else 0,
+                call_stack=tuple(str(s) for s in stack) if isinstance(stack, list) else (),
+                args=args,
+            )
+        )
+    return out

@@ -1,0 +1,165 @@
+"""Hatchet JSON, the layout Proton writes, so proton-viewer and llnl-hatchet read our files.
+
+The file is a list: ``[root, device_table]``. Nodes are ``{"frame": {"name", "type"},
+"metrics": {...}, "children": [...]}`` with each node's own (not inclusive) values. Our run
+metadata and metric kinds ride in one extra leaf under the root, a frame of type
+``"metadata"`` with no metrics: proton-viewer drops metric-less leaves before it builds its
+graph, and plain hatchet shows it as an empty frame, so neither tool is disturbed by it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from ..metrics import INC, KINDS
+from ..tree import Node, Profile
+from . import FormatError, deep_json, load_json
+
+METADATA_FRAME = "deuteron:metadata"
+METADATA_TYPE = "metadata"
+# Proton writes these at the root with zero values so every column exists in hatchet.
+_ROOT_COLUMNS = ("bytes", "count", "flops", "time (ns)")
+
+
+def _node_json(node: Node) -> dict[str, Any]:
+    return {"frame": {"name": node.name, "type": node.type}, "metrics": dict(node.metrics), "children": []}
+
+
+def to_json(profile: Profile) -> list[Any]:
+    root_json = _node_json(profile.root)
+    string_valued: set[str] = set()
+    all_names: set[str] = set()
+    for node in profile.root.walk():
+        for name, value in node.metrics.items():
+            all_names.add(name)
+            if isinstance(value, str):
+                string_valued.add(name)
+    numeric = sorted(n for n in all_names - string_valued if profile.kind(n) == INC)
+    for name in (*_ROOT_COLUMNS, *numeric):
+        root_json["metrics"].setdefault(name, 0)
+    stack = [(profile.root, root_json)]
+    while stack:
+        node, out = stack.pop()
+        for child in node.children.values():
+            cj = _node_json(child)
+            out["children"].append(cj)
+            stack.append((child, cj))
+    meta_frame: dict[str, Any] = {"name": METADATA_FRAME, "type": METADATA_TYPE}
+    meta_frame["deuteron"] = json.dumps(
+        {"metadata": profile.metadata, "kinds": profile.kinds}, sort_keys=True, default=str
+    )
+    root_json["children"].append({"frame": meta_frame, "metrics": {}, "children": []})
+    return [root_json, profile.devices]
+
+
+def write(profile: Profile, path: str | os.PathLike[str]) -> Path:
+    """Write atomically: a crash mid-write never leaves a truncated profile behind."""
+    target = Path(path)
+    tmp = target.with_name(target.name + ".tmp")
+    # dumps (not dump) takes json's C encoder: several times faster on large trees.
+    with deep_json():
+        text = json.dumps(to_json(profile), separators=(",", ":"), allow_nan=False, default=_finite)
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, target)
+    return target
+
+
+def _finite(value: object) -> object:
+    # numpy scalars and the like: store as plain numbers.
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(value)
+    return f if math.isfinite(f) else None
+
+
+def read(path: str | os.PathLike[str]) -> Profile:
+    return from_json(load_json(path), str(path))
+
+
+def from_json(data: Any, where: str = "profile") -> Profile:
+    if not isinstance(data, list) or not data:
+        raise FormatError(f"{where}: not a hatchet profile (expected a JSON list [tree, device table])")
+    devices = data[1] if len(data) > 1 else {}
+    if not isinstance(devices, dict):
+        raise FormatError(f"{where}: the device table (second element) must be an object")
+    profile = Profile(root=Node("ROOT"), devices=_check_devices(devices, where))
+    meta_json: str | None = None
+    string_metrics: set[str] = set()
+    first = _check_node(data[0], where, "root")
+    profile.root = Node(first["frame"]["name"], str(first["frame"].get("type", "function")))
+    stack = [(first, profile.root)]
+    while stack:
+        src, dst = stack.pop()
+        for name, value in src["metrics"].items():
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise FormatError(f"{where}: metric {name!r} of frame {dst.name!r} is not a number or string")
+            if isinstance(value, str):
+                string_metrics.add(name)
+            dst.metrics[name] = value
+        for i, child in enumerate(src["children"]):
+            c = _check_node(child, where, f"child {i} of {dst.name!r}")
+            frame = c["frame"]
+            if frame.get("type") == METADATA_TYPE and frame["name"] == METADATA_FRAME:
+                meta_json = frame.get("deuteron")
+                continue
+            node = dst.child(frame["name"], str(frame.get("type", "function")))
+            stack.append((c, node))
+    if meta_json is not None:
+        _apply_metadata(profile, meta_json, where)
+    for name in string_metrics:
+        profile.kinds.setdefault(name, "pty")
+    for name in ("device_id", "device_type", "stream_id"):
+        profile.kinds.setdefault(name, "pty")
+    _drop_zero_root_columns(profile)
+    return profile
+
+
+def _drop_zero_root_columns(profile: Profile) -> None:
+    """Proton pads the root with zeros so columns exist; those are not measurements."""
+    for name in list(profile.root.metrics):
+        if profile.root.metrics[name] == 0:
+            del profile.root.metrics[name]
+
+
+def _apply_metadata(profile: Profile, meta_json: object, where: str) -> None:
+    if not isinstance(meta_json, str):
+        raise FormatError(f"{where}: the deuteron metadata frame is damaged")
+    try:
+        meta = json.loads(meta_json)
+    except json.JSONDecodeError:
+        raise FormatError(f"{where}: the deuteron metadata frame is not valid JSON") from None
+    if not isinstance(meta, dict):
+        raise FormatError(f"{where}: the deuteron metadata frame is damaged")
+    kinds = meta.get("kinds", {})
+    if isinstance(kinds, dict):
+        profile.kinds.update({str(k): v for k, v in kinds.items() if v in KINDS})
+    if isinstance(meta.get("metadata"), dict):
+        profile.metadata.update(meta["metadata"])
+
+
+def _check_node(node: Any, where: str, what: str) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        raise FormatError(f"{where}: {what} is not an object")
+    frame = node.get("frame")
+    if not isinstance(frame, dict) or not isinstance(frame.get("name"), str):
+        raise FormatError(f"{where}: {what} has no frame name")
+    if not isinstance(node.get("metrics", {}), dict):
+        raise FormatError(f"{where}: metrics of {frame['name']!r} must be an object")
+    if not isinstance(node.get("children", []), list):
+        raise FormatError(f"{where}: children of {frame['name']!r} must be a list")
+    node.setdefault("metrics", {})
+    node.setdefault("children", [])
+    return node
+
+
+def _check_devices(devices: dict[str, Any], where: str) -> dict[str, dict[str, dict[str, object]]]:
+    for dtype, rows in devices.items():
+        if not isinstance(rows, dict) or not all(isinstance(r, dict) for r in rows.values()):
+            raise FormatError(f"{where}: device table entry {dtype!r} must map device ids to objects")
+    return devices

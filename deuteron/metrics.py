@@ -1,0 +1,247 @@
+"""Metric names, their aggregation kinds, derived metrics and device peaks.
+
+Names and suffix rules follow Proton so that profiles move freely between the two tools:
+a metric is inclusive by default (summed at a node and propagated to its ancestors);
+a name ending in ``(exc)`` is exclusive (summed at a node, never propagated); a name ending
+in ``(pty)`` is a property (the last value wins, never propagated). Files store names
+without the suffix; the kind travels in the profile's metadata.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+INC, EXC, PTY = "inc", "exc", "pty"
+KINDS = (INC, EXC, PTY)
+
+TIME = "time (ns)"
+CPU_TIME = "cpu_time (ns)"
+COUNT = "count"
+BYTES = "bytes"
+FLOPS = "flops"
+FLOPS_WIDTHS = (8, 16, 32, 64)
+
+# Kernel metrics that describe where a kernel ran rather than what it cost.
+PROPERTY_METRICS = frozenset({"device_id", "device_type", "stream_id", "grid"})
+
+
+class MetricError(ValueError):
+    """A metric name or value the user gave cannot be used."""
+
+
+def split_kind(name: str) -> tuple[str, str]:
+    """Strip a Proton-style ``(exc)``/``(pty)`` suffix and say which kind it denotes."""
+    stripped = name.rstrip()
+    for kind in (EXC, PTY):
+        suffix = f"({kind})"
+        if stripped.endswith(suffix):
+            return stripped[: -len(suffix)].rstrip(), kind
+    return stripped, INC
+
+
+# --- devices -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One row of a device table, in Proton's units (clocks in kHz, bus width in bits)."""
+
+    device_type: str
+    arch: str
+    num_sms: int
+    clock_rate: int
+    memory_clock_rate: int
+    bus_width: int
+
+    def peak_bytes_per_s(self) -> float:
+        if self.device_type == "CUDA":
+            # HBM/GDDR is double data rate: two transfers per memory clock.
+            return 2 * self.bus_width * self.memory_clock_rate * 1e3 / 8
+        raise MetricError(f"no bandwidth model for device type {self.device_type!r}")
+
+    def peak_flops(self, width: int) -> float:
+        """Dense tensor-core peak for operands of ``width`` bits (halves as width doubles)."""
+        scale = width / 8
+        if self.device_type != "CUDA":
+            raise MetricError(f"no flop model for device type {self.device_type!r}")
+        clock_hz = self.clock_rate * 1e3
+        if self.arch == "80":
+            return 624e12 / scale
+        if self.arch == "89":
+            return 330.3e12 / scale
+        if self.arch == "90":
+            # 1513 dense fp8 TFLOP/s on the 114-SM H100 PCIe at 1755 MHz, scaled by SMs and clock.
+            return self.num_sms / 114 * clock_hz / 1.755e9 * 1513e12 / scale
+        if self.arch == "100":
+            return self.num_sms * 16384 * clock_hz / scale
+        raise MetricError(f"no flop model for CUDA arch sm_{self.arch}")
+
+    def as_table_row(self) -> dict[str, object]:
+        return {
+            "arch": self.arch,
+            "bus_width": self.bus_width,
+            "clock_rate": self.clock_rate,
+            "memory_clock_rate": self.memory_clock_rate,
+            "num_sms": self.num_sms,
+        }
+
+
+# Boost clocks and memory interfaces of the SXM parts (the H200 row matches Proton's own file).
+NAMED_DEVICES: dict[str, DeviceSpec] = {
+    "a100": DeviceSpec("CUDA", "80", 108, 1410000, 1593000, 5120),
+    "l40s": DeviceSpec("CUDA", "89", 142, 2520000, 2250000, 384),
+    "h100": DeviceSpec("CUDA", "90", 132, 1980000, 2619000, 5120),
+    "h200": DeviceSpec("CUDA", "90", 132, 1980000, 3201000, 6016),
+    "b200": DeviceSpec("CUDA", "100", 148, 1965000, 4000000, 8192),
+}
+
+
+def named_device(name: str) -> DeviceSpec:
+    try:
+        return NAMED_DEVICES[name.lower()]
+    except KeyError:
+        known = ", ".join(sorted(NAMED_DEVICES))
+        raise MetricError(f"unknown device {name!r}; known devices: {known}") from None
+
+
+def device_from_table_row(device_type: str, row: Mapping[str, object]) -> DeviceSpec:
+    try:
+        return DeviceSpec(
+            device_type=device_type,
+            arch=str(row["arch"]),
+            num_sms=int(row["num_sms"]),  # type: ignore[call-overload]
+            clock_rate=int(row["clock_rate"]),  # type: ignore[call-overload]
+            memory_clock_rate=int(row["memory_clock_rate"]),  # type: ignore[call-overload]
+            bus_width=int(row["bus_width"]),  # type: ignore[call-overload]
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MetricError(f"device table row for {device_type} is incomplete: {exc}") from None
+
+
+# --- derived metrics -----------------------------------------------------------------------------
+
+_TIME_UNITS = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0}
+_RATE_PREFIX = {"": 1.0, "g": 1e9, "t": 1e12}
+_RATE_RE = re.compile(r"^(?P<prefix>[gt]?)(?P<what>flop|byte)(?P<width>8|16|32|64)?/s$")
+_TIME_RE = re.compile(r"^(?P<avg>avg_)?(?P<which>time|cpu_time|roofline_time)/(?P<unit>s|ms|us|ns)$")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric the viewer can show: a raw metric or one derived from raw ones.
+
+    ``needs`` lists the raw metrics whose absence makes the column unavailable.
+    """
+
+    label: str
+    kind: str  # "raw", "time", "rate", "util", "percent", "roofline"
+    raw: str = ""
+    factor: float = 1.0
+    average: bool = False
+    needs: tuple[str, ...] = ()
+
+
+def parse_metric(name: str, available: set[str]) -> MetricSpec:
+    """Turn a user's metric name (case and units ignored, as proton-viewer does) into a spec."""
+    text = name.strip().lower()
+    if not text:
+        raise MetricError("empty metric name")
+    m = _TIME_RE.match(text)
+    if m:
+        unit = _TIME_UNITS[m["unit"]]
+        which = m["which"]
+        if which == "roofline_time":
+            return MetricSpec(text, "roofline", factor=unit, needs=())
+        raw = TIME if which == "time" else CPU_TIME
+        needs = (raw, COUNT) if m["avg"] else (raw,)
+        return MetricSpec(text, "time", raw=raw, factor=unit, average=bool(m["avg"]), needs=needs)
+    m = _RATE_RE.match(text)
+    if m:
+        raw = BYTES if m["what"] == "byte" else FLOPS + (m["width"] or "")
+        if m["what"] == "byte" and m["width"]:
+            raise MetricError(f"unknown metric {name!r}: byte rates take no width")
+        return MetricSpec(text, "rate", raw=raw, factor=_RATE_PREFIX[m["prefix"]], needs=(raw, TIME))
+    if text == "util":
+        return MetricSpec(text, "util", needs=(TIME,))
+    if text.endswith("/%"):
+        raw = _match_raw(text[:-2], available, name)
+        return MetricSpec(text, "percent", raw=raw, needs=(raw,))
+    raw = _match_raw(text, available, name)
+    return MetricSpec(raw, "raw", raw=raw, needs=(raw,))
+
+
+def _match_raw(text: str, available: set[str], original: str) -> str:
+    for raw in sorted(available):
+        if text in (raw.lower(), raw.split("(")[0].strip().lower()):
+            return raw
+    listing = ", ".join(sorted(available)) or "none"
+    raise MetricError(f"unknown metric {original!r}; this profile has: {listing} (see --list-metrics)")
+
+
+def flop_widths(metrics: Mapping[str, object]) -> list[int]:
+    return [w for w in FLOPS_WIDTHS if f"{FLOPS}{w}" in metrics]
+
+
+def roofline_seconds(metrics: Mapping[str, float], device: DeviceSpec) -> float:
+    """The least time the device could take for this work: its flops or its bytes at peak."""
+    flop_time = 0.0
+    widths = flop_widths(metrics)
+    for w in widths:
+        flop_time += float(metrics.get(f"{FLOPS}{w}", 0.0)) / device.peak_flops(w)
+    if not widths and FLOPS in metrics:
+        # Width unknown: assume 16-bit operands, the common tensor-core case.
+        flop_time = float(metrics[FLOPS]) / device.peak_flops(16)
+    byte_time = float(metrics.get(BYTES, 0.0)) / device.peak_bytes_per_s()
+    return max(flop_time, byte_time)
+
+
+def evaluate(
+    spec: MetricSpec,
+    inc: Mapping[str, float],
+    total: Mapping[str, float],
+    device: DeviceSpec | None,
+) -> float:
+    """The value of ``spec`` at a node with inclusive metrics ``inc``; NaN where undefined."""
+    nan = math.nan
+    if any(n not in inc for n in spec.needs):
+        return nan
+    if spec.kind == "raw":
+        v = inc[spec.raw]
+        return float(v) if isinstance(v, (int, float)) else nan
+    if spec.kind == "time":
+        v = float(inc[spec.raw]) / spec.factor
+        if spec.average:
+            count = float(inc[COUNT])
+            return v / count if count else nan
+        return v
+    if spec.kind == "rate":
+        seconds = float(inc[TIME]) * 1e-9
+        return float(inc[spec.raw]) / seconds / spec.factor if seconds > 0 else nan
+    if spec.kind == "percent":
+        whole = float(total.get(spec.raw, 0.0))
+        return float(inc[spec.raw]) / whole * 100.0 if whole else nan
+    if device is None:
+        return nan
+    if spec.kind == "roofline":
+        if BYTES not in inc and FLOPS not in inc and not flop_widths(inc):
+            return nan
+        return roofline_seconds(inc, device) * 1e9 / spec.factor
+    if spec.kind == "util":
+        seconds = float(inc[TIME]) * 1e-9
+        if seconds <= 0 or (BYTES not in inc and FLOPS not in inc and not flop_widths(inc)):
+            return nan
+        return roofline_seconds(inc, device) / seconds
+    return nan
+
+
+DERIVED_HELP = """\
+derived metrics (case and units ignored):
+  time/s|ms|us|ns, avg_time/*, cpu_time/*, avg_cpu_time/*   time (per call for avg_)
+  flop/s, gflop/s, tflop/s, and flop8|16|32|64 variants     flops / time
+  byte/s, gbyte/s, tbyte/s                                  bytes / time
+  util                                                      roofline time / time (needs a device)
+  roofline_time/s|ms|us|ns                                  max(flops/peak, bytes/bandwidth) (needs a device)
+  <metric>/%                                                share of the profile's total"""

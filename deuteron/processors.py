@@ -1,0 +1,219 @@
+"""Pure tree transforms: each takes profiles and returns a new one, leaving its inputs alone.
+
+The viewer chains them: filter frames on the recorded tree, then make inclusive values, then
+cut by threshold and depth. Keeping each step a function of its inputs (pyinstrument's
+processors are the model) lets tests check every step alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .metrics import INC, DeviceSpec, MetricSpec, evaluate
+from .tree import Node, Profile
+
+
+def _copy_profile(p: Profile, root: Node) -> Profile:
+    return Profile(root=root, kinds=dict(p.kinds), devices=p.devices, metadata=dict(p.metadata))
+
+
+def _rebuild(node: Node, keep: Callable[[Node], bool]) -> Node:
+    """A copy of ``node``'s subtree without the children ``keep`` rejects (iterative: trees get deep)."""
+    new_root = Node(node.name, node.type)
+    new_root.metrics = dict(node.metrics)
+    stack = [(node, new_root)]
+    while stack:
+        src, dst = stack.pop()
+        for key, child in src.children.items():
+            if not keep(child):
+                continue
+            copy = Node(child.name, child.type)
+            copy.metrics = dict(child.metrics)
+            dst.children[key] = copy
+            stack.append((child, copy))
+    return new_root
+
+
+def exclude(p: Profile, pattern: str) -> Profile:
+    """Drop every frame whose name matches ``pattern``, with everything below it."""
+    rx = re.compile(pattern)
+    return _copy_profile(p, _rebuild(p.root, lambda n: rx.search(n.name) is None))
+
+
+def include(p: Profile, pattern: str) -> Profile:
+    """Keep only the call paths that pass through a frame whose name matches ``pattern``."""
+    rx = re.compile(pattern)
+    on_path: set[int] = set()
+
+    stack: list[tuple[Node, list[Node], bool]] = [(p.root, [], False)]
+    while stack:
+        n, ancestors, below_match = stack.pop()
+        hit = below_match or rx.search(n.name) is not None
+        if hit:
+            on_path.add(id(n))
+            if not below_match:
+                on_path.update(id(a) for a in ancestors)
+        for c in n.children.values():
+            stack.append((c, ancestors if hit else [*ancestors, n], hit))
+    return _copy_profile(p, _rebuild(p.root, lambda n: id(n) in on_path))
+
+
+def inclusive(p: Profile) -> Profile:
+    """Each node's inclusive metrics: its own plus its descendants' for inclusive-kind numbers."""
+    if p.metadata.get("_inclusive"):
+        return p
+    order: list[tuple[Node, Node | None]] = []
+    root = Node(p.root.name, p.root.type)
+    stack: list[tuple[Node, Node, Node | None]] = [(p.root, root, None)]
+    while stack:
+        src, dst, parent = stack.pop()
+        dst.metrics = dict(src.metrics)
+        order.append((dst, parent))
+        for key, child in src.children.items():
+            copy = Node(child.name, child.type)
+            dst.children[key] = copy
+            stack.append((child, copy, dst))
+    kinds = p.kinds
+    for node, parent in reversed(order):
+        if parent is None:
+            continue
+        pm = parent.metrics
+        for name, value in node.metrics.items():
+            if isinstance(value, str) or kinds.get(name, INC) != INC:
+                continue
+            old = pm.get(name)
+            pm[name] = value if old is None or isinstance(old, str) else old + value
+    out = _copy_profile(p, root)
+    out.metadata["_inclusive"] = True
+    return out
+
+
+def prune(p: Profile, keep: Callable[[Node, int], bool]) -> Profile:
+    """Drop nodes (and their subtrees) that ``keep(node, depth)`` rejects; the root always stays."""
+    root = Node(p.root.name, p.root.type)
+    root.metrics = dict(p.root.metrics)
+    stack = [(p.root, root, 0)]
+    while stack:
+        src, dst, depth = stack.pop()
+        for key, child in src.children.items():
+            if keep(child, depth + 1):
+                copy = Node(child.name, child.type)
+                copy.metrics = dict(child.metrics)
+                dst.children[key] = copy
+                stack.append((child, copy, depth + 1))
+    return _copy_profile(p, root)
+
+
+def diff(new: Profile, old: Profile) -> Profile:
+    """``new`` minus ``old`` on the union of both trees (pass inclusive trees for inclusive deltas).
+
+    Only metrics that both profiles carry are subtracted; a frame missing on one side counts
+    as zero there. A metric that only one profile has cannot be compared and is left out,
+    so profiles with different metric sets still diff cleanly.
+    """
+    shared = {m for m in new.metric_names() & old.metric_names()}
+    root = Node(new.root.name, new.root.type)
+    stack: list[tuple[Node | None, Node | None, Node]] = [(new.root, old.root, root)]
+    while stack:
+        a, b, dst = stack.pop()
+        am = a.metrics if a else {}
+        bm = b.metrics if b else {}
+        for name in shared:
+            va, vb = am.get(name), bm.get(name)
+            if isinstance(va, str) or isinstance(vb, str) or (va is None and vb is None):
+                continue
+            dst.metrics[name] = (va or 0) - (vb or 0)
+        if a is None:
+            dst.metrics["diff"] = "removed"
+        elif b is None:
+            dst.metrics["diff"] = "added"
+        keys = list(a.children if a else {}) + [
+            k for k in (b.children if b else {}) if not a or k not in a.children
+        ]
+        for key in keys:
+            ca = a.children.get(key) if a else None
+            cb = b.children.get(key) if b else None
+            dst.children[key] = Node(key[0], key[1])
+            stack.append((ca, cb, dst.children[key]))
+    out = _copy_profile(new, root)
+    out.kinds["diff"] = "pty"
+    out.metadata["diff_against"] = old.metadata.get("name", "")
+    return out
+
+
+def merge(profiles: Iterable[Profile]) -> Profile:
+    """Sum several profiles (one per rank, say) into one tree."""
+    items = list(profiles)
+    if not items:
+        return Profile()
+    out = Profile(kinds={}, devices={}, metadata={"merged": len(items)})
+    for p in items:
+        out.kinds.update(p.kinds)
+        for dtype, rows in p.devices.items():
+            out.devices.setdefault(dtype, {}).update(rows)
+        stack = [(p.root, out.root)]
+        while stack:
+            src, dst = stack.pop()
+            for name, value in src.metrics.items():
+                dst.add(name, value, p.kind(name))
+            for child in src.children.values():
+                stack.append((child, dst.child(child.name, child.type)))
+    return out
+
+
+def derive(
+    p: Profile,
+    specs: list[MetricSpec],
+    device_for: Callable[[dict[str, float]], DeviceSpec | None] = lambda _m: None,
+) -> Profile:
+    """A tree whose node metrics are the asked-for columns, computed from inclusive values.
+
+    Pass an inclusive tree. Where a column cannot be computed at a node it is NaN.
+    """
+    src = inclusive(p)
+    total = src.root.metrics
+
+    def columns(metrics: dict[str, Any]) -> dict[str, Any]:
+        device = device_for(metrics)  # type: ignore[arg-type]
+        out: dict[str, Any] = {s.label: evaluate(s, metrics, total, device) for s in specs}  # type: ignore[arg-type]
+        if "diff" in metrics:
+            out["diff"] = metrics["diff"]
+        return out
+
+    root = Node(src.root.name, src.root.type)
+    root.metrics = columns(src.root.metrics)
+    stack = [(src.root, root)]
+    while stack:
+        s, d = stack.pop()
+        for key, child in s.children.items():
+            copy = Node(child.name, child.type)
+            copy.metrics = columns(child.metrics)
+            d.children[key] = copy
+            stack.append((child, copy))
+    out = _copy_profile(p, root)
+    out.kinds = {s.label: "pty" for s in specs}
+    out.metadata["_inclusive"] = True
+    return out
+
+
+def sort_children(p: Profile, column: str) -> Profile:
+    """Children in descending order of ``column`` (NaN last) instead of first-seen order."""
+
+    def key(n: Node) -> float:
+        v = n.metrics.get(column)
+        return -v if isinstance(v, (int, float)) and not math.isnan(v) else math.inf
+
+    root = Node(p.root.name, p.root.type)
+    root.metrics = dict(p.root.metrics)
+    stack = [(p.root, root)]
+    while stack:
+        s, d = stack.pop()
+        for child in sorted(s.children.values(), key=key):
+            copy = Node(child.name, child.type)
+            copy.metrics = dict(child.metrics)
+            d.children[(child.name, child.type)] = copy
+            stack.append((child, copy))
+    return _copy_profile(p, root)

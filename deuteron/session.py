@@ -1,0 +1,197 @@
+"""Session lifecycle: one session per ``start()``, owning one backend, one context source and one tree.
+
+Backends and context sources never touch each other: a backend reports a kernel with
+``record_kernel``; the session asks its context source where the launching thread is and
+files the metrics there. Sessions also keep the spans of scopes and launches for traces.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .backends import Backend, resolve
+from .context.python import PythonContext
+from .context.shadow import ShadowContext
+from .formats import chrome_trace, hatchet
+from .formats.chrome_trace import TraceEvent
+from .metrics import CPU_TIME, EXC, split_kind
+from .tree import FUNCTION, KERNEL, STATE, Node, Profile
+
+CONTEXTS = ("shadow", "python")
+HOOKS = (None, "triton")
+OUTPUT_FORMATS = ("hatchet", "chrome_trace")
+TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))
+
+
+class SessionError(ValueError):
+    """Bad arguments to the session API; the message says which and what is allowed."""
+
+
+def disabled() -> bool:
+    return os.environ.get("DEUTERON_DISABLE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+# (kind, node, start_ns, end_ns, thread ident, args): paths are rebuilt from the tree at write time.
+_RawEvent = tuple[str, Node, int, int, int, "dict[str, Any] | None"]
+_get_ident = threading.get_ident
+
+
+class Session:
+    def __init__(
+        self,
+        sid: int,
+        name: str,
+        backend: str = "auto",
+        context: str = "shadow",
+        hook: str | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        if context not in CONTEXTS:
+            raise SessionError(f"unknown context {context!r}; choose one of: {', '.join(CONTEXTS)}")
+        if hook not in HOOKS:
+            raise SessionError(f"unknown hook {hook!r}; choose None or 'triton'")
+        self.id = sid
+        self.name = name
+        self.context = context
+        self.hook = hook
+        self.backend: Backend = resolve(backend)
+        self.profile = Profile()
+        self.profile.metadata.update(_run_metadata(name, self.backend.name, context, hook, command))
+        self.profile.kinds[CPU_TIME] = EXC
+        self.shadow = ShadowContext(self.profile.root)
+        self.python = PythonContext(self.profile.root) if context == "python" else None
+        self.lock = threading.Lock()
+        self.events: list[_RawEvent] = []
+        self.dropped_events = 0
+        self.active = False
+        self.finalized = False
+        self._state = threading.local()
+
+    # --- context ---------------------------------------------------------------------------------
+
+    def launch_context(self) -> Node:
+        if self.python is not None:
+            return self.python.current()
+        return self.shadow.current()
+
+    def open_scope(self, name: str, metrics: dict[str, Any] | None) -> None:
+        stack = self.shadow.stack()
+        parent = stack[-1] if self.python is None else self.python.current()
+        node = parent.children.get((name, FUNCTION)) or parent.child(name)
+        stack.append(node)
+        if metrics:
+            with self.lock:
+                self.profile.add_metrics(node, metrics)
+
+    def close_scope(
+        self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
+    ) -> None:
+        stack = self.shadow.stack()
+        node = stack[-1]
+        if len(stack) == 1 or (name is not None and node.name != name):
+            self.shadow.exit(name)  # raises with the mismatch explained
+        stack.pop()
+        with self.lock:
+            if metrics:
+                self.profile.add_metrics(node, metrics)
+            m = node.metrics
+            m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
+            if len(self.events) < TRACE_LIMIT:
+                self.events.append(("scope", node, start_ns, end_ns, _get_ident(), None))
+            else:
+                self.dropped_events += 1
+
+    def set_state(self, name: str | None) -> None:
+        self._state.name = name
+
+    # --- backends report here --------------------------------------------------------------------
+
+    def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None:
+        parent = self.launch_context()
+        state = getattr(self._state, "name", None)
+        with self.lock:
+            node = parent.child(name, KERNEL)
+            if state:
+                node = node.child(state, STATE)
+            self.profile.add_metrics(node, metrics)
+            args = {}
+            for key, value in metrics.items():
+                clean = split_kind(key)[0]
+                if clean in ("bytes", "flops", "grid"):
+                    args[clean] = value
+            if len(self.events) < TRACE_LIMIT:
+                self.events.append(("kernel", node, start_ns, end_ns, _get_ident(), args))
+            else:
+                self.dropped_events += 1
+
+    # --- output ----------------------------------------------------------------------------------
+
+    def trace_events(self) -> list[TraceEvent]:
+        parents: dict[int, Node] = {}
+        for node in self.profile.root.walk():
+            for child in node.children.values():
+                parents[id(child)] = node
+        lanes: dict[int, int] = {}
+        out = []
+        for kind, node, start, end, ident, args in self.events:
+            lane = lanes.setdefault(ident, len(lanes))
+            path = [node.name]
+            up = parents.get(id(node))
+            while up is not None:
+                path.append(up.name)
+                up = parents.get(id(up))
+            name = node.name if node.type != STATE else path[1]
+            out.append(TraceEvent(kind, name, start, end, lane, tuple(reversed(path)), args or {}))
+        return out
+
+    def write(self, output_format: str = "hatchet", path: str | os.PathLike[str] | None = None) -> list[Path]:
+        formats = [f.strip() for f in output_format.split(",") if f.strip()]
+        for f in formats:
+            if f not in OUTPUT_FORMATS:
+                raise SessionError(f"unknown output format {f!r}; choose from: {', '.join(OUTPUT_FORMATS)}")
+        base = Path(path) if path is not None else Path(self.name)
+        if base.suffix in (".hatchet", ".chrome_trace", ".json"):
+            base = base.with_suffix("")
+        written = []
+        with self.lock:
+            self.profile.metadata["end_time"] = time.time()
+            self.profile.metadata["dropped_trace_events"] = self.dropped_events
+            for f in formats:
+                if f == "hatchet":
+                    written.append(hatchet.write(self.profile, base.with_name(base.name + ".hatchet")))
+                else:
+                    target = base.with_name(base.name + ".chrome_trace")
+                    written.append(chrome_trace.write(self.trace_events(), target, pid=os.getpid()))
+        return written
+
+
+def _run_metadata(
+    name: str, backend: str, context: str, hook: str | None, command: list[str] | None
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "tool": "deuteron",
+        "version": __version__,
+        "name": name,
+        "backend": backend,
+        "context": context,
+        "hook": hook or "",
+        "command": " ".join(command if command is not None else sys.argv),
+        "start_time": time.time(),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "python": platform.python_version(),
+    }
+    if "RANK" in os.environ:
+        meta["rank"] = os.environ["RANK"]
+    triton = sys.modules.get("triton")
+    if triton is not None:
+        meta["triton"] = getattr(triton, "__version__", "")
+    return meta

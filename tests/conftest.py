@@ -1,0 +1,64 @@
+"""Shared test setup. Kernels run in Triton's interpreter: CI has no GPU.
+
+TRITON_INTERPRET must be set before any test module imports triton, which is why it is set
+here, at conftest import time. GPU tests (tests/gpu, run on the device machine) opt out with
+DEUTERON_TEST_GPU=1.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+if os.environ.get("DEUTERON_TEST_GPU") != "1":
+    os.environ["TRITON_INTERPRET"] = "1"
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+PROTON_FIXTURES = REPO.parent / "shared" / "fixtures" / "proton"
+
+
+@pytest.fixture
+def proton_fixtures() -> Path:
+    if not PROTON_FIXTURES.is_dir():
+        pytest.fail(
+            f"Proton fixtures missing at {PROTON_FIXTURES}: the shared/ folder must sit beside the repo"
+        )
+    return PROTON_FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_sessions() -> Iterator[None]:
+    """Each test starts and ends with no open session, so one test's session cannot leak into another's."""
+    import deuteron.api as api
+
+    yield
+    leftover = list(api._sessions)
+    if leftover:
+        api.finalize(output_format=None)
+        pytest.fail(f"test left sessions open: {leftover}")
+
+
+def run_cli(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m deuteron ARGS`` in a fresh process, as a user would run it."""
+    full_env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "deuteron", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

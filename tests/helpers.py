@@ -1,0 +1,21 @@
+"""Test helpers: walk a profile by names."""
+
+from __future__ import annotations
+
+from deuteron.tree import Node, Profile
+
+
+def find(profile: Profile, *names: str) -> Node:
+    """The node at ROOT/names[0]/names[1]/..., whatever each frame's type."""
+    node = profile.root
+    for name in names:
+        matches = [c for c in node.children.values() if c.name == name]
+        assert matches, (
+            f"no frame {name!r} under {node.name!r}; children: {[c.name for c in node.children.values()]}"
+        )
+        node = matches[0]
+    return node
+
+
+def kernels(profile: Profile) -> dict[str, Node]:
+    return {n.name: n for n in profile.root.walk() if n.type == "kernel"}

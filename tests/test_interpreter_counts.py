@@ -1,0 +1,155 @@
+"""Real kernels in Triton's interpreter: exact bytes (active lanes only), tl.dot flops, grids."""
+
+from __future__ import annotations
+
+import torch
+
+import deuteron
+from tests import kernels as k
+from tests.helpers import find
+
+
+def _profile(fn, **options):
+    with deuteron.profile(backend="interpreter", **options) as p:
+        fn()
+    assert p.result is not None
+    return p.result
+
+
+def test_masked_vector_add_counts_only_active_lanes():
+    x, y = torch.rand(1000), torch.rand(1000)
+    result = {}
+
+    def work():
+        result["out"] = k.add(x, y, block=256)
+
+    prof = _profile(work)
+    torch.testing.assert_close(result["out"], x + y)  # real outputs, not just counts
+    node = find(prof, "add_kernel")
+    assert node.type == "kernel"
+    m = node.metrics
+    assert m["count"] == 1
+    assert m["bytes_loaded"] == 2 * 1000 * 4
+    assert m["bytes_stored"] == 1000 * 4
+    assert m["bytes"] == 12000
+    assert m["flops"] == 0
+    assert m["programs"] == 4
+    assert m["grid"] == "4x1x1"
+    assert m["time (ns)"] > 0
+
+
+def test_unmasked_fp16_copy_and_scalar_access():
+    src = torch.arange(256, dtype=torch.float16)
+    dst = torch.zeros_like(src)
+    s_in, s_out = torch.tensor([21], dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+
+    def work():
+        k.unmasked_copy_kernel[(2,)](src, dst, BLOCK=128)
+        k.scalar_kernel[(1,)](s_in, s_out)
+
+    prof = _profile(work)
+    assert torch.equal(dst, src)
+    assert s_out.item() == 42
+    assert find(prof, "unmasked_copy_kernel").metrics["bytes"] == 2 * 256 * 2
+    assert find(prof, "scalar_kernel").metrics["bytes"] == 8
+
+
+def test_matmul_flops_are_2mnk_and_split_by_operand_width():
+    a, b = torch.rand(64, 64), torch.rand(64, 64)
+    out = {}
+    prof = _profile(lambda: out.setdefault("c", k.matmul(a, b)))
+    torch.testing.assert_close(out["c"], a @ b, rtol=1e-3, atol=1e-3)
+    m = find(prof, "matmul_kernel").metrics
+    assert m["flops"] == 2 * 64 * 64 * 64
+    assert m["flops32"] == 2 * 64 * 64 * 64
+    # each program loads one 32x32 tile of a and of b per k step: 4 programs x 2 steps x 2 tiles,
+    # plus the 64x64 output once
+    assert m["bytes"] == (4 * 2 * 2 * 32 * 32 + 64 * 64) * 4
+
+
+def test_masked_matmul_counts_only_in_bounds_bytes_and_whole_tile_flops():
+    a, b = torch.rand(40, 40), torch.rand(40, 24)
+    out = {}
+    prof = _profile(lambda: out.setdefault("c", k.matmul(a, b)))
+    torch.testing.assert_close(out["c"], a @ b, rtol=1e-3, atol=1e-3)
+    m = find(prof, "matmul_kernel").metrics
+    # grid 2x1, two k steps: tl.dot works on whole 32x32x32 tiles, masked lanes included
+    assert m["flops"] == 2 * 1 * 2 * (2 * 32 * 32 * 32)
+    a_elems = 40 * 40  # every element of a once (one column block)
+    b_elems = 2 * 40 * 24  # all of b by each of the two row blocks
+    c_elems = 40 * 24
+    assert m["bytes"] == (a_elems + b_elems + c_elems) * 4
+
+
+def test_fp16_dot_lands_in_flops16():
+    a, b = torch.rand(32, 32, dtype=torch.float16), torch.rand(32, 32, dtype=torch.float16)
+    prof = _profile(lambda: k.matmul(a, b))
+    m = find(prof, "matmul_kernel").metrics
+    assert m["flops16"] == 2 * 32**3
+    assert "flops32" not in m
+
+
+def test_atomics_count_read_and_write():
+    x = torch.randint(0, 8, (100,), dtype=torch.int32)
+    counts = torch.zeros(8, dtype=torch.int32)
+    prof = _profile(lambda: k.histogram_kernel[(2,)](x, counts, 100, BLOCK=64))
+    assert torch.equal(counts, torch.bincount(x, minlength=8).to(torch.int32))
+    m = find(prof, "histogram_kernel").metrics
+    assert m["bytes_loaded"] == 100 * 4 + 100 * 4
+    assert m["bytes_stored"] == 100 * 4
+
+
+def test_repeated_launches_aggregate_under_their_scopes():
+    x, y = torch.rand(512), torch.rand(512)
+
+    def work():
+        for _ in range(3):
+            with deuteron.scope("step"):
+                k.add(x, y)
+                k.add(x, y)
+        k.add(x, y)
+
+    prof = _profile(work)
+    assert find(prof, "step", "add_kernel").metrics["count"] == 6
+    assert find(prof, "step", "add_kernel").metrics["bytes"] == 6 * 512 * 12
+    assert find(prof, "add_kernel").metrics["count"] == 1
+    assert find(prof, "step").metrics["cpu_time (ns)"] > 0
+
+
+def test_triton_hook_uses_launch_metadata_like_proton():
+    x, y, out = torch.rand(1000), torch.rand(1000), torch.empty(1000)
+    prof = _profile(lambda: k.hooked_add_kernel[(4,)](x, y, out, 1000, BLOCK=256), hook="triton")
+    node = find(prof, "add_1000")  # the hook renames the kernel, as Proton does
+    assert node.metrics["flops"] == 1000
+    assert node.metrics["bytes"] == 12000
+    # without the hook the kernel keeps its own name and measured counts
+    prof2 = _profile(lambda: k.hooked_add_kernel[(4,)](x, y, out, 1000, BLOCK=256))
+    assert find(prof2, "hooked_add_kernel").metrics["flops"] == 0
+
+
+def test_python_context_attributes_kernels_to_source_lines():
+    x, y = torch.rand(256), torch.rand(256)
+
+    def launch_here():
+        k.add(x, y)
+
+    prof = _profile(launch_here, context="python")
+    names = [n.name for n in prof.root.walk()]
+    assert any(n.endswith("@launch_here") and "test_interpreter_counts.py" in n for n in names), names
+    assert any(n.endswith("@add") and n.split(":")[0].endswith("kernels.py") for n in names), names
+    assert not any("deuteron/" in n for n in names), names  # our own frames stay out
+    assert not any("/triton/" in n for n in names), names
+
+
+def test_state_adds_a_frame_below_the_kernel():
+    x, y = torch.rand(256), torch.rand(256)
+
+    def work():
+        with deuteron.state("warmup"):
+            k.add(x, y)
+        k.add(x, y)
+
+    prof = _profile(work)
+    kernel = find(prof, "add_kernel")
+    assert kernel.metrics["count"] == 1
+    assert find(prof, "add_kernel", "warmup").metrics["count"] == 1
