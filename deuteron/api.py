@@ -277,12 +277,13 @@ class profile:
 
         return wrapper  # type: ignore[return-value]
 
-    def show(self, metrics: str = "time/ms", **options: Any) -> None:
+    def show(self, metrics: str = "time/ms", device: str | None = None, file: Any = None) -> None:
+        """Print the tree as ``deuteron view -m METRICS [--device DEVICE]`` would."""
         if self.result is None:
             raise SessionError("nothing profiled yet (Deuteron disabled, or the block has not run)")
-        from .render.console import render_profile
+        from .cli.view import show
 
-        render_profile(self.result, metrics.split(","), **options)
+        show(self.result, [m for m in metrics.split(",") if m.strip()], device=device, file=file)
 
 
 @atexit.register

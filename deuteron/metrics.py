@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 INC, EXC, PTY = "inc", "exc", "pty"
 KINDS = (INC, EXC, PTY)
@@ -235,6 +236,28 @@ def evaluate(
             return nan
         return roofline_seconds(inc, device) / seconds
     return nan
+
+
+def compile_spec(
+    spec: MetricSpec, total: Mapping[str, Any], device_for: Callable[[Mapping[str, Any]], DeviceSpec | None]
+) -> Callable[[Mapping[str, Any]], float]:
+    """``evaluate`` specialised to one spec: the viewer calls it once per node and column."""
+    nan = math.nan
+    raw, factor = spec.raw, spec.factor
+    if spec.kind == "raw":
+        return lambda m: v if isinstance(v := m.get(raw), (int, float)) else nan
+    if spec.kind == "time" and not spec.average:
+        return lambda m: v / factor if isinstance(v := m.get(raw), (int, float)) else nan
+    if spec.kind == "rate":
+
+        def rate(m: Mapping[str, Any]) -> float:
+            t, v = m.get(TIME), m.get(raw)
+            if isinstance(t, (int, float)) and isinstance(v, (int, float)) and t > 0:
+                return v / (t * 1e-9) / factor
+            return nan
+
+        return rate
+    return lambda m: evaluate(spec, m, total, device_for(m))
 
 
 DERIVED_HELP = """\

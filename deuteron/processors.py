@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .metrics import INC, DeviceSpec, MetricSpec, evaluate
+from .metrics import INC, DeviceSpec, MetricSpec, compile_spec
 from .tree import Node, Profile
 
 
@@ -76,16 +76,7 @@ def inclusive(p: Profile) -> Profile:
             copy = Node(child.name, child.type)
             dst.children[key] = copy
             stack.append((child, copy, dst))
-    kinds = p.kinds
-    for node, parent in reversed(order):
-        if parent is None:
-            continue
-        pm = parent.metrics
-        for name, value in node.metrics.items():
-            if isinstance(value, str) or kinds.get(name, INC) != INC:
-                continue
-            old = pm.get(name)
-            pm[name] = value if old is None or isinstance(old, str) else old + value
+    _accumulate(order, p.kinds)
     out = _copy_profile(p, root)
     out.metadata["_inclusive"] = True
     return out
@@ -167,36 +158,79 @@ def merge(profiles: Iterable[Profile]) -> Profile:
 def derive(
     p: Profile,
     specs: list[MetricSpec],
-    device_for: Callable[[dict[str, float]], DeviceSpec | None] = lambda _m: None,
+    device_for: Callable[[Mapping[str, Any]], DeviceSpec | None] = lambda _m: None,
 ) -> Profile:
     """A tree whose node metrics are the asked-for columns, computed from inclusive values.
 
-    Pass an inclusive tree. Where a column cannot be computed at a node it is NaN.
+    Where a column cannot be computed at a node it is NaN. One copy of the tree serves both the
+    inclusive sums and the columns: this runs on every ``deuteron view`` of large profiles.
     """
-    src = inclusive(p)
-    total = src.root.metrics
-
-    def columns(metrics: dict[str, Any]) -> dict[str, Any]:
-        device = device_for(metrics)  # type: ignore[arg-type]
-        out: dict[str, Any] = {s.label: evaluate(s, metrics, total, device) for s in specs}  # type: ignore[arg-type]
-        if "diff" in metrics:
-            out["diff"] = metrics["diff"]
-        return out
-
+    src = p
+    order: list[tuple[Node, Node | None]] = []
     root = Node(src.root.name, src.root.type)
-    root.metrics = columns(src.root.metrics)
-    stack = [(src.root, root)]
+    stack: list[tuple[Node, Node, Node | None]] = [(src.root, root, None)]
     while stack:
-        s, d = stack.pop()
+        s, d, parent = stack.pop()
+        d.metrics = dict(s.metrics)
+        order.append((d, parent))
+        children = d.children
         for key, child in s.children.items():
             copy = Node(child.name, child.type)
-            copy.metrics = columns(child.metrics)
-            d.children[key] = copy
-            stack.append((child, copy))
+            children[key] = copy
+            stack.append((child, copy, d))
+    needs_total = any(s.kind == "percent" for s in specs)
+    if needs_total or p.metadata.get("_inclusive"):
+        if not p.metadata.get("_inclusive"):
+            _accumulate(order, p.kinds)
+        fns = [(s.label, compile_spec(s, root.metrics, device_for)) for s in specs]
+        for node, _parent in order:
+            node.metrics = _columns(node.metrics, fns)
+    else:
+        # One backward pass: a node's sums are complete once its children are done, so add it
+        # into its parent and turn it into columns in the same step.
+        fns = [(s.label, compile_spec(s, {}, device_for)) for s in specs]
+        kinds = p.kinds
+        for node, parent in reversed(order):
+            m = node.metrics
+            if parent is not None:
+                _add_into(parent.metrics, m, kinds)
+            node.metrics = _columns(m, fns)
     out = _copy_profile(p, root)
     out.kinds = {s.label: "pty" for s in specs}
     out.metadata["_inclusive"] = True
     return out
+
+
+def _accumulate(order: list[tuple[Node, Node | None]], kinds: dict[str, str]) -> None:
+    """Add each node's inclusive-kind numbers into its parent, children first."""
+    for node, parent in reversed(order):
+        if parent is not None:
+            _add_into(parent.metrics, node.metrics, kinds)
+
+
+def _add_into(pm: dict[str, Any], m: dict[str, Any], kinds: dict[str, str]) -> None:
+    for name, value in m.items():
+        if value.__class__ is str or kinds.get(name, INC) != INC:
+            continue
+        old = pm.get(name)
+        pm[name] = value if old is None or old.__class__ is str else old + value
+
+
+def _columns(m: dict[str, Any], fns: list[tuple[str, Callable[[Any], float]]]) -> dict[str, Any]:
+    cols: dict[str, Any] = {label: fn(m) for label, fn in fns}
+    if "diff" in m:
+        cols["diff"] = m["diff"]
+    return cols
+
+
+def max_depth(p: Profile) -> int:
+    deepest = 0
+    stack = [(p.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in node.children.values())
+    return deepest
 
 
 def sort_children(p: Profile, column: str) -> Profile:

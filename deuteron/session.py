@@ -86,10 +86,10 @@ class Session:
         stack = self.shadow.stack()
         parent = stack[-1] if self.python is None else self.python.current()
         node = parent.children.get((name, FUNCTION)) or parent.child(name)
-        stack.append(node)
-        if metrics:
+        if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
                 self.profile.add_metrics(node, metrics)
+        stack.append(node)
 
     def close_scope(
         self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from .metrics import INC, PTY, split_kind
+from .metrics import INC, PTY, MetricError, split_kind
 
 MetricValue = int | float | str
 
@@ -56,6 +56,23 @@ class Node:
         return f"Node({self.name!r}, {self.type!r}, {self.metrics!r}, {len(self.children)} children)"
 
 
+def _plain(name: str, value: object) -> MetricValue:
+    """A metric value as a plain number or string: numpy and torch scalars become Python ones."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float, str)):
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            plain = item()
+        except (TypeError, ValueError, RuntimeError):
+            plain = None
+        if isinstance(plain, (int, float)) and not isinstance(plain, bool):
+            return plain
+    raise MetricError(f"metric {name!r} must be a number or a string, not {type(value).__name__}")
+
+
 @dataclass
 class Profile:
     """A tree plus what is needed to read it: metric kinds, the device table and run metadata."""
@@ -74,10 +91,10 @@ class Profile:
         self.kinds.setdefault(name, kind)
         return name, self.kinds[name]
 
-    def add_metrics(self, node: Node, metrics: Mapping[str, MetricValue]) -> None:
+    def add_metrics(self, node: Node, metrics: Mapping[str, object]) -> None:
         for raw_name, value in metrics.items():
             name, kind = self.declare(raw_name)
-            node.add(name, value, kind)
+            node.add(name, _plain(raw_name, value), kind)
 
     def metric_names(self) -> set[str]:
         names: set[str] = set()

@@ -209,3 +209,51 @@ def test_auto_backend_falls_back_to_the_interpreter_without_cupti():
     with deuteron.profile() as p:
         pass
     assert p.result is not None and p.result.metadata["backend"] == "interpreter"
+
+
+def test_profile_show_prints_the_view():
+    import io
+
+    with deuteron.profile(backend="interpreter") as p:
+        with deuteron.scope("shown"):
+            k.add(torch.rand(64), torch.rand(64))
+    buf = io.StringIO()
+    p.show("bytes,time/us", file=buf)
+    lines = buf.getvalue().splitlines()
+    assert lines[0].split() == ["bytes", "time/us", "name"]
+    assert lines[2].split()[0] == "768.000" and lines[2].endswith("shown")
+    with deuteron.profile(backend="interpreter") as p2:
+        pass
+    with pytest.raises(Exception, match="unknown metric 'nope'"):
+        p2.show("nope")
+
+
+def test_metric_values_from_numpy_and_torch_and_bad_ones(tmp_path: Path):
+    import numpy as np
+
+    from deuteron.formats import hatchet
+    from deuteron.metrics import MetricError
+
+    with deuteron.profile(backend="interpreter") as p:
+        with deuteron.scope("s", metrics={"flops": np.float32(2.0), "bytes": torch.tensor(3), "ok": True}):
+            pass
+        with deuteron.scope("nan", metrics={"flops": float("nan"), "bytes": 4}):
+            pass
+        with pytest.raises(MetricError, match="metric 'bad' must be a number or a string, not list"):
+            with deuteron.scope("bad", metrics={"bad": [1, 2]}):
+                pass
+        with deuteron.scope("after"):
+            pass
+    prof = p.result
+    assert prof is not None
+    m = find(prof, "s").metrics
+    assert (m["flops"], m["bytes"], m["ok"]) == (2.0, 3, 1)
+    assert type(m["flops"]) is float and type(m["bytes"]) is int
+    back = hatchet.read(hatchet.write(prof, tmp_path / "p.hatchet"))
+    assert "flops" not in find(back, "nan").metrics  # a NaN is dropped on write, not the profile
+    assert sorted(c.name for c in prof.root.children.values()) == [
+        "bad",
+        "nan",
+        "s",
+    ]  # "bad" did not stay open
+    assert find(back, "nan").metrics["bytes"] == 4

@@ -315,3 +315,25 @@ def test_view_reads_protons_files(proton_fixtures: Path, tmp_path: Path):
         proc = run_cli("view", str(proton_fixtures / name), "-m", "time/ms,util,avg_time/us", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
         assert "add_kernel" in proc.stdout
+
+
+def test_unfinalized_session_is_written_at_exit(tmp_path: Path):
+    script = _script(
+        tmp_path,
+        """
+        deuteron.start("forgot", backend="interpreter")
+        with deuteron.scope("s"):
+            add()
+    """,
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)},
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "was not finalized; wrote forgot.hatchet at exit" in proc.stderr
+    assert find(hatchet.read(tmp_path / "forgot.hatchet"), "s", "add_kernel").metrics["count"] == 1

@@ -10,12 +10,13 @@ from typing import NoReturn
 
 from .. import __version__
 from ..backends import BackendError
+from ..backends.interpreter.adapter import AdapterError
 from ..formats import FormatError
 from ..metrics import MetricError
 from ..session import SessionError
 from . import run, view
 
-USER_ERRORS = (FormatError, MetricError, BackendError, SessionError, re.error)
+USER_ERRORS = (FormatError, MetricError, BackendError, AdapterError, SessionError, re.error)
 
 
 class UsageError(Exception):

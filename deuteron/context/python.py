@@ -27,9 +27,9 @@ def _runpy_files() -> frozenset[str]:
 
 def _skipped_dirs() -> tuple[str, ...]:
     dirs = [_DEUTERON_DIR + os.sep]
-    triton = sys.modules.get("triton")
-    if triton is not None and getattr(triton, "__file__", None):
-        dirs.append(os.path.dirname(os.path.abspath(triton.__file__)) + os.sep)
+    triton_file = getattr(sys.modules.get("triton"), "__file__", None)
+    if triton_file:
+        dirs.append(os.path.dirname(os.path.abspath(triton_file)) + os.sep)
     return tuple(dirs)
 
 
@@ -53,7 +53,7 @@ class PythonContext:
         return hit
 
     def current(self, frame: FrameType | None = None) -> Node:
-        f = frame if frame is not None else sys._getframe(1)
+        f: FrameType | None = frame if frame is not None else sys._getframe(1)
         frames: list[FrameType] = []
         launchers = self._launchers
         while f is not None and len(frames) < self.max_depth:

@@ -29,17 +29,36 @@ class FormatError(ValueError):
 
 
 def load_json(path: str | os.PathLike[str]) -> Any:
+    """Parse a JSON file; orjson (several times faster on large profiles) first, json for the rest.
+
+    json handles what orjson refuses (NaN literals, integers beyond 64 bits, nesting beyond
+    orjson's fixed limit) and gives the line and column of a syntax error.
+    """
     try:
-        with open(path, encoding="utf-8") as f, deep_json():
-            return json.load(f)
+        with open(path, "rb") as fb:
+            raw = fb.read()
     except FileNotFoundError:
         raise FormatError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise FormatError(f"{path}: is a directory, not a profile") from None
     except PermissionError:
         raise FormatError(f"{path}: permission denied") from None
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - orjson is a dependency, this is a fallback
+        pass
+    else:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise FormatError(f"{path}: not a text file (expected JSON)") from None
+    try:
+        with deep_json():
+            return json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(
             f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"

@@ -77,7 +77,8 @@ def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
             name = str(ev["name"])
         except (KeyError, TypeError, ValueError):
             raise FormatError(f"{path}: trace event {i} lacks a name, ts or dur") from None
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        raw_args = ev.get("args")
+        args: dict[str, Any] = dict(raw_args) if isinstance(raw_args, dict) else {}
         stack = args.pop("call_stack", [])
         lane = ev.get("tid", 0)
         out.append(

@@ -26,7 +26,8 @@ _ROOT_COLUMNS = ("bytes", "count", "flops", "time (ns)")
 
 
 def _node_json(node: Node) -> dict[str, Any]:
-    return {"frame": {"name": node.name, "type": node.type}, "metrics": dict(node.metrics), "children": []}
+    metrics = {k: v for k, v in node.metrics.items() if v.__class__ is not float or math.isfinite(v)}
+    return {"frame": {"name": node.name, "type": node.type}, "metrics": metrics, "children": []}
 
 
 def to_json(profile: Profile) -> list[Any]:
@@ -62,20 +63,16 @@ def write(profile: Profile, path: str | os.PathLike[str]) -> Path:
     tmp = target.with_name(target.name + ".tmp")
     # dumps (not dump) takes json's C encoder: several times faster on large trees.
     with deep_json():
-        text = json.dumps(to_json(profile), separators=(",", ":"), allow_nan=False, default=_finite)
+        text = json.dumps(to_json(profile), separators=(",", ":"), allow_nan=False, default=_as_text)
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(tmp, target)
     return target
 
 
-def _finite(value: object) -> object:
-    # numpy scalars and the like: store as plain numbers.
-    try:
-        f = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(value)
-    return f if math.isfinite(f) else None
+def _as_text(value: object) -> str:
+    # Metric values are plain numbers and strings by construction; anything else is shown, not lost.
+    return str(value)
 
 
 def read(path: str | os.PathLike[str]) -> Profile:
@@ -89,27 +86,42 @@ def from_json(data: Any, where: str = "profile") -> Profile:
     if not isinstance(devices, dict):
         raise FormatError(f"{where}: the device table (second element) must be an object")
     profile = Profile(root=Node("ROOT"), devices=_check_devices(devices, where))
-    meta_json: str | None = None
+    meta_json: object = None
     string_metrics: set[str] = set()
     first = _check_node(data[0], where, "root")
     profile.root = Node(first["frame"]["name"], str(first["frame"].get("type", "function")))
+    _take_metrics(profile.root, first["metrics"], string_metrics, where)
+    ok_classes = _METRIC_CLASSES
     stack = [(first, profile.root)]
     while stack:
         src, dst = stack.pop()
-        for name, value in src["metrics"].items():
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                raise FormatError(f"{where}: metric {name!r} of frame {dst.name!r} is not a number or string")
-            if isinstance(value, str):
-                string_metrics.add(name)
-            dst.metrics[name] = value
+        children = dst.children
         for i, child in enumerate(src["children"]):
-            c = _check_node(child, where, f"child {i} of {dst.name!r}")
-            frame = c["frame"]
-            if frame.get("type") == METADATA_TYPE and frame["name"] == METADATA_FRAME:
+            try:  # the fast path for well-formed nodes; anything odd gets the careful check below
+                frame = child["frame"]
+                name, ntype, metrics = frame["name"], frame.get("type", "function"), child["metrics"]
+                kids = child["children"]
+                if name.__class__ is not str or metrics.__class__ is not dict or kids.__class__ is not list:
+                    raise TypeError
+            except (KeyError, TypeError, AttributeError):
+                c = _check_node(child, where, f"child {i} of {dst.name!r}")
+                frame, metrics = c["frame"], c["metrics"]
+                name, ntype = frame["name"], frame.get("type", "function")
+            if ntype == METADATA_TYPE and name == METADATA_FRAME:
                 meta_json = frame.get("deuteron")
                 continue
-            node = dst.child(frame["name"], str(frame.get("type", "function")))
-            stack.append((c, node))
+            key = (name, ntype if ntype.__class__ is str else str(ntype))
+            node = children.get(key)
+            if node is None and {v.__class__ for v in metrics.values()} <= ok_classes:
+                node = children[key] = Node(key[0], key[1])
+                node.metrics = dict(metrics)
+                for mname, value in metrics.items():
+                    if value.__class__ is str:
+                        string_metrics.add(mname)
+            else:  # a repeated frame (merged into the first) or a value to check one by one
+                node = node if node is not None else children.setdefault(key, Node(key[0], key[1]))
+                _take_metrics(node, metrics, string_metrics, where)
+            stack.append((child, node))
     if meta_json is not None:
         _apply_metadata(profile, meta_json, where)
     for name in string_metrics:
@@ -118,6 +130,18 @@ def from_json(data: Any, where: str = "profile") -> Profile:
         profile.kinds.setdefault(name, "pty")
     _drop_zero_root_columns(profile)
     return profile
+
+
+_METRIC_CLASSES = frozenset({int, float, str})
+
+
+def _take_metrics(node: Node, metrics: dict[str, Any], string_metrics: set[str], where: str) -> None:
+    for name, value in metrics.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise FormatError(f"{where}: metric {name!r} of frame {node.name!r} is not a number or string")
+        if isinstance(value, str):
+            string_metrics.add(name)
+        node.add(name, value)
 
 
 def _drop_zero_root_columns(profile: Profile) -> None:

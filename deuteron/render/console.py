@@ -7,10 +7,11 @@ it writes plain text, which is also what keeps 100 000-node profiles fast to pri
 
 from __future__ import annotations
 
-import math
 import sys
+from itertools import repeat
 from typing import IO, Any
 
+import numpy as np
 from rich.console import Console
 from rich.text import Text
 
@@ -20,27 +21,55 @@ _STYLE = {KERNEL: "bold green", STATE: "magenta"}
 
 
 def format_value(value: Any, signed: bool = False) -> str:
-    if not isinstance(value, (int, float)) or (isinstance(value, float) and math.isnan(value)):
+    cls = value.__class__
+    if cls is not float and cls is not int:
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return "-"
+        value = float(value)
+    if value != value:  # NaN
         return "-"
-    v = float(value)
-    a = abs(v)
-    text = f"{v:.3e}" if a and (a >= 1e7 or a < 1e-3) else f"{v:.3f}"
-    return ("+" + text) if signed and v > 0 else text
+    if value == 0:
+        return "0.000"
+    a = value if value > 0 else -value
+    text = f"{value:.3e}" if (a >= 1e7 or a < 1e-3) else f"{value:.3f}"
+    return ("+" + text) if signed and value > 0 else text
 
 
-def _rows(p: Profile, columns: list[str], signed: bool) -> list[tuple[list[str], str, str, str]]:
-    rows: list[tuple[list[str], str, str, str]] = []
+def _walk(p: Profile) -> tuple[list[Node], list[str], list[str]]:
+    """Nodes in display order with their tree-branch prefixes and labels."""
+    nodes: list[Node] = []
+    branches: list[str] = []
+    labels: list[str] = []
     stack: list[tuple[Node, str, str]] = [(p.root, "", "")]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, branch, indent = stack.pop()
-        values = [format_value(node.metrics.get(c), signed) for c in columns]
-        mark = node.metrics.get("diff", "")
-        rows.append((values, branch, node.name + (f"  [{mark}]" if mark else ""), node.type))
+        node, branch, indent = pop()
+        nodes.append(node)
+        branches.append(branch)
+        mark = node.metrics.get("diff")
+        labels.append(f"{node.name}  [{mark}]" if mark else node.name)
         kids = list(node.children.values())
-        for i in range(len(kids) - 1, -1, -1):
-            last = i == len(kids) - 1
-            stack.append((kids[i], indent + ("└─ " if last else "├─ "), indent + ("   " if last else "│  ")))
-    return rows
+        if kids:
+            last = kids.pop()
+            push((last, indent + "└─ ", indent + "   "))
+            mid_branch, mid_indent = indent + "├─ ", indent + "│  "
+            for kid in reversed(kids):
+                push((kid, mid_branch, mid_indent))
+    return nodes, branches, labels
+
+
+def _format_column(values: list[Any], signed: bool) -> list[str]:
+    """Format a whole column at once: fixed-point in bulk, the rare odd value one by one."""
+    arr = np.array([v if v.__class__ in (int, float) else np.nan for v in values], dtype=float)
+    texts = list(map("{:.3f}".format, arr.tolist()))
+    magnitude = np.abs(arr)
+    odd = np.flatnonzero(np.isnan(arr) | (magnitude >= 1e7) | ((magnitude < 1e-3) & (magnitude > 0)))
+    for i in odd.tolist():
+        texts[i] = format_value(values[i])
+    if signed:
+        for i in np.flatnonzero(arr > 0).tolist():
+            texts[i] = "+" + texts[i]
+    return texts
 
 
 def render_profile(
@@ -52,27 +81,29 @@ def render_profile(
     color: bool | None = None,
 ) -> None:
     out = file if file is not None else sys.stdout
-    rows = _rows(p, columns, signed)
-    widths = [max(len(c), *(len(r[0][i]) for r in rows)) for i, c in enumerate(columns)]
+    nodes, branches, labels = _walk(p)
+    formatted = [_format_column([n.metrics.get(c) for n in nodes], signed) for c in columns]
+    widths = [max(len(c), *map(len, col)) for c, col in zip(columns, formatted, strict=True)]
+    padded = [list(map(str.rjust, col, repeat(w))) for col, w in zip(formatted, widths, strict=True)]
     header = "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)) + "  name"
     use_color = color if color is not None else (out.isatty() if hasattr(out, "isatty") else False)
     if not use_color:
-        lines = [header]
-        for values, branch, name, _type in rows:
-            cells = "  ".join(v.rjust(w) for v, w in zip(values, widths, strict=True))
-            lines.append(cells + "  " + branch + name)
-        out.write("\n".join(lines) + "\n")
+        trees = list(map(str.__add__, branches, labels))
+        lines = list(map("  ".join, zip(*padded, trees, strict=True)))
+        out.write(header + "\n" + "\n".join(lines) + "\n")
         return
     text = Text(header + "\n", style="bold")
-    for values, branch, name, ntype in rows:
-        for v, w in zip(values, widths, strict=True):
+    for i, node in enumerate(nodes):
+        for col in padded:
+            v = col[i]
             style = "cyan"
-            if signed and v.startswith("+"):
+            stripped = v.lstrip()
+            if signed and stripped.startswith("+"):
                 style = "red"
-            elif signed and v.startswith("-") and v != "-":
+            elif signed and stripped.startswith("-") and stripped != "-":
                 style = "green"
-            text.append(v.rjust(w), style=style)
+            text.append(v, style=style)
             text.append("  ")
-        text.append(branch, style="dim")
-        text.append(name + "\n", style=_STYLE.get(ntype, ""))
+        text.append(branches[i], style="dim")
+        text.append(labels[i] + "\n", style=_STYLE.get(node.type, ""))
     Console(file=out, force_terminal=True, highlight=False, soft_wrap=True).print(text, end="")

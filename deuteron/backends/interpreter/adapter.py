@@ -25,6 +25,13 @@ from typing import Any
 import numpy as np
 
 SUPPORTED_TRITON = ((3, 6), (3, 9))
+_WRAPPED = (
+    "create_masked_load",
+    "create_masked_store",
+    "create_dot",
+    "create_atomic_rmw",
+    "create_atomic_cas",
+)
 
 
 class AdapterError(RuntimeError):
@@ -83,14 +90,7 @@ def _interpreter_module() -> Any:
     needed = ("InterpretedFunction", "interpreter_builder")
     missing = [n for n in needed if not hasattr(interpreter, n)]
     builder = getattr(interpreter, "interpreter_builder", None)
-    for name in (
-        "create_masked_load",
-        "create_masked_store",
-        "create_dot",
-        "create_atomic_rmw",
-        "create_atomic_cas",
-        "set_grid_dim",
-    ):
+    for name in (*_WRAPPED, "set_grid_dim"):
         if builder is not None and not hasattr(builder, name):
             missing.append(f"interpreter_builder.{name}")
     if missing:
@@ -251,13 +251,7 @@ def uninstall() -> None:
     if not _saved:
         return
     builder = _saved["builder"]
-    for name in (
-        "create_masked_load",
-        "create_masked_store",
-        "create_dot",
-        "create_atomic_rmw",
-        "create_atomic_cas",
-    ):
+    for name in _WRAPPED:
         builder.__dict__.pop(name, None)
     _saved["class"].run = _saved["run"]
     _saved.clear()
