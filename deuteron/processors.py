@@ -61,21 +61,28 @@ def include(p: Profile, pattern: str) -> Profile:
     return _copy_profile(p, _rebuild(p.root, lambda n: id(n) in on_path))
 
 
-def inclusive(p: Profile) -> Profile:
-    """Each node's inclusive metrics: its own plus its descendants' for inclusive-kind numbers."""
-    if p.metadata.get("_inclusive"):
-        return p
+def _copy_with_parents(top: Node) -> tuple[Node, list[tuple[Node, Node | None]]]:
+    """A deep copy of ``top`` and its nodes in parents-first order, each with its parent."""
     order: list[tuple[Node, Node | None]] = []
-    root = Node(p.root.name, p.root.type)
-    stack: list[tuple[Node, Node, Node | None]] = [(p.root, root, None)]
+    root = Node(top.name, top.type)
+    stack: list[tuple[Node, Node, Node | None]] = [(top, root, None)]
     while stack:
         src, dst, parent = stack.pop()
         dst.metrics = dict(src.metrics)
         order.append((dst, parent))
+        children = dst.children
         for key, child in src.children.items():
             copy = Node(child.name, child.type)
-            dst.children[key] = copy
+            children[key] = copy
             stack.append((child, copy, dst))
+    return root, order
+
+
+def inclusive(p: Profile) -> Profile:
+    """Each node's inclusive metrics: its own plus its descendants' for inclusive-kind numbers."""
+    if p.metadata.get("_inclusive"):
+        return p
+    root, order = _copy_with_parents(p.root)
     _accumulate(order, p.kinds)
     out = _copy_profile(p, root)
     out.metadata["_inclusive"] = True
@@ -165,19 +172,7 @@ def derive(
     Where a column cannot be computed at a node it is NaN. One copy of the tree serves both the
     inclusive sums and the columns: this runs on every ``deuteron view`` of large profiles.
     """
-    src = p
-    order: list[tuple[Node, Node | None]] = []
-    root = Node(src.root.name, src.root.type)
-    stack: list[tuple[Node, Node, Node | None]] = [(src.root, root, None)]
-    while stack:
-        s, d, parent = stack.pop()
-        d.metrics = dict(s.metrics)
-        order.append((d, parent))
-        children = d.children
-        for key, child in s.children.items():
-            copy = Node(child.name, child.type)
-            children[key] = copy
-            stack.append((child, copy, d))
+    root, order = _copy_with_parents(p.root)
     needs_total = any(s.kind == "percent" for s in specs)
     if needs_total or p.metadata.get("_inclusive"):
         if not p.metadata.get("_inclusive"):

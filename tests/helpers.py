@@ -19,3 +19,17 @@ def find(profile: Profile, *names: str) -> Node:
 
 def kernels(profile: Profile) -> dict[str, Node]:
     return {n.name: n for n in profile.root.walk() if n.type == "kernel"}
+
+
+# The device table Proton wrote on an H200 (../shared/fixtures/proton).
+H200_TABLE = {
+    "CUDA": {
+        "0": {
+            "arch": "90",
+            "bus_width": 6016,
+            "clock_rate": 1980000,
+            "memory_clock_rate": 3201000,
+            "num_sms": 132,
+        }
+    }
+}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from deuteron.formats import FormatError, chrome_trace, hatchet
 from deuteron.formats.chrome_trace import TraceEvent
 from deuteron.tree import KERNEL, Node, Profile
-from tests.helpers import find
+from tests.helpers import H200_TABLE, find
 
 
 def _sample() -> Profile:
@@ -22,17 +23,7 @@ def _sample() -> Profile:
     kern.metrics.update(
         {"time (ns)": 1500, "count": 3, "bytes": 3e6, "device_id": "0", "device_type": "CUDA"}
     )
-    p.devices = {
-        "CUDA": {
-            "0": {
-                "arch": "90",
-                "bus_width": 6016,
-                "clock_rate": 1980000,
-                "memory_clock_rate": 3201000,
-                "num_sms": 132,
-            }
-        }
-    }
+    p.devices = copy.deepcopy(H200_TABLE)
     p.metadata.update({"name": "sample", "command": "python x.py", "rank": "1"})
     return p
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 import deuteron
 from deuteron.formats import hatchet
 from tests import kernels as k
+from tests.helpers import H200_TABLE
 
 
 def proton_viewer(*args: str) -> subprocess.CompletedProcess[str]:
@@ -59,17 +61,7 @@ def test_proton_viewer_diffs_and_uses_our_device_table(tmp_path: Path, our_profi
     for node in prof.root.walk():
         if node.type == "kernel":
             node.metrics["device_type"] = "CUDA"
-    prof.devices = {
-        "CUDA": {
-            "0": {
-                "arch": "90",
-                "bus_width": 6016,
-                "clock_rate": 1980000,
-                "memory_clock_rate": 3201000,
-                "num_sms": 132,
-            }
-        }
-    }
+    prof.devices = copy.deepcopy(H200_TABLE)
     gpu_like = hatchet.write(prof, tmp_path / "gpu_like.hatchet")
     util = proton_viewer("-m", "util", str(gpu_like))
     assert util.returncode == 0, util.stderr
