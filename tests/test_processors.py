@@ -100,3 +100,31 @@ def test_metric_parsing_and_errors():
         parse_metric("byte16/s", {"bytes"})
     spec = parse_metric("gbyte/s", {"bytes"})
     assert math.isnan(evaluate(spec, {"bytes": 5.0}, {}, None))  # no time: undefined, not a crash
+
+
+def test_console_renderer_colours_kernels_and_diff_signs():
+    import io
+
+    from deuteron.render.console import render_profile
+
+    shown = processors.derive(_tree(), [parse_metric("time/ns", {"time (ns)"})])
+    plain, coloured = io.StringIO(), io.StringIO()
+    render_profile(shown, ["time/ns"], file=plain)
+    render_profile(shown, ["time/ns"], file=coloured, color=True)
+    assert "\x1b[" not in plain.getvalue()
+    assert plain.getvalue().splitlines()[1].split() == ["1000.000", "ROOT"]
+    assert "\x1b[1;32mgemm" in coloured.getvalue()  # kernels in bold green
+    assert "\x1b[1m" + "ROOT" not in coloured.getvalue()  # only the header is bold
+    older = _tree()
+    find(older, "eval", "softmax").metrics["time (ns)"] = 300
+    older.root.child("gone").metrics["time (ns)"] = 1
+    delta = processors.diff(shown, processors.derive(older, [parse_metric("time/ns", {"time (ns)"})]))
+    signed = io.StringIO()
+    render_profile(delta, ["time/ns"], file=signed, signed=True, color=True)
+    out = signed.getvalue()
+    assert "\x1b[32m-200.000" in out  # faster: green
+    assert "[removed]" in out
+    up = processors.diff(processors.derive(older, [parse_metric("time/ns", {"time (ns)"})]), shown)
+    signed = io.StringIO()
+    render_profile(up, ["time/ns"], file=signed, signed=True, color=True)
+    assert "\x1b[31m+200.000" in signed.getvalue()  # slower: red

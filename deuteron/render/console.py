@@ -92,7 +92,8 @@ def render_profile(
         lines = list(map("  ".join, zip(*padded, trees, strict=True)))
         out.write(header + "\n" + "\n".join(lines) + "\n")
         return
-    text = Text(header + "\n", style="bold")
+    text = Text()
+    text.append(header + "\n", style="bold")
     for i, node in enumerate(nodes):
         for col in padded:
             v = col[i]
