@@ -217,7 +217,7 @@ class state:
     def __enter__(self) -> state:
         self._previous = []
         for s in _active:
-            self._previous.append((s, getattr(s._state, "name", None)))
+            self._previous.append((s, s.state()))
             s.set_state(self.name)
         return self
 

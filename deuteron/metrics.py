@@ -132,17 +132,13 @@ _TIME_RE = re.compile(r"^(?P<avg>avg_)?(?P<which>time|cpu_time|roofline_time)/(?
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric the viewer can show: a raw metric or one derived from raw ones.
-
-    ``needs`` lists the raw metrics whose absence makes the column unavailable.
-    """
+    """A metric the viewer can show: a raw metric or one derived from raw ones."""
 
     label: str
     kind: str  # "raw", "time", "rate", "util", "percent", "roofline"
     raw: str = ""
     factor: float = 1.0
     average: bool = False
-    needs: tuple[str, ...] = ()
 
 
 def parse_metric(name: str, available: set[str]) -> MetricSpec:
@@ -155,23 +151,22 @@ def parse_metric(name: str, available: set[str]) -> MetricSpec:
         unit = _TIME_UNITS[m["unit"]]
         which = m["which"]
         if which == "roofline_time":
-            return MetricSpec(text, "roofline", factor=unit, needs=())
+            return MetricSpec(text, "roofline", factor=unit)
         raw = TIME if which == "time" else CPU_TIME
-        needs = (raw, COUNT) if m["avg"] else (raw,)
-        return MetricSpec(text, "time", raw=raw, factor=unit, average=bool(m["avg"]), needs=needs)
+        return MetricSpec(text, "time", raw=raw, factor=unit, average=bool(m["avg"]))
     m = _RATE_RE.match(text)
     if m:
         raw = BYTES if m["what"] == "byte" else FLOPS + (m["width"] or "")
         if m["what"] == "byte" and m["width"]:
             raise MetricError(f"unknown metric {name!r}: byte rates take no width")
-        return MetricSpec(text, "rate", raw=raw, factor=_RATE_PREFIX[m["prefix"]], needs=(raw, TIME))
+        return MetricSpec(text, "rate", raw=raw, factor=_RATE_PREFIX[m["prefix"]])
     if text == "util":
-        return MetricSpec(text, "util", needs=(TIME,))
+        return MetricSpec(text, "util")
     if text.endswith("/%"):
         raw = _match_raw(text[:-2], available, name)
-        return MetricSpec(text, "percent", raw=raw, needs=(raw,))
+        return MetricSpec(text, "percent", raw=raw)
     raw = _match_raw(text, available, name)
-    return MetricSpec(raw, "raw", raw=raw, needs=(raw,))
+    return MetricSpec(raw, "raw", raw=raw)
 
 
 def _match_raw(text: str, available: set[str], original: str) -> str:
@@ -199,65 +194,70 @@ def roofline_seconds(metrics: Mapping[str, float], device: DeviceSpec) -> float:
     return max(flop_time, byte_time)
 
 
-def evaluate(
-    spec: MetricSpec,
-    inc: Mapping[str, float],
-    total: Mapping[str, float],
-    device: DeviceSpec | None,
-) -> float:
-    """The value of ``spec`` at a node with inclusive metrics ``inc``; NaN where undefined."""
-    nan = math.nan
-    if any(n not in inc for n in spec.needs):
-        return nan
-    if spec.kind == "raw":
-        v = inc[spec.raw]
-        return float(v) if isinstance(v, (int, float)) else nan
-    if spec.kind == "time":
-        v = float(inc[spec.raw]) / spec.factor
-        if spec.average:
-            count = float(inc[COUNT])
-            return v / count if count else nan
-        return v
-    if spec.kind == "rate":
-        seconds = float(inc[TIME]) * 1e-9
-        return float(inc[spec.raw]) / seconds / spec.factor if seconds > 0 else nan
-    if spec.kind == "percent":
-        whole = float(total.get(spec.raw, 0.0))
-        return float(inc[spec.raw]) / whole * 100.0 if whole else nan
-    if device is None:
-        return nan
-    if spec.kind == "roofline":
-        if BYTES not in inc and FLOPS not in inc and not flop_widths(inc):
-            return nan
-        return roofline_seconds(inc, device) * 1e9 / spec.factor
-    if spec.kind == "util":
-        seconds = float(inc[TIME]) * 1e-9
-        if seconds <= 0 or (BYTES not in inc and FLOPS not in inc and not flop_widths(inc)):
-            return nan
-        return roofline_seconds(inc, device) / seconds
-    return nan
+def _number(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _has_work(m: Mapping[str, Any]) -> bool:
+    return BYTES in m or FLOPS in m or bool(flop_widths(m))
 
 
 def compile_spec(
     spec: MetricSpec, total: Mapping[str, Any], device_for: Callable[[Mapping[str, Any]], DeviceSpec | None]
 ) -> Callable[[Mapping[str, Any]], float]:
-    """``evaluate`` specialised to one spec: the viewer calls it once per node and column."""
+    """A function from a node's inclusive metrics to the value of ``spec`` there (NaN where undefined).
+
+    Built once per column, called once per node: the viewer's inner loop.
+    """
     nan = math.nan
     raw, factor = spec.raw, spec.factor
     if spec.kind == "raw":
-        return lambda m: v if isinstance(v := m.get(raw), (int, float)) else nan
-    if spec.kind == "time" and not spec.average:
-        return lambda m: v / factor if isinstance(v := m.get(raw), (int, float)) else nan
+        return lambda m: v if (v := _number(m.get(raw))) is not None else nan
+    if spec.kind == "time":
+        if not spec.average:
+            return lambda m: v / factor if (v := _number(m.get(raw))) is not None else nan
+
+        def average(m: Mapping[str, Any]) -> float:
+            v, count = _number(m.get(raw)), _number(m.get(COUNT))
+            return v / factor / count if v is not None and count else nan
+
+        return average
     if spec.kind == "rate":
 
         def rate(m: Mapping[str, Any]) -> float:
-            t, v = m.get(TIME), m.get(raw)
-            if isinstance(t, (int, float)) and isinstance(v, (int, float)) and t > 0:
-                return v / (t * 1e-9) / factor
-            return nan
+            t, v = _number(m.get(TIME)), _number(m.get(raw))
+            return v / (t * 1e-9) / factor if t and t > 0 and v is not None else nan
 
         return rate
-    return lambda m: evaluate(spec, m, total, device_for(m))
+    if spec.kind == "percent":
+        whole = _number(total.get(raw))
+        return lambda m: v / whole * 100.0 if (v := _number(m.get(raw))) is not None and whole else nan
+    if spec.kind == "roofline":
+
+        def roofline(m: Mapping[str, Any]) -> float:
+            device = device_for(m)
+            if device is None or not _has_work(m):
+                return nan
+            return roofline_seconds(m, device) * 1e9 / factor
+
+        return roofline
+    if spec.kind == "util":
+
+        def util(m: Mapping[str, Any]) -> float:
+            device, t = device_for(m), _number(m.get(TIME))
+            if device is None or not t or t <= 0 or not _has_work(m):
+                return nan
+            return roofline_seconds(m, device) / (t * 1e-9)
+
+        return util
+    raise MetricError(f"unknown metric kind {spec.kind!r}")
+
+
+def evaluate(
+    spec: MetricSpec, inc: Mapping[str, Any], total: Mapping[str, Any], device: DeviceSpec | None
+) -> float:
+    """The value of ``spec`` at one node (``compile_spec`` for many)."""
+    return compile_spec(spec, total, lambda _m: device)(inc)
 
 
 DERIVED_HELP = """\

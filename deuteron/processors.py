@@ -16,31 +16,43 @@ from .metrics import INC, DeviceSpec, MetricSpec, compile_spec
 from .tree import Node, Profile
 
 
-def _copy_profile(p: Profile, root: Node) -> Profile:
-    return Profile(root=root, kinds=dict(p.kinds), devices=p.devices, metadata=dict(p.metadata))
+def _copy_profile(p: Profile, root: Node, inclusive: bool | None = None) -> Profile:
+    return Profile(
+        root=root,
+        kinds=dict(p.kinds),
+        devices=p.devices,
+        metadata=dict(p.metadata),
+        inclusive=p.inclusive if inclusive is None else inclusive,
+    )
 
 
-def _rebuild(node: Node, keep: Callable[[Node], bool]) -> Node:
-    """A copy of ``node``'s subtree without the children ``keep`` rejects (iterative: trees get deep)."""
-    new_root = Node(node.name, node.type)
-    new_root.metrics = dict(node.metrics)
-    stack = [(node, new_root)]
+def _rebuild(
+    p: Profile,
+    keep: Callable[[Node, int], bool] | None = None,
+    order: Callable[[Node], float] | None = None,
+) -> Profile:
+    """A copy of the tree without the subtrees ``keep(node, depth)`` rejects, children optionally
+    re-ordered by ``order``; the root always stays. Iterative: trees get deep."""
+    root = Node(p.root.name, p.root.type)
+    root.metrics = dict(p.root.metrics)
+    stack = [(p.root, root, 0)]
     while stack:
-        src, dst = stack.pop()
-        for key, child in src.children.items():
-            if not keep(child):
+        src, dst, depth = stack.pop()
+        children = src.children.values() if order is None else sorted(src.children.values(), key=order)
+        for child in children:
+            if keep is not None and not keep(child, depth + 1):
                 continue
             copy = Node(child.name, child.type)
             copy.metrics = dict(child.metrics)
-            dst.children[key] = copy
-            stack.append((child, copy))
-    return new_root
+            dst.children[(child.name, child.type)] = copy
+            stack.append((child, copy, depth + 1))
+    return _copy_profile(p, root)
 
 
 def exclude(p: Profile, pattern: str) -> Profile:
     """Drop every frame whose name matches ``pattern``, with everything below it."""
     rx = re.compile(pattern)
-    return _copy_profile(p, _rebuild(p.root, lambda n: rx.search(n.name) is None))
+    return _rebuild(p, lambda n, _depth: rx.search(n.name) is None)
 
 
 def include(p: Profile, pattern: str) -> Profile:
@@ -58,7 +70,7 @@ def include(p: Profile, pattern: str) -> Profile:
                 on_path.update(id(a) for a in ancestors)
         for c in n.children.values():
             stack.append((c, ancestors if hit else [*ancestors, n], hit))
-    return _copy_profile(p, _rebuild(p.root, lambda n: id(n) in on_path))
+    return _rebuild(p, lambda n, _depth: id(n) in on_path)
 
 
 def _copy_with_parents(top: Node) -> tuple[Node, list[tuple[Node, Node | None]]]:
@@ -80,29 +92,16 @@ def _copy_with_parents(top: Node) -> tuple[Node, list[tuple[Node, Node | None]]]
 
 def inclusive(p: Profile) -> Profile:
     """Each node's inclusive metrics: its own plus its descendants' for inclusive-kind numbers."""
-    if p.metadata.get("_inclusive"):
+    if p.inclusive:
         return p
     root, order = _copy_with_parents(p.root)
     _accumulate(order, p.kinds)
-    out = _copy_profile(p, root)
-    out.metadata["_inclusive"] = True
-    return out
+    return _copy_profile(p, root, inclusive=True)
 
 
 def prune(p: Profile, keep: Callable[[Node, int], bool]) -> Profile:
     """Drop nodes (and their subtrees) that ``keep(node, depth)`` rejects; the root always stays."""
-    root = Node(p.root.name, p.root.type)
-    root.metrics = dict(p.root.metrics)
-    stack = [(p.root, root, 0)]
-    while stack:
-        src, dst, depth = stack.pop()
-        for key, child in src.children.items():
-            if keep(child, depth + 1):
-                copy = Node(child.name, child.type)
-                copy.metrics = dict(child.metrics)
-                dst.children[key] = copy
-                stack.append((child, copy, depth + 1))
-    return _copy_profile(p, root)
+    return _rebuild(p, keep)
 
 
 def diff(new: Profile, old: Profile) -> Profile:
@@ -174,8 +173,8 @@ def derive(
     """
     root, order = _copy_with_parents(p.root)
     needs_total = any(s.kind == "percent" for s in specs)
-    if needs_total or p.metadata.get("_inclusive"):
-        if not p.metadata.get("_inclusive"):
+    if needs_total or p.inclusive:
+        if not p.inclusive:
             _accumulate(order, p.kinds)
         fns = [(s.label, compile_spec(s, root.metrics, device_for)) for s in specs]
         for node, _parent in order:
@@ -190,9 +189,8 @@ def derive(
             if parent is not None:
                 _add_into(parent.metrics, m, kinds)
             node.metrics = _columns(m, fns)
-    out = _copy_profile(p, root)
+    out = _copy_profile(p, root, inclusive=True)
     out.kinds = {s.label: "pty" for s in specs}
-    out.metadata["_inclusive"] = True
     return out
 
 
@@ -235,14 +233,4 @@ def sort_children(p: Profile, column: str) -> Profile:
         v = n.metrics.get(column)
         return -v if isinstance(v, (int, float)) and not math.isnan(v) else math.inf
 
-    root = Node(p.root.name, p.root.type)
-    root.metrics = dict(p.root.metrics)
-    stack = [(p.root, root)]
-    while stack:
-        s, d = stack.pop()
-        for child in sorted(s.children.values(), key=key):
-            copy = Node(child.name, child.type)
-            copy.metrics = dict(child.metrics)
-            d.children[(child.name, child.type)] = copy
-            stack.append((child, copy))
-    return _copy_profile(p, root)
+    return _rebuild(p, order=key)

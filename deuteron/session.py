@@ -104,19 +104,27 @@ class Session:
                 self.profile.add_metrics(node, metrics)
             m = node.metrics
             m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
-            if len(self.events) < TRACE_LIMIT:
-                self.events.append(("scope", node, start_ns, end_ns, _get_ident(), None))
-            else:
-                self.dropped_events += 1
+            self._event(("scope", node, start_ns, end_ns, _get_ident(), None))
+
+    def state(self) -> str | None:
+        """The state the calling thread is in (see ``deuteron.state``)."""
+        return getattr(self._state, "name", None)
 
     def set_state(self, name: str | None) -> None:
         self._state.name = name
+
+    def _event(self, event: _RawEvent) -> None:
+        """Keep a span for traces, up to TRACE_LIMIT; past it, only count what is dropped."""
+        if len(self.events) < TRACE_LIMIT:
+            self.events.append(event)
+        else:
+            self.dropped_events += 1
 
     # --- backends report here --------------------------------------------------------------------
 
     def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None:
         parent = self.launch_context()
-        state = getattr(self._state, "name", None)
+        state = self.state()
         with self.lock:
             node = parent.child(name, KERNEL)
             if state:
@@ -127,10 +135,7 @@ class Session:
                 clean = split_kind(key)[0]
                 if clean in ("bytes", "flops", "grid"):
                     args[clean] = value
-            if len(self.events) < TRACE_LIMIT:
-                self.events.append(("kernel", node, start_ns, end_ns, _get_ident(), args))
-            else:
-                self.dropped_events += 1
+            self._event(("kernel", node, start_ns, end_ns, _get_ident(), args))
 
     # --- output ----------------------------------------------------------------------------------
 

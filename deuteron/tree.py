@@ -81,6 +81,8 @@ class Profile:
     kinds: dict[str, str] = field(default_factory=dict)
     devices: dict[str, dict[str, dict[str, object]]] = field(default_factory=dict)
     metadata: dict[str, object] = field(default_factory=dict)
+    # True for trees whose nodes hold inclusive values (made by processors, never written).
+    inclusive: bool = False
 
     def kind(self, metric: str) -> str:
         return self.kinds.get(metric, INC)

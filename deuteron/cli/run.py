@@ -21,7 +21,7 @@ from .. import api
 from ..backends import NAMES as BACKENDS
 from ..backends import resolve
 from ..backends.interpreter import enable_interpreter_mode
-from ..session import CONTEXTS, disabled
+from ..session import CONTEXTS, SessionError, disabled
 
 
 class _Signalled(BaseException):
@@ -75,14 +75,14 @@ def _check_target(args: argparse.Namespace) -> tuple[str, str, list[str]]:
     if args.module:
         return "module", args.module, list(args.target)
     if not args.target:
-        raise api.SessionError("nothing to run: give a script, -m MODULE, or pytest [args]")
+        raise SessionError("nothing to run: give a script, -m MODULE, or pytest [args]")
     first, rest = args.target[0], list(args.target[1:])
     if first == "pytest":
         return "pytest", first, rest
     if not os.path.exists(first):
-        raise api.SessionError(f"script {first!r} does not exist")
+        raise SessionError(f"script {first!r} does not exist")
     if os.path.isdir(first):
-        raise api.SessionError(f"{first!r} is a directory; give a .py script (or -m package)")
+        raise SessionError(f"{first!r} is a directory; give a .py script (or -m package)")
     return "script", first, rest
 
 
@@ -95,7 +95,7 @@ def _run_target(kind: str, target: str, rest: list[str]) -> int:
         sys.argv = [target, *rest]
         sys.path.insert(0, os.getcwd())
         if importlib.util.find_spec(target) is None:
-            raise api.SessionError(f"no module named {target!r}")
+            raise SessionError(f"no module named {target!r}")
         runpy.run_module(target, run_name="__main__", alter_sys=True)
         return 0
     path = os.path.abspath(target)
@@ -144,7 +144,7 @@ def run_command(args: argparse.Namespace) -> int:
         code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
     except _Signalled as sig:
         code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
-    except api.SessionError:
+    except SessionError:
         raise
     except BaseException as exc:  # the user's own error: show it as Python would, then write the profile
         traceback.print_exception(type(exc), exc, _user_traceback(exc.__traceback__))

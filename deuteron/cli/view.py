@@ -17,6 +17,7 @@ from ..metrics import (
     TIME,
     DeviceSpec,
     MetricError,
+    MetricSpec,
     device_from_table_row,
     named_device,
     parse_metric,
@@ -124,11 +125,24 @@ def list_metrics(p: Profile) -> str:
     return "\n".join(lines)
 
 
+def _parse_columns(
+    names: list[str], available: set[str], device: str | None, has_table: bool
+) -> tuple[list[MetricSpec], DeviceSpec | None]:
+    """The columns asked for, and the device to judge util/roofline by (None: the profile's own)."""
+    specs = [parse_metric(n, available - PROPERTY_METRICS) for n in names]
+    override = named_device(device) if device else None
+    needs_device = [s.label for s in specs if s.kind in ("util", "roofline")]
+    if needs_device and override is None and not has_table:
+        raise MetricError(
+            f"{', '.join(needs_device)} needs a device: "
+            "this profile has no device table, so pass --device (e.g. --device h100)"
+        )
+    return specs, override
+
+
 def show(profile: Profile, metrics: list[str], device: str | None = None, file: Any = None) -> None:
     """Print a profile as ``deuteron view`` would (used by ``deuteron.profile().show()``)."""
-    available = profile.metric_names() - PROPERTY_METRICS
-    specs = [parse_metric(n, available) for n in metrics]
-    override = named_device(device) if device else None
+    specs, override = _parse_columns(metrics, profile.metric_names(), device, bool(profile.devices))
     shown = processors.derive(profile, specs, _device_lookup(profile, override))
     render_profile(shown, [s.label for s in specs], file=file)
 
@@ -160,13 +174,7 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         names = [sorted(available)[0]]
     else:
         raise MetricError(f"{args.profile}: the profile has no metrics to show")
-    specs = [parse_metric(n, available) for n in names]
-    override = named_device(args.device) if args.device else None
-    if any(s.kind in ("util", "roofline") for s in specs) and override is None and not profile.devices:
-        raise MetricError(
-            f"{', '.join(s.label for s in specs if s.kind in ('util', 'roofline'))} needs a device: "
-            "this profile has no device table, so pass --device (e.g. --device h100)"
-        )
+    specs, override = _parse_columns(names, available, args.device, bool(profile.devices))
     shown = processors.derive(_prepare(profile, args), specs, _device_lookup(profile, override))
     signed = False
     if other is not None:

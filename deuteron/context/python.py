@@ -9,6 +9,7 @@ cached by the code objects and lines they pass through, so a hot loop costs a fr
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from types import FrameType
@@ -26,10 +27,11 @@ def _runpy_files() -> frozenset[str]:
 
 
 def _skipped_dirs() -> tuple[str, ...]:
+    """Deuteron's package and Triton's, found without importing Triton (it may come later)."""
     dirs = [_DEUTERON_DIR + os.sep]
-    triton_file = getattr(sys.modules.get("triton"), "__file__", None)
-    if triton_file:
-        dirs.append(os.path.dirname(os.path.abspath(triton_file)) + os.sep)
+    spec = importlib.util.find_spec("triton")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        dirs.append(os.path.abspath(location) + os.sep)
     return tuple(dirs)
 
 
@@ -45,8 +47,6 @@ class PythonContext:
     def _skipped(self, filename: str) -> bool:
         hit = self._skip_files.get(filename)
         if hit is None:
-            if "triton" in sys.modules and len(self._skip) < 3:
-                self._skip = _skipped_dirs()
             path = os.path.abspath(filename)
             hit = filename.startswith("<frozen") or path.startswith(self._skip)
             self._skip_files[filename] = hit

@@ -20,19 +20,12 @@ from ..tree import KERNEL, STATE, Node, Profile
 _STYLE = {KERNEL: "bold green", STATE: "magenta"}
 
 
-def format_value(value: Any, signed: bool = False) -> str:
-    cls = value.__class__
-    if cls is not float and cls is not int:
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return "-"
-        value = float(value)
-    if value != value:  # NaN
+def format_value(value: Any) -> str:
+    """One number as the viewer shows it: fixed-point, scientific when very large or small."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value:  # NaN
         return "-"
-    if value == 0:
-        return "0.000"
-    a = value if value > 0 else -value
-    text = f"{value:.3e}" if (a >= 1e7 or a < 1e-3) else f"{value:.3f}"
-    return ("+" + text) if signed and value > 0 else text
+    a = abs(value)
+    return f"{value:.3e}" if a and (a >= 1e7 or a < 1e-3) else f"{value:.3f}"
 
 
 def _walk(p: Profile) -> tuple[list[Node], list[str], list[str]]:

@@ -32,6 +32,6 @@ def render_json(p: Profile, columns: list[str], file: IO[str]) -> None:
             cj = node_json(child)
             dst["children"].append(cj)
             stack.append((child, cj))
-    meta = {k: v for k, v in p.metadata.items() if not k.startswith("_")}
+    meta = dict(p.metadata)
     json.dump({"columns": columns, "metadata": meta, "devices": p.devices, "tree": root}, file, default=str)
     file.write("\n")

@@ -72,13 +72,17 @@ def hook_metrics(record: adapter.LaunchRecord) -> tuple[str, dict[str, Any]]:
 
 
 def _dispatch(record: adapter.LaunchRecord) -> None:
-    for session in list(_sessions):
-        if not session.active:
-            continue
-        name, metrics = record.kernel, launch_metrics(record)
+    sessions = [s for s in _sessions if s.active]
+    if not sessions:
+        return
+    measured = launch_metrics(record)
+    hooked: tuple[str, dict[str, Any]] | None = None
+    for session in sessions:
+        name, metrics = record.kernel, measured
         if session.hook == "triton":
-            name, extra = hook_metrics(record)
-            metrics.update(extra)
+            if hooked is None:  # evaluate the user's launch_metadata once per launch
+                hooked = hook_metrics(record)
+            name, metrics = hooked[0], {**measured, **hooked[1]}
         session.record_kernel(name, metrics, record.start_ns, record.end_ns)
 
 
