@@ -23,7 +23,7 @@ from .context.shadow import ShadowContext
 from .formats import chrome_trace, hatchet
 from .formats.chrome_trace import TraceEvent
 from .metrics import CPU_TIME, EXC, split_kind
-from .tree import FUNCTION, KERNEL, STATE, Node, Profile
+from .tree import KERNEL, STATE, Node, Profile
 
 CONTEXTS = ("shadow", "python")
 HOOKS = (None, "triton")
@@ -83,9 +83,9 @@ class Session:
         return self.shadow.current()
 
     def open_scope(self, name: str, metrics: dict[str, Any] | None) -> None:
-        stack = self.shadow.stack()
+        stack = self.shadow.stack()  # the hot path: one thread-local lookup per scope
         parent = stack[-1] if self.python is None else self.python.current()
-        node = parent.children.get((name, FUNCTION)) or parent.child(name)
+        node = parent.child(name)
         if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
                 self.profile.add_metrics(node, metrics)
@@ -94,11 +94,7 @@ class Session:
     def close_scope(
         self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
     ) -> None:
-        stack = self.shadow.stack()
-        node = stack[-1]
-        if len(stack) == 1 or (name is not None and node.name != name):
-            self.shadow.exit(name)  # raises with the mismatch explained
-        stack.pop()
+        node = self.shadow.pop(name)
         with self.lock:
             if metrics:
                 self.profile.add_metrics(node, metrics)

@@ -30,13 +30,8 @@ class ShadowContext:
     def current(self) -> Node:
         return self.stack()[-1]
 
-    def enter(self, name: str) -> Node:
-        stack = self.stack()
-        node = stack[-1].child(name)
-        stack.append(node)
-        return node
-
-    def exit(self, name: str | None) -> Node:
+    def pop(self, name: str | None) -> Node:
+        """Close the innermost open scope, which must be ``name`` when a name is given."""
         stack = self.stack()
         if len(stack) == 1:
             raise ScopeMismatchError(f"exit_scope({name!r}) with no open scope on this thread")
@@ -45,6 +40,3 @@ class ShadowContext:
                 f"exit_scope({name!r}) but the innermost open scope is {stack[-1].name!r}"
             )
         return stack.pop()
-
-    def path(self) -> tuple[str, ...]:
-        return tuple(n.name for n in self.stack())

@@ -75,13 +75,6 @@ _saved: dict[str, Any] = {}
 _launch_lock = threading.RLock()
 
 
-def triton_version() -> tuple[int, int]:
-    import triton
-
-    parts = triton.__version__.split(".")
-    return int(parts[0]), int(parts[1])
-
-
 def _interpreter_module() -> Any:
     try:
         from triton.runtime import interpreter
