@@ -47,7 +47,12 @@ def start(
         )
         _next_id += 1
         _sessions[sid] = session
-    session.backend.start(session)
+    try:
+        session.backend.start(session)
+    except BaseException:
+        with _lock:
+            _sessions.pop(sid, None)
+        raise
     activate(sid)
     return sid
 
@@ -68,6 +73,7 @@ def activate(session: int | None = None) -> None:
         if not s.active:
             s.active = True
             _active.append(s)
+            _tell_backend(s, True)
 
 
 def deactivate(session: int | None = None) -> None:
@@ -75,6 +81,14 @@ def deactivate(session: int | None = None) -> None:
         if s.active:
             s.active = False
             _active.remove(s)
+            _tell_backend(s, False)
+
+
+def _tell_backend(s: Session, active: bool) -> None:
+    """Backends that record outside Python (CUPTI) must know when a session is paused."""
+    set_active = getattr(s.backend, "set_active", None)
+    if set_active is not None and not s.finalized:
+        set_active(s, active)
 
 
 def finalize(session: int | None = None, output_format: str | None = "hatchet") -> list[Path]:
@@ -86,12 +100,14 @@ def finalize(session: int | None = None, output_format: str | None = "hatchet") 
     written: list[Path] = []
     for s in _select(session):
         deactivate(s.id)
-        s.backend.stop(s)
-        if output_format:
-            written.extend(s.write(output_format))
-        s.finalized = True
-        with _lock:
-            _sessions.pop(s.id, None)
+        try:
+            s.backend.stop(s)
+        finally:  # whatever the backend collected is written even when stopping it failed
+            if output_format:
+                written.extend(s.write(output_format))
+            s.finalized = True
+            with _lock:
+                _sessions.pop(s.id, None)
     return written
 
 

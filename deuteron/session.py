@@ -13,8 +13,9 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .backends import Backend, resolve
@@ -24,6 +25,9 @@ from .formats import chrome_trace, hatchet
 from .formats.chrome_trace import TraceEvent
 from .metrics import CPU_TIME, EXC, split_kind
 from .tree import KERNEL, STATE, Node, Profile
+
+if TYPE_CHECKING:
+    from .backends.cupti import KernelSpans
 
 CONTEXTS = ("shadow", "python")
 HOOKS = (None, "triton")
@@ -74,6 +78,9 @@ class Session:
         self.active = False
         self.finalized = False
         self._state = threading.local()
+        # Told the thread's innermost scope and state whenever they change (the CUPTI shim's slots).
+        self.context_listener: Callable[[Node, str | None], None] | None = None
+        self.kernel_spans: list[KernelSpans] = []
 
     # --- context ---------------------------------------------------------------------------------
 
@@ -90,11 +97,15 @@ class Session:
             with self.lock:
                 self.profile.add_metrics(node, metrics)
         stack.append(node)
+        if self.context_listener is not None:
+            self.context_listener(node, self.state())
 
     def close_scope(
         self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
     ) -> None:
         node = self.shadow.pop(name)
+        if self.context_listener is not None:
+            self.context_listener(self.shadow.current(), self.state())
         with self.lock:
             if metrics:
                 self.profile.add_metrics(node, metrics)
@@ -108,6 +119,8 @@ class Session:
 
     def set_state(self, name: str | None) -> None:
         self._state.name = name
+        if self.context_listener is not None:
+            self.context_listener(self.shadow.current(), name)
 
     def _event(self, event: _RawEvent) -> None:
         """Keep a span for traces, up to TRACE_LIMIT; past it, only count what is dropped."""
@@ -133,25 +146,67 @@ class Session:
                     args[clean] = value
             self._event(("kernel", node, start_ns, end_ns, _get_ident(), args))
 
+    def add_kernel(self, parent: Node, name: str, metrics: dict[str, Any], state: str | None) -> Node:
+        """File metrics of kernels measured elsewhere (a GPU backend) under a context it resolved."""
+        with self.lock:
+            node = parent.child(name, KERNEL)
+            if state:
+                node = node.child(state, STATE)
+            self.profile.add_metrics(node, metrics)
+        return node
+
+    def add_kernel_spans(self, spans: KernelSpans) -> None:
+        """Keep GPU kernel spans for the trace, up to TRACE_LIMIT spans in all."""
+        with self.lock:
+            room = TRACE_LIMIT - len(self.events) - sum(len(s.start) for s in self.kernel_spans)
+            if room <= 0:
+                self.dropped_events += len(spans.start)
+                return
+            self.kernel_spans.append(spans)
+
     # --- output ----------------------------------------------------------------------------------
 
-    def trace_events(self) -> list[TraceEvent]:
-        parents: dict[int, Node] = {}
-        for node in self.profile.root.walk():
-            for child in node.children.values():
-                parents[id(child)] = node
-        lanes: dict[int, int] = {}
+    def trace_events(self) -> tuple[list[TraceEvent], dict[int, str]]:
+        """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes.
+
+        CPU work gets a lane per thread; GPU kernels a lane per (device, stream), each with an
+        arrow from the thread and time of its launch when the backend saw it.
+        """
+        paths = _paths(self.profile.root)
+        lanes: dict[object, int] = {}
+        names: dict[int, str] = {}
+
+        def cpu_lane(ident: int) -> int:
+            lane = lanes.get(ident)
+            if lane is None:
+                lane = lanes[ident] = len(lanes)
+                names[lane] = "main thread" if ident == _MAIN_IDENT else f"thread {ident}"
+            return lane
+
         out = []
         for kind, node, start, end, ident, args in self.events:
-            lane = lanes.setdefault(ident, len(lanes))
-            path = [node.name]
-            up = parents.get(id(node))
-            while up is not None:
-                path.append(up.name)
-                up = parents.get(id(up))
-            name = node.name if node.type != STATE else path[1]
-            out.append(TraceEvent(kind, name, start, end, lane, tuple(reversed(path)), args or {}))
-        return out
+            path = paths.get(id(node), (node.name,))
+            name = node.name if node.type != STATE else path[-2]
+            out.append(TraceEvent(kind, name, start, end, cpu_lane(ident), path, args or {}))
+        for spans in self.kernel_spans:
+            group_paths = [paths.get(id(n), (n.name,)) if n is not None else None for n in spans.nodes]
+            for i, group in enumerate(spans.group_of.tolist()):
+                path = group_paths[group]
+                if path is None:
+                    continue
+                device, stream = int(spans.device[i]), int(spans.stream[i])
+                key = ("gpu", device, stream)
+                lane = lanes.get(key)
+                if lane is None:
+                    lane = lanes[key] = 10_000 + len(lanes)
+                    names[lane] = f"GPU {device} stream {stream}"
+                launch = int(spans.launch[i])
+                ident = int(spans.thread[i])
+                flow = (cpu_lane(ident), launch) if launch and ident else None
+                name = path[-1] if spans.nodes[group].type != STATE else path[-2]  # type: ignore[union-attr]
+                out.append(TraceEvent("kernel", name, int(spans.start[i]), int(spans.end[i]), lane, path,
+                                      {"device": device, "stream": stream}, flow))
+        return out, names
 
     def write(self, output_format: str = "hatchet", path: str | os.PathLike[str] | None = None) -> list[Path]:
         formats = [f.strip() for f in output_format.split(",") if f.strip()]
@@ -170,8 +225,25 @@ class Session:
                     written.append(hatchet.write(self.profile, base.with_name(base.name + ".hatchet")))
                 else:
                     target = base.with_name(base.name + ".chrome_trace")
-                    written.append(chrome_trace.write(self.trace_events(), target, pid=os.getpid()))
+                    events, lane_names = self.trace_events()
+                    written.append(chrome_trace.write(events, target, pid=os.getpid(), lane_names=lane_names))
         return written
+
+
+_MAIN_IDENT = threading.main_thread().ident
+
+
+def _paths(root: Node) -> dict[int, tuple[str, ...]]:
+    """Every node's path of names from the root, keyed by the node's identity."""
+    out: dict[int, tuple[str, ...]] = {id(root): (root.name,)}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        base = out[id(node)]
+        for child in node.children.values():
+            out[id(child)] = base + (child.name,)
+            stack.append(child)
+    return out
 
 
 def _run_metadata(

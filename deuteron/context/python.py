@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+from collections.abc import Sequence
 from types import FrameType
 
 from ..tree import Node
@@ -71,4 +72,20 @@ class PythonContext:
                 code = fr.f_code
                 node = node.child(f"{code.co_filename}:{fr.f_lineno}@{code.co_name}")
             self._cache[key] = node
+        return node
+
+    def node_for(self, frames: Sequence[tuple[str, int, str]]) -> Node:
+        """The node of a call path captured elsewhere (the CUPTI shim), innermost frame first.
+
+        Same rules as ``current``: stop at the launcher, leave out Deuteron's and Triton's frames.
+        """
+        names: list[str] = []
+        for filename, line, function in frames:
+            if filename in self._launchers or len(names) >= self.max_depth:
+                break
+            if not self._skipped(filename):
+                names.append(f"{filename}:{line}@{function}")
+        node = self.root
+        for name in reversed(names):
+            node = node.child(name)
         return node

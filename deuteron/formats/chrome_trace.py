@@ -23,13 +23,14 @@ class TraceEvent:
     lane: int
     call_stack: tuple[str, ...] = ()
     args: dict[str, Any] = field(default_factory=dict)
+    launched_from: tuple[int, int] | None = None  # (lane, time) of the launch, drawn as an arrow
 
 
 def to_json(
     events: Iterable[TraceEvent], pid: int = 0, lane_names: dict[int, str] | None = None
 ) -> dict[str, Any]:
     items = sorted(events, key=lambda e: e.start_ns)
-    t0 = items[0].start_ns if items else 0
+    t0 = min([items[0].start_ns] + [e.launched_from[1] for e in items if e.launched_from]) if items else 0
     out: list[dict[str, Any]] = []
     for lane, label in (lane_names or {}).items():
         out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": lane, "args": {"name": label}})
@@ -48,6 +49,15 @@ def to_json(
                 "args": args,
             }
         )
+        if e.launched_from is not None:  # a flow arrow from the launch to the kernel
+            lane, at = e.launched_from
+            flow = len(out)
+            ts = (at - t0) / 1e3
+            out.append({"name": "launch", "cat": "launch", "ph": "X", "ts": ts, "dur": 0.001, "pid": pid,
+                        "tid": lane, "args": {"kernel": e.name}})
+            out.append({"name": "launch", "cat": "launch", "ph": "s", "id": flow, "ts": ts, "pid": pid, "tid": lane})
+            out.append({"name": "launch", "cat": "launch", "ph": "f", "bp": "e", "id": flow,
+                        "ts": (e.start_ns - t0) / 1e3, "pid": pid, "tid": e.lane})
     return {"displayTimeUnit": "us", "traceEvents": out}
 
 

@@ -1,0 +1,142 @@
+"""Joining kernel records to the contexts their launches were made in, in bulk.
+
+A pure step between the shim's raw data and the profile tree: it knows correlation ids,
+graph node ids and context ids, never tree nodes, so it can be tested on recorded buffers
+without a GPU. Each batch of kernels comes out as groups, one per
+(context, capture context, state, launch metadata, kernel name, device), with counts and
+summed durations, plus the group of every kernel for traces.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .records import CTX_PAUSED, ENTRY_DTYPE, GRAPH_CLONE, GRAPH_LAUNCH, GRAPH_NODE, LAUNCH
+
+UNMATCHED = 2  # context id of kernels whose launch was never seen (launched before the start)
+KEY_COLUMNS = ("ctx", "capture", "state", "meta", "name_ptr", "device")
+MAX_AGE = 16  # drains a launch may wait for its kernel before it is taken for a captured one
+
+
+@dataclass
+class Batch:
+    """The groups of one drain's kernels; ``keys`` has the columns of ``KEY_COLUMNS``."""
+
+    keys: np.ndarray  # (groups, 6) uint64
+    count: np.ndarray  # (groups,) int64
+    time_ns: np.ndarray  # (groups,) int64
+    group_of: np.ndarray  # (kernels,) index into the groups
+    kernels: np.ndarray  # the kernel records themselves
+    launch_ts: np.ndarray  # (kernels,) CUPTI time of the launch, 0 when unmatched
+    launch_thread: np.ndarray  # (kernels,) shim thread index of the launch, -1 when unmatched
+
+    def __len__(self) -> int:
+        return len(self.kernels)
+
+
+@dataclass
+class Counters:
+    kernels: int = 0
+    unmatched: int = 0  # no launch record: launched before profiling started
+    paused: int = 0  # launched while the session was deactivated; left out on purpose
+    graph_without_capture: int = 0  # graph kernels whose capture was not seen
+    expired_launches: int = 0
+
+
+@dataclass
+class Join:
+    pending: np.ndarray = field(default_factory=lambda: np.empty(0, ENTRY_DTYPE))
+    age: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
+    graph_nodes: dict[int, tuple[int, int]] = field(default_factory=dict)  # node -> (ctx, state)
+    clones: dict[int, int] = field(default_factory=dict)  # instantiated node -> original node
+    counters: Counters = field(default_factory=Counters)
+
+    def add_entries(self, entries: np.ndarray) -> None:
+        kinds = entries["kind"]
+        for row in entries[kinds == GRAPH_NODE]:
+            self.graph_nodes[int(row["key"])] = (int(row["ctx"]), int(row["state"]))
+        for row in entries[kinds == GRAPH_CLONE]:
+            self.clones[int(row["key"])] = int(row["ctx"])
+        launches = entries[(kinds == LAUNCH) | (kinds == GRAPH_LAUNCH)]
+        if len(launches):
+            merged = np.concatenate([self.pending, launches])
+            ages = np.concatenate([self.age, np.zeros(len(launches), np.int32)])
+            order = np.argsort(merged["key"], kind="stable")
+            self.pending, self.age = merged[order], ages[order]
+
+    def _capture_of(self, node: int) -> tuple[int, int] | None:
+        for _ in range(8):  # instantiation clones nodes; a clone of a clone is possible
+            hit = self.graph_nodes.get(node)
+            if hit is not None:
+                return hit
+            if node not in self.clones:
+                return None
+            node = self.clones[node]
+        return None
+
+    def match(self, kernels: np.ndarray) -> Batch:
+        n = len(kernels)
+        self.counters.kernels += n
+        pend = self.pending
+        ctx = np.full(n, UNMATCHED, np.uint64)
+        state = np.zeros(n, np.uint64)
+        meta = np.zeros(n, np.uint64)
+        capture = np.zeros(n, np.uint64)
+        launch_ts = np.zeros(n, np.uint64)
+        launch_thread = np.full(n, -1, np.int64)
+        if len(pend) and n:
+            corr = kernels["correlation"].astype(np.uint64)
+            idx = np.minimum(np.searchsorted(pend["key"], corr), len(pend) - 1)
+            hit = pend["key"][idx] == corr
+            rows = pend[idx[hit]]
+            ctx[hit] = rows["ctx"]
+            state[hit] = rows["state"]
+            meta[hit] = rows["meta"]
+            launch_ts[hit] = rows["ts"]
+            launch_thread[hit] = rows["thread"]
+            graph = np.zeros(n, bool)
+            graph[hit] = rows["kind"] == GRAPH_LAUNCH
+            graph &= kernels["graph_node"] != 0
+            if graph.any():
+                nodes = kernels["graph_node"][graph]
+                uniq, inverse = np.unique(nodes, return_inverse=True)
+                found = np.zeros(len(uniq), np.uint64)
+                for i, node in enumerate(uniq.tolist()):
+                    hit_capture = self._capture_of(node)
+                    if hit_capture is None:
+                        self.counters.graph_without_capture += int((inverse == i).sum())
+                    else:
+                        found[i] = hit_capture[0]
+                capture[graph] = found[inverse]
+            used = np.zeros(len(pend), bool)
+            used[idx[hit]] = True
+            keep = ~used | (pend["kind"] == GRAPH_LAUNCH)
+            self.pending, self.age = pend[keep], self.age[keep]
+        paused = (ctx & np.uint64(CTX_PAUSED)) != 0
+        self.counters.unmatched += int((ctx == UNMATCHED).sum())
+        self.counters.paused += int(paused.sum())
+        keys = np.stack(
+            [ctx, capture, state, meta, kernels["name_ptr"].astype(np.uint64),
+             kernels["device"].astype(np.uint64)],
+            axis=1,
+        )
+        if n:
+            groups, group_of = np.unique(keys, axis=0, return_inverse=True)
+            group_of = group_of.reshape(-1)
+        else:
+            groups, group_of = keys, np.zeros(0, np.int64)
+        duration = (kernels["end"].astype(np.int64) - kernels["start"].astype(np.int64)).clip(min=0)
+        count = np.bincount(group_of, minlength=len(groups)).astype(np.int64)
+        time_ns = np.zeros(len(groups), np.int64)
+        np.add.at(time_ns, group_of, duration)
+        return Batch(groups, count, time_ns, group_of, kernels, launch_ts, launch_thread)
+
+    def expire(self) -> None:
+        """Age unmatched launches; drop those too old to be waiting for a kernel (captures)."""
+        self.age += 1
+        old = (self.age > MAX_AGE) & (self.pending["kind"] == LAUNCH)
+        if old.any():
+            self.counters.expired_launches += int(old.sum())
+            self.pending, self.age = self.pending[~old], self.age[~old]
