@@ -4,10 +4,11 @@
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-what=${1:-all}
+what=" ${*:-all} "
+has() { [[ $what == *" $1 "* || $what == *" all "* ]]; }
 python3 setup.py -q build_ext --inplace 2>&1 | tail -5
 python3 -c "import deuteron.backends.cupti as c; print('shim:', c.unavailable_reason(), c.loaded_library())"
-if [[ $what == smoke || $what == all ]]; then
+if has smoke; then
   python3 - <<'PY'
 import torch, deuteron.backends.cupti.library as L
 print("after import torch, libcupti loaded:", L._loaded())
@@ -26,6 +27,23 @@ for ctx in ("shadow", "python"):
     print(os_.stdout[-2500:], os_.stderr[-800:])
 PY
 fi
-if [[ $what == tests || $what == all ]]; then
+if has tests; then
   DEUTERON_TEST_GPU=1 timeout 400 python3 -m pytest tests/gpu -q -x -p no:cacheprovider 2>&1 | tail -40
+fi
+if has record; then
+  rm -rf /tmp/rec && mkdir -p /tmp/rec
+  for ctx in shadow python; do
+    DEUTERON_CUPTI_RECORD=/tmp/rec/cupti_$ctx python3 scripts/record_cupti_fixture.py $ctx 2>&1 | tail -3
+    python3 -m deuteron view fixture.hatchet -m count -d 5 | head -40
+    python3 -c "
+import numpy as np, glob
+from deuteron.backends.cupti import records
+for f in sorted(glob.glob('/tmp/rec/cupti_$ctx/*.entries')):
+    e = records.entries(open(f,'rb').read()); k = records.kernels(open(f[:-8]+'.kernels','rb').read())
+    print(f, 'entries by kind', np.unique(e['kind'], return_counts=True), 'kernels', len(k))"
+  done
+  tar czf $OUT/cupti_fixtures.tgz -C /tmp/rec .
+fi
+if has bench; then
+  python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}
 fi

@@ -62,6 +62,23 @@ _reason_cache: str | None = None
 _checked = False
 
 
+def _api_flags() -> int:
+    """Which callbacks to enable: driver launches, their runtime twins, graph-node resources.
+
+    A runtime launch (cudaLaunchKernel) calls the driver's (cuLaunchKernel) with the same
+    correlation id, so the driver callbacks alone see every launch, once; measured on an H200
+    (CUDA 13 driver), every runtime launch also raised the driver callback. The runtime twins
+    can be added with DEUTERON_CUPTI_APIS=driver,runtime (the shim keeps one entry per id).
+    """
+    names = os.environ.get("DEUTERON_CUPTI_APIS", "driver").lower().split(",")
+    flags = 4  # graph nodes: always, for <captured_at>
+    for name in names:
+        flags |= {"driver": 1, "runtime": 2}.get(name.strip(), 0)
+    if os.environ.get("DEUTERON_CUPTI_APIS", "").strip().lower() == "none":
+        flags = 0  # benchmarks only: activity records without any callback
+    return flags
+
+
 class CuptiConflictError(BackendError):
     """Another CUPTI client holds the process; the message names it and the way out."""
 
@@ -198,7 +215,7 @@ class CuptiBackend:
             self._record_dir.mkdir(parents=True, exist_ok=True)
         mode = 1 if session.python is not None else 0
         try:
-            _shim.start(mode, ROOT_CTX)
+            _shim.start(mode, ROOT_CTX, _api_flags())
         except _shim.CuptiError as exc:
             what, code, text = exc.args[0], exc.args[1], exc.args[2]
             if code in (39, 15, 35):  # multiple subscribers, not initialised, insufficient privileges

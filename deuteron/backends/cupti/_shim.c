@@ -142,6 +142,7 @@ typedef struct ThreadState {
     uint64_t ctx;
     uint32_t state;
     uint32_t pending_meta;
+    uint64_t last_corr; /* a runtime launch calls the driver's with the same correlation id */
     int has_ctx;
     int is_main;
     uint16_t index;
@@ -369,6 +370,10 @@ static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_c
         atomic_fetch_add(&g_lost_entries, 1);
         return;
     }
+    if (kind <= ENTRY_GRAPH_LAUNCH) {
+        if (key == ts->last_corr) return; /* the driver call nested in a runtime launch */
+        ts->last_corr = key;
+    }
     uint64_t ctx = with_context ? launch_context(ts) : ctx_or_orig;
     Entry *e = entry_next(ts);
     if (!e) {
@@ -567,9 +572,10 @@ static int enable_list(int domain, const uint32_t *ids, size_t n) {
 
 static PyObject *py_start(PyObject *self, PyObject *args) {
     (void)self;
-    int mode;
+    int mode, apis;
     unsigned long long root;
-    if (!PyArg_ParseTuple(args, "iK", &mode, &root)) return NULL;
+    /* apis: bit 0 driver launch APIs, bit 1 runtime twins, bit 2 graph-node resources */
+    if (!PyArg_ParseTuple(args, "iKi", &mode, &root, &apis)) return NULL;
     if (!g_cupti_handle) {
         PyErr_SetString(PyExc_RuntimeError, "libcupti is not loaded");
         return NULL;
@@ -591,12 +597,19 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS if (r != 0) return cupti_error("cuptiSubscribe", r);
     g_subscriber = sub;
     const char *step = "cuptiEnableCallback";
-    r = enable_list(DOMAIN_DRIVER, DRIVER_LAUNCH, 6);
-    if (!r) r = enable_list(DOMAIN_DRIVER, DRIVER_GRAPH, 2);
-    if (!r) r = enable_list(DOMAIN_RUNTIME, RUNTIME_LAUNCH, 6);
-    if (!r) r = enable_list(DOMAIN_RUNTIME, RUNTIME_GRAPH, 2);
-    if (!r) r = cupti.enable_callback(1, sub, DOMAIN_RESOURCE, RES_GRAPHNODE_CREATED);
-    if (!r) r = cupti.enable_callback(1, sub, DOMAIN_RESOURCE, RES_GRAPHNODE_CLONED);
+    r = 0;
+    if (apis & 1) {
+        r = enable_list(DOMAIN_DRIVER, DRIVER_LAUNCH, 6);
+        if (!r) r = enable_list(DOMAIN_DRIVER, DRIVER_GRAPH, 2);
+    }
+    if (!r && (apis & 2)) {
+        r = enable_list(DOMAIN_RUNTIME, RUNTIME_LAUNCH, 6);
+        if (!r) r = enable_list(DOMAIN_RUNTIME, RUNTIME_GRAPH, 2);
+    }
+    if (!r && (apis & 4)) {
+        r = cupti.enable_callback(1, sub, DOMAIN_RESOURCE, RES_GRAPHNODE_CREATED);
+        if (!r) r = cupti.enable_callback(1, sub, DOMAIN_RESOURCE, RES_GRAPHNODE_CLONED);
+    }
     if (!r) {
         step = "cuptiActivityRegisterCallbacks";
         r = cupti.register_callbacks(on_buffer_requested, on_buffer_completed);
@@ -846,7 +859,7 @@ static PyObject *py_device_info(PyObject *self, PyObject *arg) {
 static PyMethodDef methods[] = {
     {"cuda_devices", py_cuda_devices, METH_NOARGS, "Number of CUDA devices, or why there are none (a str)."},
     {"load", py_load, METH_O, "dlopen libcupti at this path and resolve the functions used."},
-    {"start", py_start, METH_VARARGS, "Subscribe and start recording: start(mode, root_ctx)."},
+    {"start", py_start, METH_VARARGS, "Subscribe and start recording: start(mode, root_ctx, apis)."},
     {"stop", py_stop, METH_NOARGS, "Flush, disable and unsubscribe; recorded data stays for drain()."},
     {"flush", py_flush, METH_O, "cuptiActivityFlushAll; forced when the argument is true."},
     {"drain", py_drain, METH_NOARGS, "Hand over everything recorded since the last drain."},

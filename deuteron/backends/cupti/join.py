@@ -67,14 +67,16 @@ class Join:
             self.pending, self.age = merged[order], ages[order]
 
     def _capture_of(self, node: int) -> tuple[int, int] | None:
-        for _ in range(8):  # instantiation clones nodes; a clone of a clone is possible
-            hit = self.graph_nodes.get(node)
-            if hit is not None:
-                return hit
+        """Where the node was captured: follow clones back to the original node first.
+
+        Instantiating a graph creates (and reports) its executable nodes where the capture
+        ends; the kernel was captured where the original node was created.
+        """
+        for _ in range(8):  # a clone of a clone is possible
             if node not in self.clones:
-                return None
+                break
             node = self.clones[node]
-        return None
+        return self.graph_nodes.get(node)
 
     def match(self, kernels: np.ndarray) -> Batch:
         n = len(kernels)

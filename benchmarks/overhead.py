@@ -1,0 +1,153 @@
+"""Profiler overhead on the reference workloads, Deuteron against Proton and torch.profiler.
+
+Each tool runs in its own process (CUPTI serves one client per process, and one tool's
+leftovers must not slow the next); processes are interleaved round by round so drift in
+clocks or temperature hits every tool alike. Each process times plain steps and then
+profiled steps itself, so a ratio never compares two processes. The table shows the median
+ratio over the rounds, finalize time and profile size.
+
+    python benchmarks/overhead.py --workloads ../shared/workloads --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TOOLS = ("plain", "deuteron-shadow", "deuteron-python", "proton-shadow", "proton-python", "torch-profiler")
+STEPS = {"launch_bound": 200, "gpu_bound": 40}
+
+
+def _load_workload(folder: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _timed(step: Any, steps: int, scope: Any = None) -> float:
+    import torch
+
+    torch.cuda.synchronize()
+    began = time.perf_counter()
+    for _ in range(steps):
+        if scope is None:
+            step()
+        else:
+            with scope("step"):
+                step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - began) / steps
+
+
+def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> dict[str, Any]:
+    import torch
+
+    w = _load_workload(folder, workload)
+    w.setup("cuda")
+    for _ in range(5):  # compile, autotune, allocator warm-up
+        w.step()
+    plain = _timed(w.step, steps)
+    name = str(out_dir / f"{tool}-{workload}")
+    size = 0
+    finalize_s = 0.0
+    if tool == "plain":
+        profiled = _timed(w.step, steps)
+    elif tool.startswith("deuteron"):
+        import deuteron
+
+        deuteron.start(name, backend="cupti", context=tool.split("-")[1])
+        _timed(w.step, 3, deuteron.scope)
+        profiled = _timed(w.step, steps, deuteron.scope)
+        t = time.perf_counter()
+        files = deuteron.finalize()
+        finalize_s = time.perf_counter() - t
+        size = sum(Path(f).stat().st_size for f in files)
+    elif tool.startswith("proton"):
+        import triton.profiler as proton
+
+        proton.start(name, context=tool.split("-")[1])
+        _timed(w.step, 3, proton.scope)
+        profiled = _timed(w.step, steps, proton.scope)
+        t = time.perf_counter()
+        proton.finalize()
+        finalize_s = time.perf_counter() - t
+        size = Path(name + ".hatchet").stat().st_size
+    elif tool == "torch-profiler":
+        from torch.profiler import ProfilerActivity, profile, record_function
+
+        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+        prof.__enter__()
+        _timed(w.step, 3, record_function)
+        profiled = _timed(w.step, steps, record_function)
+        t = time.perf_counter()
+        prof.__exit__(None, None, None)
+        prof.key_averages()
+        finalize_s = time.perf_counter() - t
+    else:
+        raise SystemExit(f"unknown tool {tool}")
+    torch.cuda.synchronize()
+    return {"plain_ms": plain * 1e3, "profiled_ms": profiled * 1e3, "ratio": profiled / plain,
+            "finalize_s": finalize_s, "size": size}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "workloads")
+    parser.add_argument("--only", default="launch_bound,gpu_bound", help="comma-separated workload names")
+    parser.add_argument("--tools", default=",".join(TOOLS),
+                        help="comma-separated; deuteron-shadow@none runs CUPTI activity without callbacks")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="also write every process's numbers here")
+    parser.add_argument("--child", nargs=3, metavar=("TOOL", "WORKLOAD", "STEPS"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        tool, workload, steps = args.child
+        with tempfile.TemporaryDirectory() as tmp:
+            print("RESULT " + json.dumps(child(tool, args.workloads, workload, int(steps), Path(tmp))))
+        return
+    tools = args.tools.split(";") if ";" in args.tools else args.tools.split(",")
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    for workload in args.only.split(","):
+        for r in range(args.rounds):
+            order = tools[r % len(tools):] + tools[: r % len(tools)]  # rotate who goes first
+            for tool in order:
+                base, _, apis = tool.partition("@")  # deuteron-shadow@none: callbacks off (the floor)
+                cmd = [sys.executable, __file__, "--workloads", str(args.workloads), "--child", base, workload,
+                       str(STEPS[workload])]
+                child_env = {**env, "DEUTERON_CUPTI_APIS": apis} if apis else env
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, timeout=300)
+                line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+                if proc.returncode != 0 or line is None:
+                    print(f"{workload} {tool} round {r}: failed (exit {proc.returncode})\n{proc.stderr[-1500:]}",
+                          file=sys.stderr)
+                    continue
+                res = json.loads(line[7:])
+                results.setdefault((workload, tool), []).append(res)
+                print(f"{workload:12s} {tool:16s} round {r}: {res['ratio']:.3f}x "
+                      f"({res['plain_ms']:.3f} -> {res['profiled_ms']:.3f} ms/step)", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps({f"{w}/{t}": v for (w, t), v in results.items()}, indent=1))
+    print(f"\n{'workload':12s} {'tool':16s} {'n':>2s} {'median':>7s} {'min':>6s} {'max':>6s} "
+          f"{'ms/step':>8s} {'finalize_s':>10s} {'size_KB':>8s}")
+    for (workload, tool), runs in results.items():
+        ratios = [x["ratio"] for x in runs]
+        print(f"{workload:12s} {tool:16s} {len(runs):2d} {statistics.median(ratios):7.3f} {min(ratios):6.3f} "
+              f"{max(ratios):6.3f} {statistics.median(x['plain_ms'] for x in runs):8.3f} "
+              f"{statistics.median(x['finalize_s'] for x in runs):10.3f} "
+              f"{statistics.median(x['size'] for x in runs) / 1024:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
