@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 TOOLS = ("plain", "deuteron-shadow", "deuteron-python", "proton-shadow", "proton-python", "torch-profiler")
-STEPS = {"launch_bound": 200, "gpu_bound": 40}
+STEPS = {"launch_bound": 300, "gpu_bound": 40}
 
 
 def _load_workload(folder: Path, name: str) -> Any:
@@ -97,16 +97,28 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
     else:
         raise SystemExit(f"unknown tool {tool}")
     torch.cuda.synchronize()
-    return {"plain_ms": plain * 1e3, "profiled_ms": profiled * 1e3, "ratio": profiled / plain,
-            "finalize_s": finalize_s, "size": size}
+    return {
+        "plain_ms": plain * 1e3,
+        "profiled_ms": profiled * 1e3,
+        "ratio": profiled / plain,
+        "finalize_s": finalize_s,
+        "size": size,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "workloads")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--workloads", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "workloads"
+    )
     parser.add_argument("--only", default="launch_bound,gpu_bound", help="comma-separated workload names")
-    parser.add_argument("--tools", default=",".join(TOOLS),
-                        help="comma-separated; deuteron-shadow@none runs CUPTI activity without callbacks")
+    parser.add_argument(
+        "--tools",
+        default=",".join(TOOLS),
+        help="comma-separated; deuteron-shadow@none runs CUPTI activity without callbacks",
+    )
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="also write every process's numbers here")
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "WORKLOAD", "STEPS"), help=argparse.SUPPRESS)
@@ -121,32 +133,50 @@ def main() -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     for workload in args.only.split(","):
         for r in range(args.rounds):
-            order = tools[r % len(tools):] + tools[: r % len(tools)]  # rotate who goes first
+            order = tools[r % len(tools) :] + tools[: r % len(tools)]  # rotate who goes first
             for tool in order:
                 base, _, apis = tool.partition("@")  # deuteron-shadow@none: callbacks off (the floor)
-                cmd = [sys.executable, __file__, "--workloads", str(args.workloads), "--child", base, workload,
-                       str(STEPS[workload])]
+                cmd = [
+                    sys.executable,
+                    __file__,
+                    "--workloads",
+                    str(args.workloads),
+                    "--child",
+                    base,
+                    workload,
+                    str(STEPS[workload]),
+                ]
                 child_env = {**env, "DEUTERON_CUPTI_APIS": apis} if apis else env
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, timeout=300)
                 line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
                 if proc.returncode != 0 or line is None:
-                    print(f"{workload} {tool} round {r}: failed (exit {proc.returncode})\n{proc.stderr[-1500:]}",
-                          file=sys.stderr)
+                    print(
+                        f"{workload} {tool} round {r}: failed (exit {proc.returncode})\n"
+                        + proc.stderr[-1500:],
+                        file=sys.stderr,
+                    )
                     continue
                 res = json.loads(line[7:])
                 results.setdefault((workload, tool), []).append(res)
-                print(f"{workload:12s} {tool:16s} round {r}: {res['ratio']:.3f}x "
-                      f"({res['plain_ms']:.3f} -> {res['profiled_ms']:.3f} ms/step)", flush=True)
+                print(
+                    f"{workload:12s} {tool:16s} round {r}: {res['ratio']:.3f}x "
+                    f"({res['plain_ms']:.3f} -> {res['profiled_ms']:.3f} ms/step)",
+                    flush=True,
+                )
     if args.json:
         args.json.write_text(json.dumps({f"{w}/{t}": v for (w, t), v in results.items()}, indent=1))
-    print(f"\n{'workload':12s} {'tool':16s} {'n':>2s} {'median':>7s} {'min':>6s} {'max':>6s} "
-          f"{'ms/step':>8s} {'finalize_s':>10s} {'size_KB':>8s}")
+    print(
+        f"\n{'workload':12s} {'tool':16s} {'n':>2s} {'median':>7s} {'min':>6s} {'max':>6s} "
+        f"{'ms/step':>8s} {'finalize_s':>10s} {'size_KB':>8s}"
+    )
     for (workload, tool), runs in results.items():
         ratios = [x["ratio"] for x in runs]
-        print(f"{workload:12s} {tool:16s} {len(runs):2d} {statistics.median(ratios):7.3f} {min(ratios):6.3f} "
-              f"{max(ratios):6.3f} {statistics.median(x['plain_ms'] for x in runs):8.3f} "
-              f"{statistics.median(x['finalize_s'] for x in runs):10.3f} "
-              f"{statistics.median(x['size'] for x in runs) / 1024:8.1f}")
+        print(
+            f"{workload:12s} {tool:16s} {len(runs):2d} {statistics.median(ratios):7.3f} {min(ratios):6.3f} "
+            f"{max(ratios):6.3f} {statistics.median(x['plain_ms'] for x in runs):8.3f} "
+            f"{statistics.median(x['finalize_s'] for x in runs):10.3f} "
+            f"{statistics.median(x['size'] for x in runs) / 1024:8.1f}"
+        )
 
 
 if __name__ == "__main__":

@@ -204,8 +204,18 @@ class Session:
                 ident = int(spans.thread[i])
                 flow = (cpu_lane(ident), launch) if launch and ident else None
                 name = path[-1] if spans.nodes[group].type != STATE else path[-2]  # type: ignore[union-attr]
-                out.append(TraceEvent("kernel", name, int(spans.start[i]), int(spans.end[i]), lane, path,
-                                      {"device": device, "stream": stream}, flow))
+                out.append(
+                    TraceEvent(
+                        "kernel",
+                        name,
+                        int(spans.start[i]),
+                        int(spans.end[i]),
+                        lane,
+                        path,
+                        {"device": device, "stream": stream},
+                        flow,
+                    )
+                )
         return out, names
 
     def write(self, output_format: str = "hatchet", path: str | os.PathLike[str] | None = None) -> list[Path]:

@@ -3,7 +3,8 @@
     DEUTERON_CUPTI_RECORD=tests/fixtures/cupti_shadow python scripts/record_cupti_fixture.py shadow
 
 Known launches, so the replay test can assert exact counts: per step, 4 Triton ``add_kernel``
-launches in scope ``train``, a Linear forward and backward (backward kernels come from autograd's thread), and a CUDA graph of two
+launches in scope ``train``, a Linear forward and backward (backward kernels come from
+autograd's thread), and a CUDA graph of two
 ``add_kernel`` launches captured in scope ``capture`` and replayed twice in scope ``replay``.
 A Triton kernel with ``launch_metadata`` runs 3 times (for hook="triton").
 """

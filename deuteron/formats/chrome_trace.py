@@ -53,11 +53,33 @@ def to_json(
             lane, at = e.launched_from
             flow = len(out)
             ts = (at - t0) / 1e3
-            out.append({"name": "launch", "cat": "launch", "ph": "X", "ts": ts, "dur": 0.001, "pid": pid,
-                        "tid": lane, "args": {"kernel": e.name}})
-            out.append({"name": "launch", "cat": "launch", "ph": "s", "id": flow, "ts": ts, "pid": pid, "tid": lane})
-            out.append({"name": "launch", "cat": "launch", "ph": "f", "bp": "e", "id": flow,
-                        "ts": (e.start_ns - t0) / 1e3, "pid": pid, "tid": e.lane})
+            out.append(
+                {
+                    "name": "launch",
+                    "cat": "launch",
+                    "ph": "X",
+                    "ts": ts,
+                    "dur": 0.001,
+                    "pid": pid,
+                    "tid": lane,
+                    "args": {"kernel": e.name},
+                }
+            )
+            out.append(
+                {"name": "launch", "cat": "launch", "ph": "s", "id": flow, "ts": ts, "pid": pid, "tid": lane}
+            )
+            out.append(
+                {
+                    "name": "launch",
+                    "cat": "launch",
+                    "ph": "f",
+                    "bp": "e",
+                    "id": flow,
+                    "ts": (e.start_ns - t0) / 1e3,
+                    "pid": pid,
+                    "tid": e.lane,
+                }
+            )
     return {"displayTimeUnit": "us", "traceEvents": out}
 
 

@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"needs the CUPTI backend: {WHY}"))
 
 
-KERNELS = '''
+KERNELS = """
 import torch, triton, triton.language as tl
 
 @triton.jit
@@ -39,11 +39,12 @@ def add_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
 
 def add(x, y, o):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
-'''
+"""
 
 
-def profile_script(tmp_path: Path, body: str, *args: str, env: dict[str, str] | None = None,
-                   expect: int = 0) -> tuple[dict[str, Any], Any]:
+def profile_script(
+    tmp_path: Path, body: str, *args: str, env: dict[str, str] | None = None, expect: int = 0
+) -> tuple[dict[str, Any], Any]:
     """Run ``body`` (after the shared kernels) under ``deuteron run -b cupti``; return (tree, proc)."""
     script = tmp_path / "script.py"
     script.write_text(KERNELS + textwrap.dedent(body))
@@ -59,7 +60,8 @@ def find(node: dict[str, Any], *names: str) -> dict[str, Any]:
     for name in names:
         matches = [c for c in node["children"] if c["frame"]["name"] == name]
         assert matches, f"no child {name!r} under {node['frame']['name']!r}: " + str(
-            [c["frame"]["name"] for c in node["children"]])
+            [c["frame"]["name"] for c in node["children"]]
+        )
         node = matches[0]
     return node
 

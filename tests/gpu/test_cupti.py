@@ -15,7 +15,9 @@ from .conftest import find, kernel_counts, profile_script
 
 
 def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
-    tree, _ = profile_script(tmp_path, '''
+    tree, _ = profile_script(
+        tmp_path,
+        """
         import deuteron
         x = torch.ones(1 << 20, device="cuda"); y = torch.ones_like(x); o = torch.empty_like(x)
         add(x, y, o)  # compile outside the scopes
@@ -28,7 +30,8 @@ def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
         z = x * 2.0
         torch.cuda.synchronize()
         assert torch.equal(o, x + y)
-    ''')
+    """,
+    )
     root, devices = tree
     assert find(root, "outer", "add_kernel")["metrics"]["count"] == 5
     inner = find(root, "outer", "inner", "add_kernel")["metrics"]
@@ -40,27 +43,35 @@ def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
 
 
 def test_python_context_names_the_launching_line(tmp_path: Path) -> None:
-    tree, _ = profile_script(tmp_path, '''
+    tree, _ = profile_script(
+        tmp_path,
+        """
         def step(x, y, o):
             add(x, y, o)  # LAUNCH
         x = torch.ones(4096, device="cuda"); y = torch.ones_like(x); o = torch.empty_like(x)
         for _ in range(7):
             step(x, y, o)
         torch.cuda.synchronize()
-    ''', "-c", "python")
+    """,
+        "-c",
+        "python",
+    )
     root = tree[0]
     script = (tmp_path / "script.py").resolve()
     lines = script.read_text().splitlines()
     launch = next(i for i, line in enumerate(lines, 1) if "# LAUNCH" in line)
     call = next(i for i, line in enumerate(lines, 1) if line.strip() == "step(x, y, o)")
     adder = next(i for i, line in enumerate(lines, 1) if "add_kernel[(" in line)
-    node = find(root, f"{script}:{call}@<module>", f"{script}:{launch}@step", f"{script}:{adder}@add",
-                "add_kernel")
+    node = find(
+        root, f"{script}:{call}@<module>", f"{script}:{launch}@step", f"{script}:{adder}@add", "add_kernel"
+    )
     assert node["metrics"]["count"] == 7
 
 
 def test_four_threads_launching_at_once(tmp_path: Path) -> None:
-    tree, _ = profile_script(tmp_path, '''
+    tree, _ = profile_script(
+        tmp_path,
+        """
         import threading, deuteron
         x = torch.ones(1 << 16, device="cuda"); y = torch.ones_like(x)
         add(x, y, torch.empty_like(x))
@@ -76,14 +87,17 @@ def test_four_threads_launching_at_once(tmp_path: Path) -> None:
             s.synchronize()
         threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
         [t.start() for t in threads]; [t.join() for t in threads]
-    ''')
+    """,
+    )
     root = tree[0]
     for i in range(4):
         assert find(root, f"thread{i}", "add_kernel")["metrics"]["count"] == 50 + i
 
 
 def test_two_streams_and_trace_with_launch_arrows(tmp_path: Path) -> None:
-    _, proc = profile_script(tmp_path, '''
+    _, proc = profile_script(
+        tmp_path,
+        """
         import deuteron
         x = torch.ones(1 << 20, device="cuda"); y = torch.ones_like(x)
         a, b = torch.cuda.Stream(), torch.cuda.Stream()
@@ -97,12 +111,17 @@ def test_two_streams_and_trace_with_launch_arrows(tmp_path: Path) -> None:
                 with torch.cuda.stream(b):
                     add(x, y, ob)
         torch.cuda.synchronize()
-    ''', "--trace")
+    """,
+        "--trace",
+    )
     trace = json.loads((tmp_path / "out.chrome_trace").read_text())
     events = trace["traceEvents"]
     lanes = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M"}
-    kernels = [e for e in events if e.get("cat") == "kernel" and e["name"] == "add_kernel"
-               and "two_streams" in e["args"]["call_stack"]]
+    kernels = [
+        e
+        for e in events
+        if e.get("cat") == "kernel" and e["name"] == "add_kernel" and "two_streams" in e["args"]["call_stack"]
+    ]
     assert len(kernels) == 8
     streams = {lanes[e["tid"]] for e in kernels}
     assert len(streams) == 2 and all(s.startswith("GPU 0 stream ") for s in streams)
@@ -117,7 +136,9 @@ def test_two_streams_and_trace_with_launch_arrows(tmp_path: Path) -> None:
 
 
 def test_cuda_graph_replays_are_filed_where_captured(tmp_path: Path) -> None:
-    tree, proc = profile_script(tmp_path, '''
+    tree, proc = profile_script(
+        tmp_path,
+        """
         import deuteron
         x = torch.ones(1 << 16, device="cuda"); y = torch.ones_like(x); o = torch.empty_like(x)
         add(x, y, o)
@@ -135,7 +156,8 @@ def test_cuda_graph_replays_are_filed_where_captured(tmp_path: Path) -> None:
                 g.replay()
         torch.cuda.synchronize()
         assert torch.equal(o, x + 2 * y)
-    ''')
+    """,
+    )
     root = tree[0]
     node = find(root, "replay", "<captured_at>", "capture", "add_kernel")
     assert node["metrics"]["count"] == 6
@@ -143,7 +165,7 @@ def test_cuda_graph_replays_are_filed_where_captured(tmp_path: Path) -> None:
 
 def test_graph_captured_before_start_goes_under_the_launch_with_one_warning(tmp_path: Path) -> None:
     script = tmp_path / "early.py"
-    script.write_text('''
+    script.write_text("""
 import torch, deuteron
 x = torch.ones(1 << 16, device="cuda")
 s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
@@ -158,13 +180,14 @@ with deuteron.scope("replay"):
     for _ in range(4):
         g.replay()
 deuteron.finalize()
-''')
+""")
     from ..conftest import run_cli
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stderr.count("captured before profiling started") == 1
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
@@ -174,7 +197,9 @@ deuteron.finalize()
 
 
 def test_triton_hook_names_and_metrics(tmp_path: Path) -> None:
-    tree, _ = profile_script(tmp_path, '''
+    tree, _ = profile_script(
+        tmp_path,
+        """
         def meta(grid, kernel, args):
             return {"name": f"add_{args['n']}", "flops": args["n"], "bytes": 12 * args["n"]}
         add_kernel.launch_metadata = None
@@ -187,13 +212,18 @@ def test_triton_hook_names_and_metrics(tmp_path: Path) -> None:
         for _ in range(6):
             add_meta[(4,)](x, y, o, 4096, BLOCK=1024)
         torch.cuda.synchronize()
-    ''', "-k", "triton")
+    """,
+        "-k",
+        "triton",
+    )
     node = find(tree[0], "add_4096")["metrics"]
     assert node["count"] == 6 and node["flops"] == 6 * 4096 and node["bytes"] == 6 * 12 * 4096
 
 
 def test_backward_kernels_from_autograd_threads_are_kept(tmp_path: Path) -> None:
-    tree, _ = profile_script(tmp_path, '''
+    tree, _ = profile_script(
+        tmp_path,
+        """
         import deuteron
         model = torch.nn.Linear(256, 256).cuda()
         x = torch.randn(64, 256, device="cuda")
@@ -201,14 +231,17 @@ def test_backward_kernels_from_autograd_threads_are_kept(tmp_path: Path) -> None
             for _ in range(3):
                 model(x).square().mean().backward()
         torch.cuda.synchronize()
-    ''')
+    """,
+    )
     train = find(tree[0], "train")
     other = find(train, "<other threads>")
     assert sum(kernel_counts(other).values()) >= 3  # backward kernels launched by autograd's thread
 
 
 def test_periodic_drains_keep_counts_exact(tmp_path: Path) -> None:
-    tree, _ = profile_script(tmp_path, '''
+    tree, _ = profile_script(
+        tmp_path,
+        """
         import deuteron, time
         x = torch.ones(1024, device="cuda"); y = torch.ones_like(x); o = torch.empty_like(x)
         with deuteron.scope("loop"):
@@ -217,7 +250,9 @@ def test_periodic_drains_keep_counts_exact(tmp_path: Path) -> None:
                 if i % 500 == 0:
                     time.sleep(0.15)
         torch.cuda.synchronize()
-    ''', env={"DEUTERON_FLUSH_PERIOD": "0.05", "DEUTERON_DRAIN_KERNELS": "100"})
+    """,
+        env={"DEUTERON_FLUSH_PERIOD": "0.05", "DEUTERON_DRAIN_KERNELS": "100"},
+    )
     assert find(tree[0], "loop", "add_kernel")["metrics"]["count"] == 3000
     from deuteron.formats import hatchet
 
@@ -226,7 +261,7 @@ def test_periodic_drains_keep_counts_exact(tmp_path: Path) -> None:
 
 def test_conflict_with_torch_profiler_names_it_and_the_fix(tmp_path: Path) -> None:
     script = tmp_path / "conflict.py"
-    script.write_text('''
+    script.write_text("""
 import torch, deuteron
 from deuteron.backends import BackendError
 x = torch.ones(16, device="cuda")
@@ -239,11 +274,12 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
     else:
         print("STARTED")
         deuteron.finalize()
-''')
+""")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = next(x for x in proc.stdout.splitlines() if x.startswith(("ERROR", "STARTED")))
     assert line.startswith("ERROR") and "torch.profiler" in line and "DEUTERON_DISABLE" in line, line
@@ -251,7 +287,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
 
 def test_sigterm_writes_a_partial_profile(tmp_path: Path) -> None:
     script = tmp_path / "long.py"
-    script.write_text('''
+    script.write_text("""
 import sys, torch, triton, triton.language as tl, deuteron
 @triton.jit
 def add_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
@@ -263,11 +299,17 @@ with deuteron.scope("forever"):
         add_kernel[(1,)](x, o, 1024, BLOCK=1024)
         if i == 100:
             torch.cuda.synchronize(); print("ready", flush=True)
-''')
+""")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "deuteron", "run", "-b", "cupti", "-n", "part", "long.py"],
-                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deuteron", "run", "-b", "cupti", "-n", "part", "long.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "ready"
     time.sleep(0.5)

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...metrics import COUNT, TIME
+from ...tree import FUNCTION, Node
 from .. import BackendError
-from ...tree import FUNCTION, KERNEL, STATE, Node
 from . import library, records
 from .join import UNMATCHED, Batch, Join
 
@@ -189,6 +189,7 @@ class CuptiBackend:
         self._record_dir: Path | None = None
         self._record_index = 0
         self._capture_paths: dict[int, list[str]] = {}
+        self.live = True  # False when replaying recorded drains: pointers are from another process
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -197,7 +198,9 @@ class CuptiBackend:
         if reason is not None:
             raise BackendError(f"the cupti backend is unavailable: {reason}")
         if CuptiBackend._active is not None:
-            raise BackendError("one CUPTI session at a time: finalize the open session before starting another")
+            raise BackendError(
+                "one CUPTI session at a time: finalize the open session before starting another"
+            )
         conflict = _conflict_message()
         if conflict:
             raise CuptiConflictError(f"{conflict}. {CONFLICT_FIX}")
@@ -219,9 +222,15 @@ class CuptiBackend:
         except _shim.CuptiError as exc:
             what, code, text = exc.args[0], exc.args[1], exc.args[2]
             if code in (39, 15, 35):  # multiple subscribers, not initialised, insufficient privileges
-                other = _conflict_message() or "another CUPTI client (torch.profiler, Proton, Nsight) is active"
-                raise CuptiConflictError(f"{what} failed: {text} (CUPTI error {code}): {other}. {CONFLICT_FIX}") from None
-            raise BackendError(f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})") from None
+                other = (
+                    _conflict_message() or "another CUPTI client (torch.profiler, Proton, Nsight) is active"
+                )
+                raise CuptiConflictError(
+                    f"{what} failed: {text} (CUPTI error {code}): {other}. {CONFLICT_FIX}"
+                ) from None
+            raise BackendError(
+                f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})"
+            ) from None
         CuptiBackend._active = self
         self._calibrate_clock()
         session.context_listener = self._on_context
@@ -246,8 +255,10 @@ class CuptiBackend:
             self._flusher.join()
         failures = _shim.synchronize()
         if failures:
-            warnings.warn(f"deuteron: {failures} device(s) failed to synchronise; their last kernels may be missing",
-                          stacklevel=2)
+            warnings.warn(
+                f"deuteron: {failures} device(s) failed to synchronise; their last kernels may be missing",
+                stacklevel=2,
+            )
         try:
             _shim.stop()
         finally:
@@ -313,10 +324,10 @@ class CuptiBackend:
                 value = value.item()
             if isinstance(value, (int, float)) and not isinstance(value, bool):
                 extra[key] = value
-        key = (name, tuple(sorted(extra.items())))
-        mid = self.metas.get(key)
+        interned = (name, tuple(sorted(extra.items())))
+        mid = self.metas.get(interned)
         if mid is None:
-            mid = self.metas[key] = len(self.metas) + 1
+            mid = self.metas[interned] = len(self.metas) + 1
             self.meta_table[mid] = (None if name is None else str(name), extra)
         _shim.set_pending(mid)
 
@@ -367,14 +378,23 @@ class CuptiBackend:
         self._record_index += 1
         stem.with_suffix(".entries").write_bytes(raw_entries)
         stem.with_suffix(".kernels").write_bytes(raw_kernels)
-        meta = {"names": names, "contexts": contexts, "states": self.states, "threads": self.threads,
-                "metas": {str(k): v for k, v in self.meta_table.items()}, "offset": self.clock_offset}
+        meta = {
+            "names": names,
+            "contexts": contexts,
+            "states": self.states,
+            "threads": self.threads,
+            "metas": {str(k): v for k, v in self.meta_table.items()},
+            "offset": self.clock_offset,
+        }
         stem.with_suffix(".json").write_text(json.dumps(meta))
 
     def _name(self, ptr: int) -> str:
         name = self.names.get(ptr)
         if name is None:
-            name = ctypes.string_at(ptr).decode("utf-8", "replace") if ptr else "<unnamed kernel>"
+            if ptr and self.live:  # CUPTI's name strings live in this process
+                name = ctypes.string_at(ptr).decode("utf-8", "replace")
+            else:
+                name = f"<kernel {ptr:#x}>" if ptr else "<unnamed kernel>"
             self.names[ptr] = name
         return name
 
@@ -383,7 +403,8 @@ class CuptiBackend:
         session = self.session
         assert session is not None
         nodes: list[Node | None] = []
-        for row, count, total in zip(batch.keys.tolist(), batch.count.tolist(), batch.time_ns.tolist()):
+        groups = zip(batch.keys.tolist(), batch.count.tolist(), batch.time_ns.tolist(), strict=True)
+        for row, count, total in groups:
             ctx, capture, state, meta, name_ptr, device = row
             if ctx & records.CTX_PAUSED:
                 nodes.append(None)
@@ -399,8 +420,13 @@ class CuptiBackend:
                 hooked_name, hooked = self.meta_table.get(meta, (None, {}))
                 name = hooked_name or name
                 extra = {k: v * count for k, v in hooked.items()}
-            metrics = {COUNT: count, TIME: total, "device_id (pty)": str(device), "device_type (pty)": "CUDA",
-                       **extra}
+            metrics = {
+                COUNT: count,
+                TIME: total,
+                "device_id (pty)": str(device),
+                "device_type (pty)": "CUDA",
+                **extra,
+            }
             self.devices.add(device)
             nodes.append(session.add_kernel(parent, name, metrics, self.states.get(state)))
         if len(batch):
@@ -408,11 +434,22 @@ class CuptiBackend:
             off = self.clock_offset
             launch = batch.launch_ts.astype(np.int64)
             launch = np.where(launch > 0, launch - off, 0)
-            idents = np.array([self.threads.get(int(t), 0) if t >= 0 else 0 for t in batch.launch_thread.tolist()],
-                              dtype=np.uint64)
-            session.add_kernel_spans(KernelSpans(
-                nodes, batch.group_of, k["start"].astype(np.int64) - off, k["end"].astype(np.int64) - off,
-                k["device"].astype(np.int64), k["stream"].astype(np.int64), launch, idents))
+            idents = np.array(
+                [self.threads.get(int(t), 0) if t >= 0 else 0 for t in batch.launch_thread.tolist()],
+                dtype=np.uint64,
+            )
+            session.add_kernel_spans(
+                KernelSpans(
+                    nodes,
+                    batch.group_of,
+                    k["start"].astype(np.int64) - off,
+                    k["end"].astype(np.int64) - off,
+                    k["device"].astype(np.int64),
+                    k["stream"].astype(np.int64),
+                    launch,
+                    idents,
+                )
+            )
 
     def _capture_path(self, ctx: int) -> list[str]:
         path = self._capture_paths.get(ctx)
@@ -449,30 +486,37 @@ class CuptiBackend:
         c = self.join.counters
         meta = session.profile.metadata
         source = loaded_library()
-        meta.update({
-            "cupti_library": f"{source[1]} ({source[0]})" if source else "",
-            "kernels": c.kernels,
-            "dropped_records": self.counters.get("dropped", 0),
-            "lost_launches": self.counters.get("lost_launches", 0),
-            "lost_kernels": self.counters.get("lost_kernels", 0),
-            "unmatched_kernels": c.unmatched,
-            "graph_kernels_without_capture": c.graph_without_capture,
-            "finalize_seconds": round(self.finalize_seconds, 4),
-            "drains": self.drains,
-        })
+        meta.update(
+            {
+                "cupti_library": f"{source[1]} ({source[0]})" if source else "",
+                "kernels": c.kernels,
+                "dropped_records": self.counters.get("dropped", 0),
+                "lost_launches": self.counters.get("lost_launches", 0),
+                "lost_kernels": self.counters.get("lost_kernels", 0),
+                "unmatched_kernels": c.unmatched,
+                "graph_kernels_without_capture": c.graph_without_capture,
+                "finalize_seconds": round(self.finalize_seconds, 4),
+                "drains": self.drains,
+            }
+        )
         lost = self.counters.get("dropped", 0) + self.counters.get("lost_kernels", 0)
         if lost:
-            warnings.warn(f"deuteron: CUPTI dropped {lost} kernel records (out of buffer memory)", stacklevel=3)
+            warnings.warn(
+                f"deuteron: CUPTI dropped {lost} kernel records (out of buffer memory)", stacklevel=3
+            )
         if c.graph_without_capture:
             warnings.warn(
                 f"deuteron: {c.graph_without_capture} kernels replayed from CUDA graphs captured before "
                 "profiling started are filed under the graph launch; start profiling before capture "
-                f"to see where they were captured ({CAPTURED_AT})", stacklevel=3)
+                f"to see where they were captured ({CAPTURED_AT})",
+                stacklevel=3,
+            )
         if c.kernels == 0 and self.counters.get("buffers", 0) == 0 and self._launches_seen():
             warnings.warn(
                 "deuteron: launches were seen but CUPTI delivered no kernel records; another CUPTI client "
                 f"(torch.profiler, Proton, nsys) may have taken the activity buffers. {CONFLICT_FIX}",
-                stacklevel=3)
+                stacklevel=3,
+            )
 
     def _launches_seen(self) -> bool:
         return len(self.join.pending) > 0 or self.join.counters.expired_launches > 0
@@ -497,6 +541,7 @@ def replay(folder: str | os.PathLike[str], session: Session) -> CuptiBackend:
     """
     backend = CuptiBackend()
     backend.session = session
+    backend.live = False
     root = session.profile.root
     stems = sorted(Path(folder).glob("drain*.json"))
     if not stems:

@@ -107,21 +107,28 @@ class Join:
                 found = np.zeros(len(uniq), np.uint64)
                 for i, node in enumerate(uniq.tolist()):
                     hit_capture = self._capture_of(node)
-                    if hit_capture is None:
+                    if hit_capture is None or hit_capture[0] & CTX_PAUSED:  # paused: not a context
                         self.counters.graph_without_capture += int((inverse == i).sum())
                     else:
                         found[i] = hit_capture[0]
                 capture[graph] = found[inverse]
             used = np.zeros(len(pend), bool)
             used[idx[hit]] = True
+            self.age[used] = 0  # a graph launch stays while its kernels keep arriving
             keep = ~used | (pend["kind"] == GRAPH_LAUNCH)
             self.pending, self.age = pend[keep], self.age[keep]
         paused = (ctx & np.uint64(CTX_PAUSED)) != 0
         self.counters.unmatched += int((ctx == UNMATCHED).sum())
         self.counters.paused += int(paused.sum())
         keys = np.stack(
-            [ctx, capture, state, meta, kernels["name_ptr"].astype(np.uint64),
-             kernels["device"].astype(np.uint64)],
+            [
+                ctx,
+                capture,
+                state,
+                meta,
+                kernels["name_ptr"].astype(np.uint64),
+                kernels["device"].astype(np.uint64),
+            ],
             axis=1,
         )
         if n:
@@ -136,9 +143,13 @@ class Join:
         return Batch(groups, count, time_ns, group_of, kernels, launch_ts, launch_thread)
 
     def expire(self) -> None:
-        """Age unmatched launches; drop those too old to be waiting for a kernel (captures)."""
+        """Age waiting launches; drop those too old to be waiting for a kernel.
+
+        Launches made during a stream capture never get a kernel of their own, and a graph
+        launch's kernels all arrive within a drain or two of each other.
+        """
         self.age += 1
-        old = (self.age > MAX_AGE) & (self.pending["kind"] == LAUNCH)
+        old = self.age > MAX_AGE
         if old.any():
             self.counters.expired_launches += int(old.sum())
             self.pending, self.age = self.pending[~old], self.age[~old]

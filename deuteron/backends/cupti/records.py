@@ -19,16 +19,48 @@ ACTIVITY_CONCURRENT_KERNEL = 10
 KERNEL_DTYPE = np.dtype(
     {
         "names": [
-            "kind", "registers", "start", "end", "device", "context", "stream",
-            "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z",
-            "static_shared", "dynamic_shared", "local_per_thread", "correlation", "name_ptr",
-            "graph_node", "graph_id",
+            "kind",
+            "registers",
+            "start",
+            "end",
+            "device",
+            "context",
+            "stream",
+            "grid_x",
+            "grid_y",
+            "grid_z",
+            "block_x",
+            "block_y",
+            "block_z",
+            "static_shared",
+            "dynamic_shared",
+            "local_per_thread",
+            "correlation",
+            "name_ptr",
+            "graph_node",
+            "graph_id",
         ],
         "formats": [
-            "<u4", "<u2", "<u8", "<u8", "<u4", "<u4", "<u4",
-            "<i4", "<i4", "<i4", "<i4", "<i4", "<i4",
-            "<i4", "<i4", "<u4", "<u4", "<u8",
-            "<u8", "<u4",
+            "<u4",
+            "<u2",
+            "<u8",
+            "<u8",
+            "<u4",
+            "<u4",
+            "<u4",
+            "<i4",
+            "<i4",
+            "<i4",
+            "<i4",
+            "<i4",
+            "<i4",
+            "<i4",
+            "<i4",
+            "<u4",
+            "<u4",
+            "<u8",
+            "<u8",
+            "<u4",
         ],
         "offsets": [0, 6, 16, 24, 40, 44, 48, 52, 56, 60, 64, 68, 72, 76, 80, 84, 92, 104, 144, 156],
         "itemsize": KERNEL_RECORD_BYTES,
@@ -37,8 +69,14 @@ KERNEL_DTYPE = np.dtype(
 
 ENTRY_DTYPE = np.dtype(
     [
-        ("key", "<u8"), ("ctx", "<u8"), ("ts", "<u8"), ("state", "<u4"), ("meta", "<u4"),
-        ("kind", "<u2"), ("thread", "<u2"), ("pad", "<u4"),
+        ("key", "<u8"),
+        ("ctx", "<u8"),
+        ("ts", "<u8"),
+        ("state", "<u4"),
+        ("meta", "<u4"),
+        ("kind", "<u2"),
+        ("thread", "<u2"),
+        ("pad", "<u4"),
     ]
 )
 assert KERNEL_DTYPE.itemsize == KERNEL_RECORD_BYTES and ENTRY_DTYPE.itemsize == ENTRY_BYTES
@@ -60,7 +98,9 @@ def kernels(raw: bytes | bytearray | memoryview) -> np.ndarray:
     out = np.frombuffer(raw, dtype=KERNEL_DTYPE)
     bad = (out["kind"] != ACTIVITY_CONCURRENT_KERNEL) & (out["kind"] != ACTIVITY_KERNEL)
     if bad.any():
-        raise RecordError(f"{int(bad.sum())} records are not kernel records (kind {int(out['kind'][bad][0])})")
+        raise RecordError(
+            f"{int(bad.sum())} records are not kernel records (kind {int(out['kind'][bad][0])})"
+        )
     return out
 
 
