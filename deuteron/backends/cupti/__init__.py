@@ -261,12 +261,12 @@ class CuptiBackend:
             )
         try:
             _shim.stop()
-        finally:
+        finally:  # whatever was recorded is filed, even when stopping CUPTI failed
             self._teardown()
-        self._drain()
-        self._write_devices(session)
-        self.finalize_seconds = time.perf_counter() - began
-        self._report(session)
+            self._drain()
+            self._write_devices(session)
+            self.finalize_seconds = time.perf_counter() - began
+            self._report(session)
 
     def set_active(self, session: Session, active: bool) -> None:
         if CuptiBackend._active is self:
