@@ -6,7 +6,8 @@ interpreter, which needs no GPU.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -24,6 +25,23 @@ class Backend(Protocol):
     def start(self, session: Session) -> None: ...
 
     def stop(self, session: Session) -> None: ...
+
+
+def launch_metadata_metrics(meta: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Proton's ``hook="triton"`` reading of launch_metadata: its name, and its numeric values.
+
+    Shared by both backends so a kernel's metadata means the same under the interpreter and CUPTI.
+    """
+    name = meta.get("name")
+    extra: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in ("name", "function", "stream"):
+            continue
+        if hasattr(value, "item") and callable(value.item):
+            value = value.item()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            extra[key] = value
+    return (None if name is None else str(name)), extra
 
 
 def cupti_unavailable_reason() -> str | None:

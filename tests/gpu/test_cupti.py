@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ..conftest import REPO
-from .conftest import find, kernel_counts, profile_script
+from .conftest import find, kernel_counts, profile_script, python_env
 
 
 def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
@@ -181,10 +179,7 @@ with deuteron.scope("replay"):
         g.replay()
 deuteron.finalize()
 """)
-    from ..conftest import run_cli
-
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO)
+    env = python_env()
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
@@ -193,7 +188,6 @@ deuteron.finalize()
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
     counts = kernel_counts(find(root, "replay"))
     assert sum(counts.values()) == 4
-    del run_cli
 
 
 def test_triton_hook_names_and_metrics(tmp_path: Path) -> None:
@@ -275,8 +269,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
         print("STARTED")
         deuteron.finalize()
 """)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO)
+    env = python_env()
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
@@ -300,8 +293,7 @@ with deuteron.scope("forever"):
         if i == 100:
             torch.cuda.synchronize(); print("ready", flush=True)
 """)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO)
+    env = python_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "deuteron", "run", "-b", "cupti", "-n", "part", "long.py"],
         cwd=tmp_path,

@@ -30,7 +30,7 @@ import numpy as np
 
 from ...metrics import COUNT, TIME
 from ...tree import FUNCTION, Node
-from .. import BackendError
+from .. import BackendError, launch_metadata_metrics
 from . import library, records
 from .join import UNMATCHED, Batch, Join
 
@@ -315,20 +315,12 @@ class CuptiBackend:
         _shim.set_context(self._ctx_id(node), self._state_id(state))
 
     def _on_triton_launch(self, data: dict[str, Any]) -> None:
-        name = data.get("name")
-        extra: dict[str, Any] = {}
-        for key, value in data.items():
-            if key in ("name", "function", "stream"):
-                continue
-            if hasattr(value, "item") and callable(value.item):
-                value = value.item()
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                extra[key] = value
+        name, extra = launch_metadata_metrics(data)
         interned = (name, tuple(sorted(extra.items())))
         mid = self.metas.get(interned)
         if mid is None:
             mid = self.metas[interned] = len(self.metas) + 1
-            self.meta_table[mid] = (None if name is None else str(name), extra)
+            self.meta_table[mid] = (name, extra)
         _shim.set_pending(mid)
 
     # --- draining ----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ...metrics import BYTES, COUNT, FLOPS, TIME
+from .. import launch_metadata_metrics
 from . import adapter
 
 if TYPE_CHECKING:
@@ -59,16 +60,8 @@ def hook_metrics(record: adapter.LaunchRecord) -> tuple[str, dict[str, Any]]:
     meta = record.launch_metadata()
     if not meta:
         return record.kernel, {}
-    name = str(meta.get("name", record.kernel))
-    extra: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key in ("name", "function", "stream"):
-            continue
-        if hasattr(value, "item") and callable(value.item):
-            value = value.item()
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            extra[key] = value
-    return name, extra
+    name, extra = launch_metadata_metrics(meta)
+    return name or record.kernel, extra
 
 
 def _dispatch(record: adapter.LaunchRecord) -> None:
