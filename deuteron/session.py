@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,15 +25,34 @@ from .context.shadow import ShadowContext
 from .formats import chrome_trace, hatchet
 from .formats.chrome_trace import TraceEvent
 from .metrics import CPU_TIME, EXC, split_kind
-from .tree import KERNEL, STATE, Node, Profile
+from .tree import KERNEL, STATE, Node, Profile, path_to
 
 if TYPE_CHECKING:
-    from .backends.cupti import KernelSpans
+    import numpy as np
 
 CONTEXTS = ("shadow", "python")
+# Frames for kernels whose launch context is partial or missing (GPU backends).
+OTHER_THREADS = "<other threads>"  # a thread with no scope of its own, under the starting thread's scope
+CAPTURED_AT = "<captured_at>"  # a CUDA-graph replay: then the path where the kernel was captured
+NO_PYTHON = "<no Python context>"  # python context, launched by a thread running no Python
+NO_LAUNCH = "<no launch record>"  # launched before profiling started
 HOOKS = (None, "triton")
 OUTPUT_FORMATS = ("hatchet", "chrome_trace")
 TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))
+
+
+@dataclass
+class KernelSpans:
+    """A batch of GPU kernels for the trace, times already on the session's clock."""
+
+    nodes: list[Node | None]  # per group; None for groups left out
+    group_of: np.ndarray  # per kernel: its group
+    start: np.ndarray
+    end: np.ndarray
+    device: np.ndarray
+    stream: np.ndarray
+    launch: np.ndarray  # launch time, 0 when unknown
+    thread: np.ndarray  # launching thread ident, 0 when unknown
 
 
 class SessionError(ValueError):
@@ -81,6 +101,7 @@ class Session:
         # Told the thread's innermost scope and state whenever they change (the CUPTI shim's slots).
         self.context_listener: Callable[[Node, str | None], None] | None = None
         self.kernel_spans: list[KernelSpans] = []
+        self._capture_paths: dict[int, list[str]] = {}
 
     # --- context ---------------------------------------------------------------------------------
 
@@ -132,27 +153,44 @@ class Session:
     # --- backends report here --------------------------------------------------------------------
 
     def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None:
-        parent = self.launch_context()
-        state = self.state()
+        node = self.add_kernel(self.launch_context(), name, metrics, self.state())
+        args = {}
+        for key, value in metrics.items():
+            clean = split_kind(key)[0]
+            if clean in ("bytes", "flops", "grid"):
+                args[clean] = value
         with self.lock:
-            node = parent.child(name, KERNEL)
-            if state:
-                node = node.child(state, STATE)
-            self.profile.add_metrics(node, metrics)
-            args = {}
-            for key, value in metrics.items():
-                clean = split_kind(key)[0]
-                if clean in ("bytes", "flops", "grid"):
-                    args[clean] = value
             self._event(("kernel", node, start_ns, end_ns, _get_ident(), args))
 
     def add_kernel(self, parent: Node, name: str, metrics: dict[str, Any], state: str | None) -> Node:
-        """File metrics of kernels measured elsewhere (a GPU backend) under a context it resolved."""
+        """File a kernel's metrics under ``parent`` (and its state), as the kernel's node."""
         with self.lock:
             node = parent.child(name, KERNEL)
             if state:
                 node = node.child(state, STATE)
             self.profile.add_metrics(node, metrics)
+        return node
+
+    def frame(self, name: str) -> Node:
+        """A top-level frame for kernels without a launch context of their own (``NO_LAUNCH``...)."""
+        return self.profile.root.child(name)
+
+    def kernel_parent(
+        self, context: Node, *, other_thread: bool = False, captured_in: Node | None = None
+    ) -> Node:
+        """Where a GPU kernel goes, given the context its launch was made in.
+
+        ``other_thread``: launched by a thread that had no context of its own, so ``context`` is the
+        starting thread's. ``captured_in``: replayed from a CUDA graph captured in that context.
+        """
+        node = context.child(OTHER_THREADS) if other_thread else context
+        if captured_in is not None:
+            path = self._capture_paths.get(id(captured_in))
+            if path is None:
+                path = self._capture_paths[id(captured_in)] = path_to(self.profile.root, captured_in)
+            node = node.child(CAPTURED_AT)
+            for name in path:
+                node = node.child(name)
         return node
 
     def add_kernel_spans(self, spans: KernelSpans) -> None:

@@ -56,6 +56,18 @@ class Node:
         return f"Node({self.name!r}, {self.type!r}, {self.metrics!r}, {len(self.children)} children)"
 
 
+def path_to(root: Node, target: Node) -> list[str]:
+    """Names from ``root`` (excluded) down to ``target``; nodes know only their children."""
+    stack: list[tuple[Node, list[str]]] = [(root, [])]
+    while stack:
+        node, names = stack.pop()
+        if node is target:
+            return names
+        for child in node.children.values():
+            stack.append((child, names + [child.name]))
+    raise ValueError(f"{target.name!r} is not in the tree under {root.name!r}")
+
+
 def _plain(name: str, value: object) -> MetricValue:
     """A metric value as a plain number or string: numpy and torch scalars become Python ones."""
     if isinstance(value, bool):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from deuteron.backends.cupti import CAPTURED_AT, NO_PYTHON, OTHER_THREADS, replay
-from deuteron.session import Session
+from deuteron.backends.cupti import replay
+from deuteron.session import CAPTURED_AT, NO_PYTHON, OTHER_THREADS, Session
 from deuteron.tree import Node
 
 FIXTURES = Path(__file__).parent / "fixtures"

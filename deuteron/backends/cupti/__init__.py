@@ -22,14 +22,14 @@ import os
 import threading
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...metrics import COUNT, TIME
-from ...tree import FUNCTION, Node
+from ...session import CAPTURED_AT, NO_LAUNCH, NO_PYTHON, KernelSpans
+from ...tree import Node, path_to
 from .. import BackendError, launch_metadata_metrics
 from . import library, records
 from .join import UNMATCHED, Batch, Join
@@ -39,10 +39,6 @@ if TYPE_CHECKING:
 
 ROOT_CTX = 1
 NO_PYTHON_CTX = 0
-OTHER_THREADS = "<other threads>"
-NO_PYTHON = "<no Python context>"
-NO_LAUNCH = "<no launch record>"
-CAPTURED_AT = "<captured_at>"
 FLUSH_PERIOD_S = float(os.environ.get("DEUTERON_FLUSH_PERIOD", "2.0"))
 # Drain once this many kernel records or launch entries wait (about 16 MB each).
 DRAIN_KERNELS = int(os.environ.get("DEUTERON_DRAIN_KERNELS", "100000"))
@@ -147,20 +143,6 @@ CONFLICT_FIX = (
 )
 
 
-@dataclass
-class KernelSpans:
-    """One drain's kernels for the trace, times already on the session's clock."""
-
-    nodes: list[Node | None]  # per group; None for left-out groups
-    group_of: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    device: np.ndarray
-    stream: np.ndarray
-    launch: np.ndarray  # launch time, 0 when unknown
-    thread: np.ndarray  # launching thread ident, 0 when unknown
-
-
 class CuptiBackend:
     name = "cupti"
     _active: CuptiBackend | None = None
@@ -188,7 +170,6 @@ class CuptiBackend:
         self._uninstall_hook: Any = None
         self._record_dir: Path | None = None
         self._record_index = 0
-        self._capture_paths: dict[int, list[str]] = {}
         self.live = True  # False when replaying recorded drains: pointers are from another process
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -208,9 +189,9 @@ class CuptiBackend:
         root = session.profile.root
         self.ctx_nodes[ROOT_CTX] = root
         self.ctx_ids[id(root)] = ROOT_CTX
-        self.ctx_nodes[UNMATCHED] = root.child(NO_LAUNCH, FUNCTION)
+        self.ctx_nodes[UNMATCHED] = session.frame(NO_LAUNCH)
         if session.python is not None:
-            self.ctx_nodes[NO_PYTHON_CTX] = root.child(NO_PYTHON, FUNCTION)
+            self.ctx_nodes[NO_PYTHON_CTX] = session.frame(NO_PYTHON)
         self._next_ctx = 16
         record = os.environ.get(RECORD_ENV)
         if record:
@@ -365,7 +346,7 @@ class CuptiBackend:
         kernels = records.kernels(raw_kernels)
         names = {str(p): self._name(int(p)) for p in np.unique(kernels["name_ptr"]).tolist()}
         root = self.ctx_nodes[ROOT_CTX]
-        contexts = {str(cid): _path_of(root, node) for cid, node in self.ctx_nodes.items()}
+        contexts = {str(cid): path_to(root, node) for cid, node in self.ctx_nodes.items()}
         stem = self._record_dir / f"drain{self._record_index:03d}"
         self._record_index += 1
         stem.with_suffix(".entries").write_bytes(raw_entries)
@@ -401,11 +382,11 @@ class CuptiBackend:
             if ctx & records.CTX_PAUSED:
                 nodes.append(None)
                 continue
-            parent = self._context_node(ctx)
-            if capture:
-                parent = parent.child(CAPTURED_AT, FUNCTION)
-                for name in self._capture_path(capture):
-                    parent = parent.child(name, FUNCTION)
+            parent = session.kernel_parent(
+                self._context_node(ctx),
+                other_thread=bool(ctx & records.CTX_OTHER_THREAD),
+                captured_in=self._context_node(capture) if capture else None,
+            )
             name = self._name(name_ptr)
             extra: dict[str, Any] = {}
             if meta:
@@ -443,20 +424,13 @@ class CuptiBackend:
                 )
             )
 
-    def _capture_path(self, ctx: int) -> list[str]:
-        path = self._capture_paths.get(ctx)
-        if path is None:
-            path = self._capture_paths[ctx] = _path_of(self.ctx_nodes[ROOT_CTX], self._context_node(ctx))
-        return path
-
     def _context_node(self, ctx: int) -> Node:
-        other = bool(ctx & records.CTX_OTHER_THREAD)
+        """The node a context id stands for, flags stripped."""
         base = ctx & ~records.CTX_FLAGS
         node = self.ctx_nodes.get(base)
-        if node is None:  # an id the drain has not resolved: should not happen, never lose the kernel
-            node = self.ctx_nodes[ROOT_CTX].child(f"<unknown context {base}>", FUNCTION)
-        if other:
-            node = node.child(OTHER_THREADS, FUNCTION)
+        if node is None:  # an id the drain has not resolved: should not happen; keep the kernel
+            assert self.session is not None
+            node = self.ctx_nodes[base] = self.session.frame(f"<unknown context {base}>")
         return node
 
     def _write_devices(self, session: Session) -> None:
@@ -512,18 +486,6 @@ class CuptiBackend:
 
     def _launches_seen(self) -> bool:
         return len(self.join.pending) > 0 or self.join.counters.expired_launches > 0
-
-
-def _path_of(root: Node, target: Node) -> list[str]:
-    """Names from the root (excluded) down to ``target``; nodes know only their children."""
-    stack: list[tuple[Node, list[str]]] = [(root, [])]
-    while stack:
-        node, names = stack.pop()
-        if node is target:
-            return names
-        for child in node.children.values():
-            stack.append((child, names + [child.name]))
-    return [target.name]
 
 
 def replay(folder: str | os.PathLike[str], session: Session) -> CuptiBackend:
