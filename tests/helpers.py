@@ -33,3 +33,15 @@ H200_TABLE = {
         }
     }
 }
+
+
+# The source of a masked vector-add kernel, for scripts the tests write and run in a fresh process.
+ADD_KERNEL_SOURCE = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
+"""

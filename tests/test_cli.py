@@ -15,18 +15,11 @@ import pytest
 
 from deuteron.formats import chrome_trace, hatchet
 from tests.conftest import EXAMPLES, PROTON_FIXTURES, REPO, run_cli
-from tests.helpers import find, kernels
+from tests.helpers import ADD_KERNEL_SOURCE, find, kernels
 
-KERNEL_SCRIPT = """
+KERNEL_SCRIPT = ADD_KERNEL_SOURCE + """
 import sys, json, time, os
-import torch, triton, triton.language as tl
 import deuteron
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 
 def add(n=300):
     x, y = torch.rand(n), torch.rand(n)

@@ -17,6 +17,7 @@ import pytest
 from deuteron.backends.cupti import unavailable_reason
 
 from ..conftest import run_cli
+from ..helpers import ADD_KERNEL_SOURCE
 
 WHY = unavailable_reason()
 
@@ -29,15 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"needs the CUPTI backend: {WHY}"))
 
 
-KERNELS = """
-import torch, triton, triton.language as tl
-
-@triton.jit
-def add_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
-
+KERNELS = ADD_KERNEL_SOURCE + """
 def add(x, y, o):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
 """
