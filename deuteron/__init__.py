@@ -7,6 +7,12 @@ Profiling API (Proton's shape)::
     with deuteron.scope("train", metrics={"flops": 2 * M * N * K}):
         ...
     deuteron.finalize()                      # writes myrun.hatchet
+
+Checking API (kernels run in Triton's interpreter)::
+
+    with deuteron.check() as checked:        # raises deuteron.CheckFailed on an error finding
+        kernel[grid](x, out, n)
+    checked.report.findings
 """
 
 __version__ = "0.1.0"
@@ -22,10 +28,13 @@ from .api import (  # noqa: E402
     start,
     state,
 )
+from .checks import CheckFailed, check  # noqa: E402
 
 __all__ = [
     "__version__",
+    "CheckFailed",
     "activate",
+    "check",
     "deactivate",
     "enter_scope",
     "exit_scope",

@@ -14,7 +14,8 @@ from ..backends.interpreter.adapter import AdapterError
 from ..formats import FormatError
 from ..metrics import MetricError
 from ..session import SessionError
-from . import run, view
+from . import check, run, view
+from .check import CheckUsageError
 
 USER_ERRORS = (FormatError, MetricError, BackendError, AdapterError, SessionError, re.error)
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"deuteron {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run.add_parser(sub)
+    check.add_parser(sub)
     view.add_parser(sub)
     view.add_diff_parser(sub)
     return parser
@@ -56,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.handler(args))
-    except (*USER_ERRORS, UsageError) as exc:
+    except (*USER_ERRORS, UsageError, CheckUsageError) as exc:
         print(f"deuteron: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `deuteron view ... | head`

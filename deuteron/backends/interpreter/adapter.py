@@ -3,24 +3,34 @@
 Supported: triton 3.6 (the GPU machines') through 3.9 (the newest on PyPI), both tested in CI.
 What we rely on, all in ``triton.runtime.interpreter``:
 - ``InterpretedFunction.run(*args, grid, warmup, **kwargs)`` runs one launch; ``.fn`` and
-  ``.kwargs["launch_metadata"]`` describe the kernel;
+  ``.kwargs["launch_metadata"]`` describe the kernel; ``InterpretedFunction.rewritten_fn`` maps
+  each kernel to the function the interpreter really runs (its source re-parsed and dedented);
+- ``GridExecutor._init_args_hst`` returns the host tensors the programs address, and the grid
+  loop calls ``interpreter_builder.set_grid_dim`` once, then ``set_grid_idx`` before each program;
 - the module singleton ``interpreter_builder``, whose ``create_masked_load``/``create_masked_store``
-  carry every global load and store (plain, masked, atomic load/store, tensor descriptors),
-  ``create_dot`` every ``tl.dot``, ``create_atomic_rmw``/``create_atomic_cas`` the atomics, and
-  whose ``grid_dim`` holds the launch's grid once it ran.
+  carry every global load and store (plain, masked, atomic load/store, block pointers, tensor
+  descriptors), ``create_dot`` every ``tl.dot``, ``create_atomic_rmw``/``create_atomic_cas`` the
+  atomics, and ``binary_op``/``unary_op``/``ternary_op``/``create_fma``/``create_rsqrt`` the
+  floating-point arithmetic.
 
-We wrap those methods on the instance (never edit Triton's source) and restore them on uninstall.
+We wrap those methods on the instance (never edit Triton's source) and restore them when the last
+user goes. Two users: the profiling backend (``install``: bytes and flops per launch) and the
+sanitizer (``attach``: an :class:`AccessListener` sees every access, program and non-finite value).
 """
 
 from __future__ import annotations
 
 import inspect
+import linecache
+import math
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
-from typing import Any
+from types import CodeType, SimpleNamespace
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,10 +42,27 @@ _WRAPPED = (
     "create_atomic_rmw",
     "create_atomic_cas",
 )
+# Wrapped only while a sanitizer is attached, so profiling does not pay for them.
+_CHECK_WRAPPED = (
+    "set_grid_dim",
+    "set_grid_idx",
+    "binary_op",
+    "unary_op",
+    "ternary_op",
+    "create_fma",
+    "create_rsqrt",
+)
+
+LOAD, STORE, ATOMIC = 0, 1, 2
+ACCESS_NAMES = ("load", "store", "atomic")
 
 
 class AdapterError(RuntimeError):
     """This Triton's interpreter does not look like one we support."""
+
+
+class Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a listener to stop the launch; it reaches the caller itself, not as InterpreterError."""
 
 
 @dataclass
@@ -60,6 +87,84 @@ class LaunchRecord:
         return self._metadata_fn() if self._metadata_fn else None
 
 
+@dataclass(frozen=True)
+class Site:
+    """A place in the user's kernel source; columns are 0-based, None where Python cannot tell."""
+
+    file: str
+    line: int
+    function: str
+    col: int | None = None
+    end_col: int | None = None
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """A tensor argument of a launch as the programs see it (the host copy, on a GPU machine)."""
+
+    name: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    element_size: int
+    data_ptr: int
+    storage: int  # index into LaunchInfo.storages
+
+
+@dataclass(frozen=True)
+class StorageArea:
+    """One allocation: every tensor argument that views it may address all of it."""
+
+    start: int
+    nbytes: int
+    granule: int  # bytes per shadow cell: the gcd of the element sizes of its tensors
+    tensors: tuple[int, ...]
+
+
+@dataclass
+class LaunchInfo:
+    index: int
+    kernel: str
+    file: str
+    grid: tuple[int, int, int]
+    tensors: list[TensorArg]
+    storages: list[StorageArea]
+    starts: np.ndarray  # uint64, sorted: storages[i] spans [starts[i], ends[i])
+    ends: np.ndarray
+
+    @property
+    def programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+
+class AccessListener(Protocol):
+    """What the sanitizer hears, in order: launch_begin, then per program program_begin followed
+    by its accesses and non-finite values, then launch_end. Addresses are the active lanes only."""
+
+    def launch_begin(self, launch: LaunchInfo) -> None: ...
+
+    def program_begin(self, seq: int, pid: tuple[int, int, int]) -> None: ...
+
+    def access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        storage: int | np.ndarray,
+        element_size: int,
+        site: int,
+        values: np.ndarray | None,
+        lanes: np.ndarray | None,
+    ) -> None: ...
+
+    def out_of_bounds(
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
+    ) -> None: ...
+
+    def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
+
+    def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None: ...
+
+
 class _Counter:
     __slots__ = ("loaded", "stored", "flops")
 
@@ -71,8 +176,19 @@ class _Counter:
 
 _counter: _Counter | None = None
 _listener: Callable[[LaunchRecord], None] | None = None
+_checker: AccessListener | None = None
+_launch: LaunchInfo | None = None
+_launch_args: tuple[Any, tuple[Any, ...], dict[str, Any]] | None = None
+_launch_count = 0
+_seq = -1
 _saved: dict[str, Any] = {}
 _launch_lock = threading.RLock()
+
+# Source sites, interned: the sanitizer passes small ints around and resolves them when reporting.
+sites: list[Site] = []
+_site_ids: dict[tuple[CodeType, int], int] = {}
+_user_code: dict[CodeType, bool] = {}
+_positions: dict[CodeType, list[Any]] = {}
 
 
 def _interpreter_module() -> Any:
@@ -80,12 +196,14 @@ def _interpreter_module() -> Any:
         from triton.runtime import interpreter
     except ImportError as exc:  # pragma: no cover - triton is a dependency
         raise AdapterError(f"cannot import Triton's interpreter ({exc}); pip install 'triton>=3.6'") from None
-    needed = ("InterpretedFunction", "interpreter_builder")
+    needed = ("InterpretedFunction", "interpreter_builder", "GridExecutor")
     missing = [n for n in needed if not hasattr(interpreter, n)]
     builder = getattr(interpreter, "interpreter_builder", None)
-    for name in (*_WRAPPED, "set_grid_dim"):
+    for name in (*_WRAPPED, *_CHECK_WRAPPED[:-1]):
         if builder is not None and not hasattr(builder, name):
             missing.append(f"interpreter_builder.{name}")
+    if not hasattr(getattr(interpreter, "GridExecutor", None), "_init_args_hst"):
+        missing.append("GridExecutor._init_args_hst")
     if missing:
         import triton
 
@@ -118,6 +236,44 @@ def install(listener: Callable[[LaunchRecord], None]) -> None:
     global _listener
     interp = _interpreter_module()
     _listener = listener
+    _patch(interp)
+
+
+def uninstall() -> None:
+    global _listener, _counter
+    _listener = None
+    _counter = None
+    if _checker is None:
+        _unpatch()
+
+
+def attach(checker: AccessListener) -> None:
+    """Let ``checker`` see every access of every interpreted launch (one checker at a time).
+
+    While attached, lanes that address no tensor argument are masked off before Triton touches
+    memory, so a buggy kernel reads ``other`` (or 0) there instead of garbage, and cannot write
+    outside its tensors or crash the process.
+    """
+    global _checker
+    interp = _interpreter_module()
+    if _checker is not None and _checker is not checker:
+        raise AdapterError("another check is already attached to Triton's interpreter; finish it first")
+    _checker = checker
+    _patch(interp)
+    _patch_checks(interp)
+
+
+def detach() -> None:
+    global _checker, _launch, _launch_args
+    _checker = None
+    _launch = None
+    _launch_args = None
+    _unpatch_checks()
+    if _listener is None:
+        _unpatch()
+
+
+def _patch(interp: Any) -> None:
     if _saved:
         return
     builder = interp.interpreter_builder
@@ -133,12 +289,16 @@ def install(listener: Callable[[LaunchRecord], None]) -> None:
         c = _counter
         if c is not None:
             c.loaded += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
+        if _launch is not None:
+            mask = _guard(LOAD, ptrs, mask, None)
         return orig_load(builder, ptrs, mask, *rest, **kw)
 
     def create_masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = _counter
         if c is not None:
             c.stored += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
+        if _launch is not None:
+            mask = _guard(STORE, ptrs, mask, value.data)
         return orig_store(builder, ptrs, value, mask, *rest, **kw)
 
     def create_dot(a: Any, b: Any, d: Any, *rest: Any, **kw: Any) -> Any:
@@ -149,7 +309,10 @@ def install(listener: Callable[[LaunchRecord], None]) -> None:
             batch = int(np.prod(ash[:-2])) if len(ash) > 2 else 1
             width = a.dtype.primitive_bitwidth
             c.flops[width] = c.flops.get(width, 0) + 2 * batch * m * n * k
-        return orig_dot(builder, a, b, d, *rest, **kw)
+        out = orig_dot(builder, a, b, d, *rest, **kw)
+        if _launch is not None:
+            _check_finite("dot", (a.data, b.data, d.data), out.data)
+        return out
 
     def create_atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = _counter
@@ -157,15 +320,21 @@ def install(listener: Callable[[LaunchRecord], None]) -> None:
             n = _active_lanes(ptr.data, mask) * _element_bytes(ptr)
             c.loaded += n
             c.stored += n
+        if _launch is not None:
+            mask = _guard(ATOMIC, ptr, mask, None)
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
 
-    def create_atomic_cas(ptr: Any, *rest: Any, **kw: Any) -> Any:
+    def create_atomic_cas(ptr: Any, cmp: Any, val: Any, *rest: Any, **kw: Any) -> Any:
         c = _counter
         if c is not None:
             n = int(ptr.data.size) * _element_bytes(ptr)
             c.loaded += n
             c.stored += n
-        return orig_cas(builder, ptr, *rest, **kw)
+        if _launch is not None:
+            ok = _guard(ATOMIC, ptr, None, None)
+            if ok is not None:  # CAS has no mask: run it on the lanes inside a tensor only
+                return _partial_cas(orig_cas, builder, ptr, cmp, val, ok.data, rest, kw)
+        return orig_cas(builder, ptr, cmp, val, *rest, **kw)
 
     builder.create_masked_load = create_masked_load
     builder.create_masked_store = create_masked_store
@@ -175,7 +344,7 @@ def install(listener: Callable[[LaunchRecord], None]) -> None:
     orig_run = _saved["run"]
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        if warmup or _listener is None:
+        if warmup or (_listener is None and _checker is None):
             return orig_run(self, *args, grid=grid, warmup=warmup, **kwargs)
         # The interpreter keeps the program id in one shared builder, so launches from several
         # threads would corrupt each other's results: run them one at a time.
@@ -186,29 +355,387 @@ def install(listener: Callable[[LaunchRecord], None]) -> None:
         global _counter
         if _counter is not None:  # a launch from inside a launch's hook: count it with the outer one
             return orig_run(self, *args, grid=grid, warmup=False, **kwargs)
-        counter = _counter = _Counter()
+        counter = _counter = _Counter() if _listener is not None else None
         start = time.perf_counter_ns()
         try:
-            return orig_run(self, *args, grid=grid, warmup=False, **kwargs)
+            return _checked_run(orig_run, self, args, grid, kwargs)
         finally:
             end = time.perf_counter_ns()
             _counter = None
-            grid3 = tuple(int(g) for g in getattr(builder, "grid_dim", (1, 1, 1)))
-            record = LaunchRecord(
-                kernel=self.fn.__name__,
-                grid=(grid3[0], grid3[1], grid3[2]),
-                start_ns=start,
-                end_ns=end,
-                bytes_loaded=counter.loaded,
-                bytes_stored=counter.stored,
-                flops=counter.flops,
-                _metadata_fn=_metadata_thunk(self, grid3, args, kwargs),
-            )
             listener = _listener
-            if listener is not None:
-                listener(record)
+            if listener is not None and counter is not None:
+                grid3 = tuple(int(g) for g in getattr(builder, "grid_dim", (1, 1, 1)))
+                listener(
+                    LaunchRecord(
+                        kernel=self.fn.__name__,
+                        grid=(grid3[0], grid3[1], grid3[2]),
+                        start_ns=start,
+                        end_ns=end,
+                        bytes_loaded=counter.loaded,
+                        bytes_stored=counter.stored,
+                        flops=counter.flops,
+                        _metadata_fn=_metadata_thunk(self, grid3, args, kwargs),
+                    )
+                )
 
     interp.InterpretedFunction.run = run
+
+
+def _checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
+    global _launch, _launch_args
+    error: BaseException | None = None
+    try:
+        return orig_run(fn, *args, grid=grid, warmup=False, **kwargs)
+    except Exception as exc:
+        # The interpreter wraps whatever a program raised in InterpreterError(repr(e)); a
+        # listener's Abort must reach the caller as itself.
+        cause = exc.__cause__
+        error = cause if isinstance(cause, Abort) else exc
+        if error is not exc:
+            raise error from None
+        raise
+    finally:
+        launch, checker = _launch, _checker
+        _launch = None
+        _launch_args = None
+        if launch is not None and checker is not None:
+            checker.launch_end(launch, error)
+
+
+def _patch_checks(interp: Any) -> None:
+    if "checks" in _saved:
+        return
+    builder = _saved["builder"]
+    cls = type(builder)
+    executor = interp.GridExecutor
+    orig_init_args = executor._init_args_hst
+    _saved["checks"] = (executor, orig_init_args)
+    orig_dim, orig_idx = cls.set_grid_dim, cls.set_grid_idx
+    orig_binary, orig_unary, orig_ternary, orig_fma = (
+        cls.binary_op,
+        cls.unary_op,
+        cls.ternary_op,
+        cls.create_fma,
+    )
+    orig_rsqrt = getattr(cls, "create_rsqrt", None)
+    rewritten = interp.InterpretedFunction.rewritten_fn
+
+    def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        global _launch_args
+        result = orig_init_args(self, args_dev, kwargs)
+        if _checker is not None:
+            _launch_args = (self.fn, result[0], result[1])
+        return result
+
+    def set_grid_dim(nx: int, ny: int, nz: int) -> None:
+        global _launch, _launch_count, _seq
+        orig_dim(builder, nx, ny, nz)
+        pending, checker = _launch_args, _checker
+        if pending is None or checker is None:
+            return
+        _launch_count += 1
+        _seq = -1
+        _note_rewritten(rewritten)
+        _launch = _launch_info(_launch_count, pending[0], pending[1], pending[2], (int(nx), int(ny), int(nz)))
+        checker.launch_begin(_launch)
+
+    def set_grid_idx(x: int, y: int, z: int) -> None:
+        global _seq
+        orig_idx(builder, x, y, z)
+        checker = _checker
+        if _launch is not None and checker is not None:
+            _seq += 1
+            checker.program_begin(_seq, (int(x), int(y), int(z)))
+
+    def binary_op(lhs: Any, rhs: Any, op: Any) -> Any:
+        out = orig_binary(builder, lhs, rhs, op)
+        if _launch is not None:
+            _check_finite(getattr(op, "__name__", "op"), (lhs.data, rhs.data), out.data)
+        return out
+
+    def unary_op(arg: Any, op: Any) -> Any:
+        out = orig_unary(builder, arg, op)
+        if _launch is not None:
+            _check_finite(getattr(op, "__name__", "op"), (arg.data,), out.data)
+        return out
+
+    def ternary_op(lhs: Any, rhs: Any, other: Any, op: Any) -> Any:
+        out = orig_ternary(builder, lhs, rhs, other, op)
+        if _launch is not None:
+            _check_finite(getattr(op, "__name__", "op"), (lhs.data, rhs.data, other.data), out.data)
+        return out
+
+    def create_fma(x: Any, y: Any, z: Any) -> Any:
+        out = orig_fma(builder, x, y, z)
+        if _launch is not None:
+            _check_finite("fma", (x.data, y.data, z.data), out.data)
+        return out
+
+    builder.set_grid_dim = set_grid_dim
+    builder.set_grid_idx = set_grid_idx
+    builder.binary_op = binary_op
+    builder.unary_op = unary_op
+    builder.ternary_op = ternary_op
+    builder.create_fma = create_fma
+    if orig_rsqrt is not None:
+
+        def create_rsqrt(arg: Any) -> Any:
+            out = orig_rsqrt(builder, arg)
+            if _launch is not None:
+                _check_finite("rsqrt", (arg.data,), out.data)
+            return out
+
+        builder.create_rsqrt = create_rsqrt
+    executor._init_args_hst = _init_args_hst
+
+
+def _unpatch_checks() -> None:
+    saved = _saved.pop("checks", None)
+    if saved is None:
+        return
+    executor, orig_init_args = saved
+    executor._init_args_hst = orig_init_args
+    builder = _saved["builder"]
+    for name in _CHECK_WRAPPED:
+        builder.__dict__.pop(name, None)
+
+
+def _unpatch() -> None:
+    if not _saved:
+        return
+    _unpatch_checks()
+    builder = _saved["builder"]
+    for name in _WRAPPED:
+        builder.__dict__.pop(name, None)
+    _saved["class"].run = _saved["run"]
+    _saved.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# The sanitizer's view of a launch
+
+
+def _tensor_like(value: Any) -> bool:
+    return hasattr(value, "data_ptr") and hasattr(value, "untyped_storage")
+
+
+def _tensor_args(bound: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every tensor the programs can address, named after its parameter (x[1], desc.base)."""
+    found: list[tuple[str, Any]] = []
+
+    def visit(name: str, value: Any) -> None:
+        if type(value).__name__ == "TensorWrapper" and hasattr(value, "base"):  # tl.reinterpret's wrapper
+            value = value.base
+        if _tensor_like(value):
+            found.append((name, value))
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                visit(f"{name}[{i}]", item)
+        elif hasattr(value, "base") and hasattr(value, "block_shape"):  # a TensorDescriptor
+            visit(f"{name}.base", value.base)
+
+    for name, value in bound.items():
+        visit(name, value)
+    return found
+
+
+def _launch_info(
+    index: int, fn: Any, args_hst: Any, kwargs_hst: dict[str, Any], grid: tuple[int, int, int]
+) -> LaunchInfo:
+    try:
+        bound = inspect.getcallargs(fn, *args_hst, **kwargs_hst)
+    except TypeError:
+        bound = {f"arg{i}": a for i, a in enumerate(args_hst)} | dict(kwargs_hst)
+    areas: dict[int, list[int]] = {}
+    sizes: dict[int, int] = {}
+    raw: list[tuple[str, Any, int]] = []
+    for name, t in _tensor_args(bound):
+        storage = t.untyped_storage()
+        start = int(storage.data_ptr())
+        sizes[start] = max(sizes.get(start, 0), int(storage.nbytes()))
+        raw.append((name, t, start))
+    order = sorted(sizes)
+    index_of = {start: i for i, start in enumerate(order)}
+    tensors: list[TensorArg] = []
+    for name, t, start in raw:
+        areas.setdefault(start, []).append(len(tensors))
+        tensors.append(
+            TensorArg(
+                name=name,
+                shape=tuple(int(s) for s in t.shape),
+                strides=tuple(int(s) for s in t.stride()),
+                dtype=str(t.dtype).removeprefix("torch."),
+                element_size=int(t.element_size()),
+                data_ptr=int(t.data_ptr()),
+                storage=index_of[start],
+            )
+        )
+    storages = [
+        StorageArea(
+            start=start,
+            nbytes=sizes[start],
+            granule=math.gcd(*(tensors[i].element_size for i in areas[start])),
+            tensors=tuple(areas[start]),
+        )
+        for start in order
+    ]
+    starts = np.array([s.start for s in storages], dtype=np.uint64)
+    ends = np.array([s.start + s.nbytes for s in storages], dtype=np.uint64)
+    code = getattr(fn, "__code__", None)
+    return LaunchInfo(
+        index=index,
+        kernel=getattr(fn, "__name__", "kernel"),
+        file=code.co_filename if code is not None else "",
+        grid=grid,
+        tensors=tensors,
+        storages=storages,
+        starts=starts,
+        ends=ends,
+    )
+
+
+def _guard(kind: int, ptrs: Any, mask: Any, values: np.ndarray | None) -> Any:
+    """Tell the checker about an access; mask off the lanes that address no tensor argument."""
+    launch, checker = _launch, _checker
+    if launch is None or checker is None:
+        return mask
+    addrs = ptrs.data
+    m: np.ndarray | None = None
+    if mask is not None:
+        m = mask.data
+        if m.shape != addrs.shape:
+            m = np.broadcast_to(m, addrs.shape)
+        active = addrs[m]
+    else:
+        active = addrs.reshape(-1)
+    if active.size == 0:
+        return mask
+    esize = _element_bytes(ptrs)
+    site = _site()
+    starts, ends = launch.starts, launch.ends
+    lo = active.min()
+    i = int(np.searchsorted(starts, lo, side="right")) - 1
+    if i >= 0 and int(active.max()) + esize <= int(ends[i]):  # the usual case: one tensor, all inside
+        checker.access(kind, active, i, esize, site, values, m)
+        return mask
+    region = np.searchsorted(starts, active, side="right").astype(np.intp) - 1
+    clipped = np.maximum(region, 0)
+    inside = (region >= 0) & (active + np.uint64(esize) <= ends[clipped])
+    outside = ~inside
+    flat_positions = np.flatnonzero(m) if m is not None else np.arange(active.size)
+    ok_full = np.zeros(addrs.shape, dtype=bool)
+    ok_full.reshape(-1)[flat_positions[inside]] = True
+    if inside.any():
+        near = int(np.bincount(region[inside]).argmax())
+    else:
+        near = _nearest_storage(launch, int(active[outside][0]))
+    checker.out_of_bounds(kind, active[outside], flat_positions[outside], near, esize, site)
+    if inside.any():
+        checker.access(kind, active[inside], region[inside], esize, site, values, ok_full)
+    return type(ptrs)(ok_full, mask.dtype if mask is not None else _int1())
+
+
+def _nearest_storage(launch: LaunchInfo, address: int) -> int:
+    if not launch.storages:
+        return -1
+    gaps = [
+        (s.start - address) if address < s.start else max(0, address - (s.start + s.nbytes))
+        for s in launch.storages
+    ]
+    return int(np.argmin(gaps))
+
+
+def _int1() -> Any:
+    import triton.language as tl
+
+    return tl.int1
+
+
+def _partial_cas(
+    orig_cas: Any, builder: Any, ptr: Any, cmp: Any, val: Any, ok: np.ndarray, rest: Any, kw: Any
+) -> Any:
+    handle = type(ptr)
+    cmp_data = np.broadcast_to(cmp.data, ptr.data.shape)
+    val_data = np.broadcast_to(val.data, ptr.data.shape)
+    result = np.array(cmp_data, copy=True)
+    if ok.any():
+        part = orig_cas(
+            builder,
+            handle(ptr.data[ok], ptr.dtype),
+            handle(np.ascontiguousarray(cmp_data[ok]), cmp.dtype),
+            handle(np.ascontiguousarray(val_data[ok]), val.dtype),
+            *rest,
+            **kw,
+        )
+        result[ok] = part.data
+    return handle(result, cmp.dtype.scalar if hasattr(cmp.dtype, "scalar") else cmp.dtype)
+
+
+def _check_finite(op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray) -> None:
+    checker = _checker
+    if checker is None or output.dtype.kind != "f" or np.isfinite(output).all():
+        return
+    checker.nonfinite(op, inputs, output, _site())
+
+
+_PACKAGE_DIRS: tuple[str, ...] = ()
+
+
+def _is_user(filename: str) -> bool:
+    global _PACKAGE_DIRS
+    if not _PACKAGE_DIRS:
+        import triton
+
+        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        _PACKAGE_DIRS = (os.path.dirname(os.path.abspath(triton.__file__)) + os.sep, here + os.sep)
+    return not os.path.abspath(filename).startswith(_PACKAGE_DIRS)
+
+
+def _site() -> int:
+    """The innermost frame of the user's kernel (or a @jit helper it called) right now."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        user = _user_code.get(code)
+        if user is None:
+            user = _user_code[code] = _is_user(code.co_filename)
+        if user:
+            key = (code, frame.f_lasti)
+            sid = _site_ids.get(key)
+            if sid is None:
+                sid = _site_ids[key] = len(sites)
+                sites.append(_make_site(code, frame.f_lasti, frame.f_lineno or code.co_firstlineno))
+            return sid
+        frame = frame.f_back  # type: ignore[assignment]
+    return -1
+
+
+_rewritten_codes: set[CodeType] = set()
+
+
+def _note_rewritten(rewritten: dict[Any, Any]) -> None:
+    if len(rewritten) != len(_rewritten_codes):
+        _rewritten_codes.update(f.__code__ for f in rewritten.values() if hasattr(f, "__code__"))
+
+
+def _make_site(code: CodeType, lasti: int, line: int) -> Site:
+    col = end_col = None
+    if hasattr(code, "co_positions"):
+        positions = _positions.get(code)
+        if positions is None:
+            positions = _positions[code] = list(code.co_positions())
+        i = lasti // 2
+        if 0 <= i < len(positions):
+            first, last, c0, c1 = positions[i]
+            if first == line and c0 is not None:
+                # The interpreter re-parses a kernel's source dedented; put the columns back.
+                shift = 0
+                if code in _rewritten_codes:
+                    text = linecache.getline(code.co_filename, code.co_firstlineno)
+                    shift = len(text) - len(text.lstrip())
+                col = c0 + shift
+                end_col = c1 + shift if (last == line and c1 is not None) else None
+    return Site(file=code.co_filename, line=line, function=code.co_name, col=col, end_col=end_col)
 
 
 def _metadata_thunk(
@@ -235,16 +762,3 @@ def _metadata_thunk(
         return dict(result) if result else None
 
     return evaluate
-
-
-def uninstall() -> None:
-    global _listener, _counter
-    _listener = None
-    _counter = None
-    if not _saved:
-        return
-    builder = _saved["builder"]
-    for name in _WRAPPED:
-        builder.__dict__.pop(name, None)
-    _saved["class"].run = _saved["run"]
-    _saved.clear()

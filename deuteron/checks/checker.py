@@ -1,0 +1,90 @@
+"""The sanitizer as the interpreter adapter sees it: one listener that feeds every check."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..backends.interpreter.adapter import STORE, LaunchInfo
+from .findings import KINDS, Findings
+from .memory import MemoryChecks, _tensor_near
+from .nan import NanOrigins
+from .record import AccessRecorder
+
+
+class Checker:
+    """Implements the adapter's AccessListener; counts launches and programs for the report."""
+
+    def __init__(
+        self, findings: Findings, checks: Iterable[str] = KINDS, recorder: AccessRecorder | None = None
+    ) -> None:
+        enabled = set(checks)
+        unknown = enabled - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown check(s) {', '.join(sorted(unknown))}; choose from {', '.join(KINDS)}")
+        self.findings = findings
+        self.memory = MemoryChecks(findings, races="race" in enabled, coverage="store-coverage" in enabled)
+        self.nan = NanOrigins(findings) if "nan" in enabled else None
+        self.recorder = recorder
+        self.launches = 0
+        self.programs = 0
+        self.failed_launches = 0
+        self.kernels: dict[str, int] = {}
+        self.launch: LaunchInfo | None = None
+        self.pids: list[tuple[int, int, int]] = []
+
+    def launch_begin(self, launch: LaunchInfo) -> None:
+        self.launch = launch
+        self.pids = []
+        self.memory.begin(launch, self.pids)
+        if self.nan is not None:
+            self.nan.begin(launch, self.pids)
+        if self.recorder is not None:
+            self.recorder.begin(launch)
+
+    def program_begin(self, seq: int, pid: tuple[int, int, int]) -> None:
+        self.pids.append(pid)
+        self.memory.program(seq)
+        if self.nan is not None:
+            self.nan.program(seq)
+        if self.recorder is not None:
+            self.recorder.program(seq, pid)
+
+    def access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        storage: int | np.ndarray,
+        element_size: int,
+        site: int,
+        values: np.ndarray | None,
+        lanes: np.ndarray | None,
+    ) -> None:
+        self.memory.access(kind, addresses, storage, site)
+        if kind == STORE and self.nan is not None and self.nan.origin is not None and self.launch is not None:
+            area = self.launch.storages[storage if isinstance(storage, int) else int(storage[0])]
+            tensor = _tensor_near(self.launch, area, int(addresses[0]))
+            self.nan.stored(values, lanes, tensor.name, site)
+        if self.recorder is not None:
+            self.recorder.access(kind, addresses, storage, site)
+
+    def out_of_bounds(
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
+    ) -> None:
+        self.memory.out_of_bounds(kind, addresses, lanes, near, element_size, site)
+
+    def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
+        if self.nan is not None:
+            self.nan.value(op, inputs, output, site)
+
+    def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None:
+        self.launches += 1
+        self.programs += len(self.pids)
+        self.kernels[launch.kernel] = self.kernels.get(launch.kernel, 0) + 1
+        if error is not None:
+            self.failed_launches += 1
+        if self.recorder is not None:
+            self.recorder.end()
+        self.launch = None
+        self.memory.finish()  # may raise with fail_fast: the launch is over by now

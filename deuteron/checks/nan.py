@@ -1,0 +1,115 @@
+"""Where a NaN or an infinity was born: the first op in a program that made one from finite inputs.
+
+Programs compute masked-off lanes too (a load's ``other`` fills them), and those lanes may well
+hold 0/0 that nobody stores. So an origin is only reported when the same program then stores a
+non-finite value through an active lane; the origin is that program's first birth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..backends.interpreter.adapter import LaunchInfo
+from .findings import Findings
+
+
+@dataclass
+class _Origin:
+    op: str
+    site: int
+    produced: str
+    lanes: int
+    example: str
+
+
+def _finite_lanes(inputs: tuple[np.ndarray, ...], shape: tuple[int, ...]) -> np.ndarray | bool:
+    ok: np.ndarray | bool = True
+    for x in inputs:
+        if x.dtype.kind not in "fc":
+            continue
+        finite = np.isfinite(x)
+        try:
+            ok = ok & np.broadcast_to(finite, shape)
+        except ValueError:  # not lane-aligned (tl.dot's operands): judge the operand as a whole
+            ok = ok & bool(finite.all())
+    return ok
+
+
+class NanOrigins:
+    def __init__(self, findings: Findings) -> None:
+        self.findings = findings
+        self.launch: LaunchInfo | None = None
+        self.pids: Sequence[tuple[int, int, int]] = ()
+        self.seq = -1
+        self.origin: _Origin | None = None
+        self.reported = False
+
+    def begin(self, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]]) -> None:
+        self.launch, self.pids = launch, pids
+        self.program(-1)
+
+    def program(self, seq: int) -> None:
+        self.seq = seq
+        self.origin = None
+        self.reported = False
+
+    def value(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
+        if self.origin is not None:
+            return
+        bad = ~np.isfinite(output)
+        born = bad & _finite_lanes(inputs, output.shape)
+        if not np.any(born):
+            return
+        values = output[born] if isinstance(born, np.ndarray) else output.reshape(-1)
+        nans = bool(np.isnan(values).any())
+        produced = "NaN and inf" if nans and not np.isnan(values).all() else ("NaN" if nans else "inf")
+        example = ""
+        if isinstance(born, np.ndarray) and born.shape == output.shape:
+            lane = tuple(int(i) for i in np.argwhere(born)[0])
+            shown = []
+            for x in inputs:
+                try:
+                    shown.append(f"{np.broadcast_to(x, output.shape)[lane]:g}")
+                except (ValueError, TypeError):
+                    shown.append("...")
+            example = f" (e.g. {op}({', '.join(shown)}) = {output[lane]:g})"
+        self.origin = _Origin(op, site, produced, int(np.count_nonzero(born)), example)
+
+    def stored(
+        self, values: np.ndarray | None, lanes: np.ndarray | None, tensor: str, store_site: int
+    ) -> None:
+        origin = self.origin
+        if (
+            origin is None
+            or self.reported
+            or values is None
+            or values.dtype.kind != "f"
+            or self.launch is None
+        ):
+            return
+        active = values
+        if lanes is not None:
+            active = np.broadcast_to(values, lanes.shape)[lanes]
+        bad = int(np.count_nonzero(~np.isfinite(active)))
+        if not bad:
+            return
+        self.reported = True
+        from ..backends.interpreter import adapter
+
+        store_line = adapter.sites[store_site].line if store_site >= 0 else "?"
+        program = self.pids[self.seq] if 0 <= self.seq < len(self.pids) else None
+        self.findings.add(
+            "nan",
+            self.launch,
+            origin.site,
+            f"{origin.op} produced {origin.produced} from finite inputs{origin.example} "
+            f"in {origin.lanes} lane(s); "
+            f"{bad} non-finite value(s) then reached {tensor} (store at line {store_line})",
+            seq=self.seq,
+            program=program,
+            tensor=tensor,
+            details={"op": origin.op, "produced": origin.produced, "stored": bad, "store_line": store_line},
+        )

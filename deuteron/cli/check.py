@@ -1,0 +1,145 @@
+"""``deuteron check``: run a script, module or pytest with every Triton launch checked in the interpreter.
+
+The target's own exit code is kept unless findings at or above ``--fail-on`` exist; then the
+exit code is 1. The report goes to stderr, so the target's stdout stays its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import traceback
+from typing import Any
+
+from ..checks import KINDS, CheckSession, FindingLimitReached
+from ..checks.findings import SEVERITIES
+from ..checks.record import DEFAULT_LIMIT
+from .target import (
+    USAGE,
+    Signalled,
+    add_target_arguments,
+    exit_code,
+    install_sigterm,
+    parse_target,
+    run_target,
+    user_traceback,
+)
+
+
+class CheckUsageError(Exception):
+    """A bad option value (a file that cannot be written, an unknown check)."""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="run a script, module or pytest in Triton's interpreter and check every kernel program",
+        description=(
+            "Run a Python script, a module (-m) or pytest with TRITON_INTERPRET=1 and check every program\n"
+            "of every Triton launch: out-of-bounds accesses and races between programs (errors), the op\n"
+            "that first made a NaN/Inf from finite inputs (warning), outputs no program wrote (info).\n"
+            "Kernels still compute their real outputs; lanes outside every tensor are masked off.\n"
+            "Exit code: the target's, or 1 when findings at or above --fail-on exist."
+        ),
+        usage=f"deuteron check [options] {USAGE}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE")
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="also write compact access records (.npz; format in deuteron/checks/record.py) for the web UI",
+    )
+    p.add_argument(
+        "--record-limit",
+        type=int,
+        default=DEFAULT_LIMIT,
+        metavar="LANES",
+        help=f"most lanes kept in --record, 8 bytes each (default {DEFAULT_LIMIT:,})",
+    )
+    p.add_argument("--fail-fast", action="store_true", help="stop at the first error")
+    p.add_argument(
+        "--checks",
+        default=",".join(KINDS),
+        metavar="LIST",
+        help=f"comma-separated checks to run (default: all of {','.join(KINDS)})",
+    )
+    p.add_argument(
+        "--fail-on",
+        default="info",
+        choices=[*SEVERITIES, "never"],
+        help="exit 1 when a finding this severe or worse exists (default: info, i.e. any finding)",
+    )
+    p.add_argument("--no-color", action="store_true", help="plain text report")
+    add_target_arguments(p)
+    p.set_defaults(handler=check_command)
+
+
+def _writable(path: str | None, option: str) -> None:
+    if path is None:
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise CheckUsageError(f"{option} {path}: folder {folder} does not exist")
+    if os.path.isdir(path):
+        raise CheckUsageError(f"{option} {path} is a folder; give a file name")
+
+
+def check_command(args: argparse.Namespace) -> int:
+    kind, target, rest = parse_target(args)
+    checks = [c.strip() for c in args.checks.split(",") if c.strip()]
+    unknown = sorted(set(checks) - set(KINDS))
+    if unknown or not checks:
+        raise CheckUsageError(
+            f"--checks: unknown check {', '.join(unknown) or '(none given)'}; choose from {', '.join(KINDS)}"
+        )
+    _writable(args.json, "--json")
+    _writable(args.record, "--record")
+    if args.record_limit < 0:
+        raise CheckUsageError("--record-limit must be 0 or more")
+    session = CheckSession(
+        checks=checks,
+        fail_fast=args.fail_fast,
+        raise_on=None,
+        record=args.record,
+        record_limit=args.record_limit,
+    )
+    session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
+    previous = install_sigterm()
+    code, ended_by = 0, ""
+    try:
+        code = run_target(kind, target, rest)
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except FindingLimitReached:
+        code, ended_by = 1, "stopped at the first error (--fail-fast)"
+    except KeyboardInterrupt:
+        code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
+    except Signalled as sig:
+        code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
+    except BaseException as exc:  # the user's own error: show it as Python would, then report
+        if isinstance(exc.__cause__, FindingLimitReached):
+            code, ended_by = 1, "stopped at the first error (--fail-fast)"
+        else:
+            traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
+            code, ended_by = 1, f"the program raised {type(exc).__name__}"
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+        report = session.finish()
+    report.render(file=sys.stderr, color=False if args.no_color else None)
+    if report.launches == 0:
+        print(
+            "deuteron check: no Triton kernel ran in the interpreter (none launched, or triton was "
+            "imported with TRITON_INTERPRET unset before the check began)",
+            file=sys.stderr,
+        )
+    written = [p for p in (args.json and report.write_json(args.json), args.record) if p]
+    if written:
+        print(f"deuteron check: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+    if ended_by:
+        print(f"deuteron check: {ended_by}; the report covers what ran until then", file=sys.stderr)
+    if args.fail_on != "never" and report.at_least(args.fail_on):
+        return 1
+    return code
