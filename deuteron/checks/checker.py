@@ -26,6 +26,7 @@ class Checker:
         self.findings = findings
         self.memory = MemoryChecks(findings, races="race" in enabled, coverage="store-coverage" in enabled)
         self.nan = NanOrigins(findings) if "nan" in enabled else None
+        self.bounds = "out-of-bounds" in enabled
         self.recorder = recorder
         self.launches = 0
         self.programs = 0
@@ -72,7 +73,8 @@ class Checker:
     def out_of_bounds(
         self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
     ) -> None:
-        self.memory.out_of_bounds(kind, addresses, lanes, near, element_size, site)
+        if self.bounds:  # the lanes are masked off either way: memory safety is not optional
+            self.memory.out_of_bounds(kind, addresses, lanes, near, element_size, site)
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:

@@ -337,7 +337,7 @@ def _view_cells(area: adapter.StorageArea, tensor: TensorArg) -> np.ndarray | No
     """The shadow cells of every element of a (possibly strided) tensor view."""
     scale = tensor.element_size // area.granule
     base = (tensor.data_ptr - area.start) // area.granule
-    idx = np.full((), base, dtype=np.int64)
+    idx: np.ndarray = np.full((), base, dtype=np.int64)
     for size, stride in zip(tensor.shape, tensor.strides, strict=True):
         idx = idx[..., None] + np.arange(size, dtype=np.int64) * stride * scale
     idx = idx.reshape(-1)

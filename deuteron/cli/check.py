@@ -16,6 +16,7 @@ from typing import Any
 from ..checks import KINDS, CheckSession, FindingLimitReached
 from ..checks.findings import SEVERITIES
 from ..checks.record import DEFAULT_LIMIT
+from ..session import SessionError
 from .target import (
     USAGE,
     Signalled,
@@ -119,6 +120,8 @@ def check_command(args: argparse.Namespace) -> int:
         code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
     except Signalled as sig:
         code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
+    except SessionError:  # no such module: our one-line error, not the user's
+        raise
     except BaseException as exc:  # the user's own error: show it as Python would, then report
         if isinstance(exc.__cause__, FindingLimitReached):
             code, ended_by = 1, "stopped at the first error (--fail-fast)"

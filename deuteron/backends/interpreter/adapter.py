@@ -14,7 +14,8 @@ What we rely on, all in ``triton.runtime.interpreter``:
   floating-point arithmetic.
 
 We wrap those methods on the instance (never edit Triton's source) and restore them when the last
-user goes. Two users: the profiling backend (``install``: bytes and flops per launch) and the
+user goes. One mend: ``_patch_lang_tensor`` (which gives ``tl.tensor`` its ``__index__`` while a
+kernel runs) is wrapped so a 1-element tensor converts to int under NumPy >= 2.4 on Triton 3.6. Two users: the profiling backend (``install``: bytes and flops per launch) and the
 sanitizer (``attach``: an :class:`AccessListener` sees every access, program and non-finite value).
 """
 
@@ -336,6 +337,19 @@ def _patch(interp: Any) -> None:
                 return _partial_cas(orig_cas, builder, ptr, cmp, val, ok.data, rest, kw)
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
 
+    # Triton 3.6 turns a 1-element tensor into an int with int(array), which NumPy 2.4 refuses
+    # ("only 0-dimensional arrays..."), so loops over runtime bounds fail; 3.7 fixed it the way
+    # done here. The GPU machines pair Triton 3.6 with NumPy 2.5, hence this mend.
+    orig_tensor_patch = getattr(interp, "_patch_lang_tensor", None)
+    if orig_tensor_patch is not None:
+
+        def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
+            orig_tensor_patch(tensor, scope)
+            scope.set_attr(tensor, "__index__", _tensor_index)
+
+        _saved["patch_lang_tensor"] = orig_tensor_patch
+        interp._patch_lang_tensor = _patch_lang_tensor
+
     builder.create_masked_load = create_masked_load
     builder.create_masked_store = create_masked_store
     builder.create_dot = create_dot
@@ -500,10 +514,20 @@ def _unpatch_checks() -> None:
         builder.__dict__.pop(name, None)
 
 
+def _tensor_index(self: Any) -> int:
+    data = self.handle.data
+    return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
+
+
 def _unpatch() -> None:
     if not _saved:
         return
     _unpatch_checks()
+    orig_tensor_patch = _saved.get("patch_lang_tensor")
+    if orig_tensor_patch is not None:
+        from triton.runtime import interpreter
+
+        interpreter._patch_lang_tensor = orig_tensor_patch
     builder = _saved["builder"]
     for name in _WRAPPED:
         builder.__dict__.pop(name, None)
