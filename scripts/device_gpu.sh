@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs on the lent GPU machine (see docs/benchmarks.md): build the shim, GPU tests, fixtures, benchmarks.
-# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|all]   (results under $OUT)
+# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|check|all]   (results under $OUT)
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -46,4 +46,11 @@ for f in sorted(glob.glob('/tmp/rec/cupti_$ctx/*.entries')):
 fi
 if has bench; then
   python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}
+fi
+if has check; then
+  # deuteron check on the GPU machine's Triton 3.6 and NumPy: the CPU suite, CUDA tensors, the overhead.
+  python3 -c "import triton, numpy, torch; print('triton', triton.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
+  timeout 300 python3 -m pytest tests/test_check.py -q -p no:cacheprovider 2>&1 | tail -5
+  DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/gpu/test_check_cuda.py -q -p no:cacheprovider 2>&1 | tail -5
+  timeout 400 python3 benchmarks/check_overhead.py --launches ${LAUNCHES:-6} --no-check 2>&1 | tail -8
 fi

@@ -1,0 +1,32 @@
+"""``deuteron check`` with CUDA tensors: Triton's interpreter copies them to the host, the checks
+run on the host copies, and the results come back to the device."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..conftest import run_cli
+
+SCRIPT = """
+import torch
+from tests.check_corpus import buggy
+
+x, y = torch.rand(1000, device="cuda"), torch.rand(1000, device="cuda")
+out = torch.zeros(1000, device="cuda")
+buggy.add_unmasked_load_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+assert out.is_cuda and torch.allclose(out, x + y)
+print("ok", torch.cuda.get_device_name())
+"""
+
+
+def test_check_with_cuda_tensors(tmp_path: Path):
+    (tmp_path / "script.py").write_text(SCRIPT)
+    proc = run_cli("check", "--json", "r.json", "script.py", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert proc.stdout.startswith("ok "), proc.stdout
+    report = json.loads((tmp_path / "r.json").read_text())
+    (finding,) = report["findings"]
+    assert (finding["kind"], finding["tensor"], finding["program"]) == ("out-of-bounds", "x_ptr", [3, 0, 0])
+    assert "element offsets 1000..1023" in finding["message"]
+    assert (report["launches"], report["programs"]) == (1, 4)
