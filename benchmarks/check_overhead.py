@@ -9,7 +9,8 @@ Both variants run in this one process on the same tensors, interleaved launch by
 (plain, checked, checked, plain, ...), so machine noise hits both alike; the checked launches
 each run inside their own ``deuteron.check(raise_on="error")``, which must report every program
 and no finding. One warm-up launch of each variant first. Reported: the median seconds per
-launch of each variant and their ratio.
+launch of each variant and their ratio, and the peak Python-traced memory (tracemalloc, which
+sees NumPy's buffers) of one more launch of each, untimed.
 
 Usage: ``python benchmarks/check_overhead.py [--launches N] [--only W] [--no-check]``
 """
@@ -22,7 +23,9 @@ import platform
 import statistics
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
+from functools import partial
 
 os.environ["TRITON_INTERPRET"] = "1"  # before triton is imported
 
@@ -60,7 +63,11 @@ def matmul() -> tuple[Callable[[], None], int]:
     a, b = torch.rand(size, size), torch.rand(size, size)
     c = torch.empty(size, size)
     grid = (triton.cdiv(size, block), triton.cdiv(size, block))
-    return lambda: matmul_kernel[grid](a, b, c, size, size, size, BM=block, BN=block, BK=block), grid[0] * grid[1]
+
+    def launch() -> None:
+        matmul_kernel[grid](a, b, c, size, size, size, BM=block, BN=block, BK=block)
+
+    return launch, grid[0] * grid[1]
 
 
 def softmax() -> tuple[Callable[[], None], int]:
@@ -94,16 +101,30 @@ def _checked(launch: Callable[[], None], programs: int) -> float:
     return elapsed
 
 
+def _peak_mib(run: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--launches", type=int, default=6, help="timed launches per variant (default 6)")
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--no-check", action="store_true", help="exit 0 even if the target is missed")
     args = parser.parse_args()
     torch.manual_seed(0)
     print(f"deuteron {deuteron.__version__}, triton {triton.__version__}, Python {platform.python_version()}")
-    print(f"{args.launches} launches per variant, interleaved in one process; seconds per launch (median [min-max])")
-    print(f"{'workload':<34}  {'plain s':>20}  {'checked s':>20}  {'ratio':>6}  target")
+    print(f"{args.launches} launches per variant, interleaved in one process; s/launch (median [min-max])")
+    print(
+        f"{'workload':<34}  {'plain s':>20}  {'checked s':>20}  {'ratio':>6}  {'target':<12}  "
+        "peak MiB plain/checked"
+    )
     ok = True
     for name in args.only or list(WORKLOADS):
         title, make = WORKLOADS[name]
@@ -126,7 +147,14 @@ def main() -> int:
             return f"{statistics.median(v):.3f} [{min(v):.3f}-{max(v):.3f}]"
 
         status = "ok" if ratio <= TARGET else "MISSED"
-        print(f"{title:<34}  {cell(plain):>20}  {cell(checked):>20}  {ratio:>5.2f}x  <= {TARGET:g} {status}", flush=True)
+        memory = (
+            f"{_peak_mib(partial(_plain, launch)):.1f} / {_peak_mib(partial(_checked, launch, programs)):.1f}"
+        )
+        print(
+            f"{title:<34}  {cell(plain):>20}  {cell(checked):>20}  {ratio:>5.2f}x  "
+            f"<= {TARGET:g} {status:<6}  {memory}",
+            flush=True,
+        )
     if not ok and not args.no_check:
         print(f"target missed: a checked/plain ratio is above {TARGET:g}", file=sys.stderr)
         return 1

@@ -322,3 +322,15 @@ def test_triton_version_is_supported():
     major, minor = (int(p) for p in triton.__version__.split(".")[:2])
     assert adapter.SUPPORTED_TRITON[0] <= (major, minor) <= adapter.SUPPORTED_TRITON[1]
     assert REPO.is_dir()
+
+
+def test_readme_example(tmp_path: Path):
+    example = REPO / "examples" / "check_me.py"
+    proc = run_cli("check", "--json", "r.json", str(example), cwd=tmp_path)
+    assert proc.returncode == 1 and "DIFFERS from torch" in proc.stdout, proc.stderr
+    (f,) = json.loads((tmp_path / "r.json").read_text())["findings"]
+    load_line = next(i for i, t in enumerate(example.read_text().splitlines(), 1) if "x = tl.load(" in t)
+    expected = ("out-of-bounds", load_line, [63, 0, 0], "x_ptr")
+    assert (f["kind"], f["line"], f["program"], f["tensor"]) == expected
+    fixed = run_cli("check", str(example), "--fixed", cwd=tmp_path)
+    assert fixed.returncode == 0 and "matches torch" in fixed.stdout, fixed.stderr

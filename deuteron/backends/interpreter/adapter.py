@@ -15,7 +15,9 @@ What we rely on, all in ``triton.runtime.interpreter``:
 
 We wrap those methods on the instance (never edit Triton's source) and restore them when the last
 user goes. One mend: ``_patch_lang_tensor`` (which gives ``tl.tensor`` its ``__index__`` while a
-kernel runs) is wrapped so a 1-element tensor converts to int under NumPy >= 2.4 on Triton 3.6. Two users: the profiling backend (``install``: bytes and flops per launch) and the
+kernel runs) is wrapped so a 1-element tensor converts to int under NumPy >= 2.4 on Triton 3.6.
+
+Two users: the profiling backend (``install``: bytes and flops per launch) and the
 sanitizer (``attach``: an :class:`AccessListener` sees every access, program and non-finite value).
 """
 
