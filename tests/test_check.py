@@ -334,3 +334,16 @@ def test_readme_example(tmp_path: Path):
     assert (f["kind"], f["line"], f["program"], f["tensor"]) == expected
     fixed = run_cli("check", str(example), "--fixed", cwd=tmp_path)
     assert fixed.returncode == 0 and "matches torch" in fixed.stdout, fixed.stderr
+
+
+def test_store_coverage_counts_the_view_not_its_storage():
+    x = torch.randn(1000)
+    storage = torch.zeros(3000)
+    out = storage[1000:2000]  # a view in the middle of a bigger allocation
+    other = storage.view(1000, 3)[:, 0]  # a strided view of the same storage, never written
+    with deuteron.check(raise_on=None) as checked:
+        buggy.scale_kernel[(3,)](x, out, 1000, BLOCK=256)
+        buggy.add_unmasked_load_kernel[(1,)](other, other, torch.empty(256), 256, BLOCK=256)  # reads it
+    (f,) = [f for f in checked.report.findings if f.kind == "store-coverage"]
+    assert f.tensor == "out_ptr" and f.details == {"unwritten": 232, "elements": 1000, "first_unwritten": [768]}
+    torch.testing.assert_close(out[:768], x[:768] * 2)

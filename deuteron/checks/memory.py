@@ -240,25 +240,24 @@ class MemoryChecks:
             written |= shadow.atomic
         for t in shadow.area.tensors:
             tensor = self.launch.tensors[t]
-            idx = _view_cells(shadow.area, tensor)
-            if idx is None or idx.size == 0:
+            hit = _view_of(written, shadow.area, tensor)
+            if hit is None or hit.size == 0:
                 continue
-            hit = written[idx]
             n_written = int(np.count_nonzero(hit))
-            if n_written == 0 or n_written == idx.size:
+            if n_written == 0 or n_written == hit.size:
                 continue  # not an output of this launch, or fully written
-            missing = idx.size - n_written
+            missing = hit.size - n_written
             first = int(np.flatnonzero(~hit)[0])
             index = tuple(int(i) for i in np.unravel_index(first, tensor.shape)) if tensor.shape else ()
             self.findings.add(
                 "store-coverage",
                 self.launch,
                 shadow.first_site,
-                f"{tensor.name} ({tensor.dtype}, shape {tensor.shape}): {missing} of {idx.size} elements "
-                f"({100 * missing / idx.size:.1f}%) were written by no program; "
+                f"{tensor.name} ({tensor.dtype}, shape {tensor.shape}): {missing} of {hit.size} elements "
+                f"({100 * missing / hit.size:.1f}%) were written by no program; "
                 f"the first is {tensor.name}{list(index)}",
                 tensor=tensor.name,
-                details={"unwritten": missing, "elements": int(idx.size), "first_unwritten": list(index)},
+                details={"unwritten": missing, "elements": int(hit.size), "first_unwritten": list(index)},
                 programs=0,
             )
 
@@ -333,18 +332,26 @@ def _element_offsets(area: adapter.StorageArea, tensor: TensorArg, cells: np.nda
     return (addresses - tensor.data_ptr) // tensor.element_size
 
 
-def _view_cells(area: adapter.StorageArea, tensor: TensorArg) -> np.ndarray | None:
-    """The shadow cells of every element of a (possibly strided) tensor view."""
+def _view_of(cells: np.ndarray, area: adapter.StorageArea, tensor: TensorArg) -> np.ndarray | None:
+    """A per-cell array seen through a tensor view: element i of the result is the view's element i.
+
+    as_strided, so even a large output costs no index array; None if the view leaves its storage.
+    """
     scale = tensor.element_size // area.granule
     base = (tensor.data_ptr - area.start) // area.granule
-    idx: np.ndarray = np.full((), base, dtype=np.int64)
-    for size, stride in zip(tensor.shape, tensor.strides, strict=True):
-        idx = idx[..., None] + np.arange(size, dtype=np.int64) * stride * scale
-    idx = idx.reshape(-1)
-    cells = max(1, area.nbytes // area.granule)
-    if idx.size and (idx.min() < 0 or idx.max() >= cells):
+    if scale < 1 or base < 0:
         return None
-    return idx.astype(np.intp)
+    strides = [st * scale for st in tensor.strides]
+    if any(st < 0 for st in strides):
+        return None
+    last = base + sum((n - 1) * st for n, st in zip(tensor.shape, strides, strict=True) if n > 0)
+    if last >= cells.size:
+        return None
+    item = cells.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        cells[base:], shape=tensor.shape, strides=[st * item for st in strides], writeable=False
+    )
+    return view.reshape(-1)
 
 
 __all__ = ["MemoryChecks", "STORE"]
