@@ -345,5 +345,6 @@ def test_store_coverage_counts_the_view_not_its_storage():
         buggy.scale_kernel[(3,)](x, out, 1000, BLOCK=256)
         buggy.add_unmasked_load_kernel[(1,)](other, other, torch.empty(256), 256, BLOCK=256)  # reads it
     (f,) = [f for f in checked.report.findings if f.kind == "store-coverage"]
-    assert f.tensor == "out_ptr" and f.details == {"unwritten": 232, "elements": 1000, "first_unwritten": [768]}
+    assert f.tensor == "out_ptr"
+    assert f.details == {"unwritten": 232, "elements": 1000, "first_unwritten": [768]}
     torch.testing.assert_close(out[:768], x[:768] * 2)
