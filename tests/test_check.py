@@ -173,10 +173,10 @@ def test_read_buffer_folds_when_it_outgrows_the_shadow():
     memory.program(0)
     addresses = np.arange(4096, 4096 + 64, 4, dtype=np.uint64)
     for _ in range(70000 // 16 + 2):  # past 4*16 + 65536 lanes: folds at least once
-        memory.access(adapter.LOAD, addresses, 0, -1)
+        memory.access(adapter.LOAD, addresses, 0, 4, -1)
     assert memory.shadows[0].rmin is not None and memory.shadows[0].pending_lanes < 70000
     memory.program(1)
-    memory.access(adapter.STORE, addresses[:1], 0, -1)
+    memory.access(adapter.STORE, addresses[:1], 0, 4, -1)
     memory.finish()
     (race,) = [f for f in findings.all() if f.kind == "race"]
     assert race.kind == "race" and race.program == (1, 0, 0) and race.details["other_program"] == [0, 0, 0]
@@ -216,7 +216,7 @@ def test_cli_reports_json_and_exit_1(tmp_path: Path):
         "tensor": "x_ptr",
     }
     assert f["line"] in buggy.bug_lines(buggy.BUGS[0]) and Path(f["file"]).name == "buggy.py"
-    assert "element offsets 1000..1023" in f["message"]
+    assert "first element 1000..1023" in f["message"]
 
 
 def test_cli_keeps_exit_code_without_findings_and_runs_non_triton_scripts(tmp_path: Path):
@@ -348,3 +348,55 @@ def test_store_coverage_counts_the_view_not_its_storage():
     assert f.tensor == "out_ptr"
     assert f.details == {"unwritten": 232, "elements": 1000, "first_unwritten": [768]}
     torch.testing.assert_close(out[:768], x[:768] * 2)
+
+
+def test_nan_origin_follows_lanes():
+    from tests.check_corpus import edge
+
+    x, d, y = torch.ones(10), torch.ones(10), torch.empty(10)
+    x[3] = float("nan")  # a NaN in the input is not the kernel's doing
+    with deuteron.check(raise_on=None) as checked:
+        edge.ratio_kernel[(1,)](x, d, y, 10, BLOCK=16)
+    assert checked.report.findings == []
+    x[3] = 1.0
+    with deuteron.check(raise_on=None) as checked:
+        edge.shifted_sqrt_kernel[(1,)](x, d, y, 10, BLOCK=16)
+    (f,) = checked.report.findings
+    assert (f.kind, f.line, f.details["op"]) == ("nan", edge.edge_line("nan"), "sqrt")
+    with deuteron.check(raise_on=None) as checked:
+        edge.to_half_kernel[(1,)](torch.full((16,), 1e6), torch.empty(16, dtype=torch.float16), BLOCK=16)
+    (f,) = checked.report.findings
+    assert (f.kind, f.line, f.details["produced"]) == ("nan", edge.edge_line("cast"), "inf")
+
+
+def test_views_of_one_buffer_with_different_dtypes():
+    from tests.check_corpus import edge
+
+    buf = torch.zeros(64)
+    with deuteron.check(raise_on=None) as checked:
+        edge.fill_kernel[(1,)](buf, buf.view(torch.int8), BLOCK=64)  # every byte of the int8 view too
+    assert checked.report.findings == []
+    with deuteron.check(raise_on=None) as checked:
+        edge.two_views_kernel[(2,)](buf, buf.view(torch.int8))
+    races = [f for f in checked.report.findings if f.kind == "race"]
+    assert [(f.line, f.program) for f in races] == [(edge.edge_line("race"), (1, 0, 0))]
+
+
+def test_nested_checks_both_hear_every_launch():
+    x, y, out = torch.rand(1000), torch.rand(1000), torch.zeros(1000)
+    with deuteron.check(raise_on=None) as outer:
+        with deuteron.check(raise_on=None) as inner:
+            buggy.add_unmasked_load_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+        buggy.add_unmasked_load_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert (inner.report.launches, outer.report.launches) == (1, 2)
+    assert [f.kind for f in inner.report.findings] == ["out-of-bounds"]
+    assert [f.kind for f in outer.report.findings] == ["out-of-bounds"]
+    assert outer.report.findings[0].launches == 2
+
+
+def test_no_coverage_finding_for_a_launch_stopped_by_fail_fast(tmp_path: Path):
+    example = REPO / "examples" / "check_me.py"
+    proc = run_cli("check", "--fail-fast", "--json", "r.json", str(example), cwd=tmp_path)
+    assert proc.returncode == 1
+    kinds = [f["kind"] for f in json.loads((tmp_path / "r.json").read_text())["findings"]]
+    assert kinds == ["out-of-bounds"]

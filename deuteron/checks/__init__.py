@@ -82,7 +82,7 @@ class CheckSession:
     def finish(self) -> Report:
         """Stop checking; write the record if asked. Never raises for findings (see __exit__)."""
         if self.active:
-            adapter.detach()
+            adapter.detach(self.checker)
             self.active = False
         if self.recorder is not None and self.record_path is not None:
             self.recorder.write(self.record_path)

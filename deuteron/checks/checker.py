@@ -8,7 +8,7 @@ import numpy as np
 
 from ..backends.interpreter.adapter import STORE, LaunchInfo
 from .findings import KINDS, Findings
-from .memory import MemoryChecks, _tensor_near
+from .memory import MemoryChecks, tensor_near
 from .nan import NanOrigins
 from .record import AccessRecorder
 
@@ -62,10 +62,10 @@ class Checker:
         values: np.ndarray | None,
         lanes: np.ndarray | None,
     ) -> None:
-        self.memory.access(kind, addresses, storage, site)
-        if kind == STORE and self.nan is not None and self.nan.origin is not None and self.launch is not None:
+        self.memory.access(kind, addresses, storage, element_size, site)
+        if kind == STORE and self.nan is not None and self.nan.origins and self.launch is not None:
             area = self.launch.storages[storage if isinstance(storage, int) else int(storage[0])]
-            tensor = _tensor_near(self.launch, area, int(addresses[0]))
+            tensor = tensor_near(self.launch, area, int(addresses[0]))
             self.nan.stored(values, lanes, tensor.name, site)
         if self.recorder is not None:
             self.recorder.access(kind, addresses, storage, site)
@@ -89,4 +89,4 @@ class Checker:
         if self.recorder is not None:
             self.recorder.end()
         self.launch = None
-        self.memory.finish()  # may raise with fail_fast: the launch is over by now
+        self.memory.finish(completed=error is None)  # may raise with fail_fast: the launch is over

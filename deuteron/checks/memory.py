@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..backends.interpreter import adapter
-from ..backends.interpreter.adapter import ATOMIC, LOAD, STORE, LaunchInfo, TensorArg
+from ..backends.interpreter.adapter import ATOMIC, LOAD, LaunchInfo, TensorArg
 from .findings import Findings
 
 _NO_READER = np.iinfo(np.int32).max
@@ -46,7 +46,7 @@ class _Shadow:
         self.rmin: np.ndarray | None = None
         self.rmax: np.ndarray | None = None
         self.rsite: np.ndarray | None = None
-        self.pending: list[tuple[np.ndarray, int, int]] = []
+        self.pending: list[tuple[np.ndarray, int, int, int]] = []  # addresses, program, site, cells each
         self.pending_lanes = 0
         self.first_site = -1
 
@@ -54,9 +54,13 @@ class _Shadow:
     def cells(self) -> int:
         return max(1, self.area.nbytes // self.area.granule)
 
-    def index(self, addresses: np.ndarray) -> np.ndarray:
+    def index(self, addresses: np.ndarray, span: int = 1) -> np.ndarray:
+        """Shadow cells of the accessed elements; an element wider than a cell covers ``span`` cells."""
         offsets = addresses - np.uint64(self.area.start)
-        return (offsets // np.uint64(self.area.granule)).astype(np.intp)
+        idx = (offsets // np.uint64(self.area.granule)).astype(np.intp)
+        if span > 1:
+            idx = np.minimum((idx[:, None] + np.arange(span)).reshape(-1), self.cells - 1)
+        return idx
 
     def written(self) -> bool:
         return self.writer is not None or self.atomic is not None
@@ -70,10 +74,11 @@ class _Shadow:
             self.rmax = np.full(n, -1, dtype=np.int32)
             self.rsite = np.full(n, -1, dtype=np.int32)
         assert self.rmax is not None and self.rsite is not None
-        counts = [len(a) for a, _, _ in self.pending]
-        idx = self.index(np.concatenate([a for a, _, _ in self.pending]))
-        seqs = np.repeat(np.array([s for _, s, _ in self.pending], dtype=np.int32), counts)
-        sites = np.repeat(np.array([s for _, _, s in self.pending], dtype=np.int32), counts)
+        chunks = [self.index(a, span) for a, _, _, span in self.pending]
+        counts = [len(c) for c in chunks]
+        idx = np.concatenate(chunks)
+        seqs = np.repeat(np.array([s for _, s, _, _ in self.pending], dtype=np.int32), counts)
+        sites = np.repeat(np.array([s for _, _, s, _ in self.pending], dtype=np.int32), counts)
         self.pending.clear()
         self.pending_lanes = 0
         before = self.rmin[idx]
@@ -107,28 +112,31 @@ class MemoryChecks:
 
     # -- accesses -------------------------------------------------------------------------
 
-    def access(self, kind: int, addresses: np.ndarray, storage: int | np.ndarray, site: int) -> None:
+    def access(
+        self, kind: int, addresses: np.ndarray, storage: int | np.ndarray, element_size: int, site: int
+    ) -> None:
         if not (self.races or self.coverage):
             return
         if isinstance(storage, np.ndarray):
             for s in np.unique(storage):
-                self._access(kind, addresses[storage == s], int(s), site)
+                self._access(kind, addresses[storage == s], int(s), element_size, site)
         else:
-            self._access(kind, addresses, storage, site)
+            self._access(kind, addresses, storage, element_size, site)
 
-    def _access(self, kind: int, addresses: np.ndarray, storage: int, site: int) -> None:
+    def _access(self, kind: int, addresses: np.ndarray, storage: int, element_size: int, site: int) -> None:
         shadow = self.shadows[storage]
+        span = max(1, element_size // shadow.area.granule)
         if kind == LOAD:
             if not self.races:
                 return
-            shadow.pending.append((addresses, self.seq, site))
+            shadow.pending.append((addresses, self.seq, site, span))
             shadow.pending_lanes += addresses.size
             if shadow.pending_lanes > 4 * shadow.cells + 65536:  # keep the buffer no bigger than a shadow
                 shadow.fold_reads()
             return
         if shadow.first_site < 0:
             shadow.first_site = site
-        idx = shadow.index(addresses)
+        idx = shadow.index(addresses, span)
         if kind == ATOMIC:  # atomics are never races; they do count as writes for coverage
             if shadow.atomic is None:
                 shadow.atomic = np.zeros(shadow.cells, dtype=bool)
@@ -174,7 +182,8 @@ class MemoryChecks:
 
     # -- end of launch --------------------------------------------------------------------
 
-    def finish(self) -> None:
+    def finish(self, completed: bool = True) -> None:
+        """End of launch: read/write races, and coverage unless the launch stopped part way."""
         launch = self.launch
         if launch is None:
             return
@@ -182,7 +191,7 @@ class MemoryChecks:
             if shadow.writer is not None and self.races:
                 shadow.fold_reads()
                 self._read_races(shadow)
-            if self.coverage and shadow.written():
+            if self.coverage and completed and shadow.written():
                 self._coverage(shadow)
         self.shadows = []
         self.launch = None
@@ -281,7 +290,7 @@ class MemoryChecks:
             )
             return
         area = launch.storages[near]
-        tensor = _tensor_near(launch, area, int(addresses[0]))
+        tensor = tensor_near(launch, area, int(addresses[0]))
         offsets = (addresses.astype(np.int64) - np.int64(tensor.data_ptr)) // tensor.element_size
         first = (area.start - tensor.data_ptr) // tensor.element_size
         last = (area.start + area.nbytes - tensor.data_ptr) // tensor.element_size - 1
@@ -293,7 +302,7 @@ class MemoryChecks:
             site,
             f"{what} of {addresses.size} unmasked lane(s) outside every tensor argument, nearest "
             f"{tensor.name} ({tensor.dtype}, shape {tensor.shape}, strides {tensor.strides}; its memory "
-            f"holds {span}): element offsets {_show(offsets)}",
+            f"holds {span}): element offsets from {tensor.name}'s first element {_show(offsets)}",
             seq=self.seq,
             program=program,
             tensor=tensor.name,
@@ -316,7 +325,7 @@ def _show(offsets: np.ndarray) -> str:
     return text + (f", ... ({values.size} in all)" if values.size > _SHOWN else "")
 
 
-def _tensor_near(launch: LaunchInfo, area: adapter.StorageArea, address: int) -> TensorArg:
+def tensor_near(launch: LaunchInfo, area: adapter.StorageArea, address: int) -> TensorArg:
     """Of the tensors on one allocation, the one that starts closest below ``address``."""
     candidates = [launch.tensors[t] for t in area.tensors]
     below = [t for t in candidates if t.data_ptr <= address]
@@ -324,7 +333,7 @@ def _tensor_near(launch: LaunchInfo, area: adapter.StorageArea, address: int) ->
 
 
 def _tensor_at(launch: LaunchInfo, area: adapter.StorageArea, byte_offset: int) -> TensorArg:
-    return _tensor_near(launch, area, area.start + byte_offset)
+    return tensor_near(launch, area, area.start + byte_offset)
 
 
 def _element_offsets(area: adapter.StorageArea, tensor: TensorArg, cells: np.ndarray) -> np.ndarray:
@@ -354,4 +363,4 @@ def _view_of(cells: np.ndarray, area: adapter.StorageArea, tensor: TensorArg) ->
     return view.reshape(-1)
 
 
-__all__ = ["MemoryChecks", "STORE"]
+__all__ = ["MemoryChecks", "tensor_near"]

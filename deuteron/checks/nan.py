@@ -2,7 +2,10 @@
 
 Programs compute masked-off lanes too (a load's ``other`` fills them), and those lanes may well
 hold 0/0 that nobody stores. So an origin is only reported when the same program then stores a
-non-finite value through an active lane; the origin is that program's first birth.
+non-finite value through an active lane, and lanes are followed where shapes allow: of the
+program's births, the first whose lanes are among the stored non-finite lanes wins (elementwise
+ops keep lanes in place). A birth of another shape (a dot, a reduction's input) is blamed only
+if no birth of the stored shape exists. A NaN that was already in the input is not a finding.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import numpy as np
 from ..backends.interpreter.adapter import LaunchInfo
 from .findings import Findings
 
+_KEPT = 8  # births remembered per program
+
 
 @dataclass
 class _Origin:
@@ -23,6 +28,7 @@ class _Origin:
     produced: str
     lanes: int
     example: str
+    born: np.ndarray | None  # where, in the op's output shape; None when lanes cannot be told apart
 
 
 def _finite_lanes(inputs: tuple[np.ndarray, ...], shape: tuple[int, ...]) -> np.ndarray | bool:
@@ -44,7 +50,7 @@ class NanOrigins:
         self.launch: LaunchInfo | None = None
         self.pids: Sequence[tuple[int, int, int]] = ()
         self.seq = -1
-        self.origin: _Origin | None = None
+        self.origins: list[_Origin] = []
         self.reported = False
 
     def begin(self, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]]) -> None:
@@ -53,11 +59,11 @@ class NanOrigins:
 
     def program(self, seq: int) -> None:
         self.seq = seq
-        self.origin = None
+        self.origins = []
         self.reported = False
 
     def value(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
-        if self.origin is not None:
+        if len(self.origins) >= _KEPT or self.reported:
             return
         bad = ~np.isfinite(output)
         born = bad & _finite_lanes(inputs, output.shape)
@@ -76,25 +82,34 @@ class NanOrigins:
                 except (ValueError, TypeError):
                     shown.append("...")
             example = f" (e.g. {op}({', '.join(shown)}) = {output[lane]:g})"
-        self.origin = _Origin(op, site, produced, int(np.count_nonzero(born)), example)
+        lanes = born if isinstance(born, np.ndarray) and born.shape == output.shape else None
+        self.origins.append(_Origin(op, site, produced, int(np.count_nonzero(born)), example, lanes))
+
+    def _blame(self, bad_lanes: np.ndarray) -> _Origin | None:
+        same_shape = [o for o in self.origins if o.born is not None and o.born.shape == bad_lanes.shape]
+        for origin in same_shape:
+            if origin.born is not None and np.any(origin.born & bad_lanes):
+                return origin
+        if same_shape:  # births of the stored shape exist, but elsewhere: this NaN came in with the data
+            return None
+        return self.origins[0]
 
     def stored(
         self, values: np.ndarray | None, lanes: np.ndarray | None, tensor: str, store_site: int
     ) -> None:
-        origin = self.origin
-        if (
-            origin is None
-            or self.reported
-            or values is None
-            or values.dtype.kind != "f"
-            or self.launch is None
-        ):
+        if not self.origins or self.reported or self.launch is None:
             return
-        active = values
+        if values is None or values.dtype.kind != "f":
+            return
+        full = values if lanes is None else np.broadcast_to(values, lanes.shape)
+        bad_lanes = ~np.isfinite(full)
         if lanes is not None:
-            active = np.broadcast_to(values, lanes.shape)[lanes]
-        bad = int(np.count_nonzero(~np.isfinite(active)))
+            bad_lanes &= lanes
+        bad = int(np.count_nonzero(bad_lanes))
         if not bad:
+            return
+        origin = self._blame(bad_lanes)
+        if origin is None:
             return
         self.reported = True
         from ..backends.interpreter import adapter

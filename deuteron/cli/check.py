@@ -138,7 +138,9 @@ def check_command(args: argparse.Namespace) -> int:
             "imported with TRITON_INTERPRET unset before the check began)",
             file=sys.stderr,
         )
-    written = [p for p in (args.json and report.write_json(args.json), args.record) if p]
+    written = [args.record] if args.record else []
+    if args.json:
+        written.insert(0, report.write_json(args.json))
     if written:
         print(f"deuteron check: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
     if ended_by:

@@ -28,5 +28,5 @@ def test_check_with_cuda_tensors(tmp_path: Path):
     report = json.loads((tmp_path / "r.json").read_text())
     (finding,) = report["findings"]
     assert (finding["kind"], finding["tensor"], finding["program"]) == ("out-of-bounds", "x_ptr", [3, 0, 0])
-    assert "element offsets 1000..1023" in finding["message"]
+    assert "first element 1000..1023" in finding["message"]
     assert (report["launches"], report["programs"]) == (1, 4)

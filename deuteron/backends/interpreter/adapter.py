@@ -53,8 +53,9 @@ _CHECK_WRAPPED = (
     "unary_op",
     "ternary_op",
     "create_fma",
-    "create_rsqrt",
 )
+# Float producers outside the generic ops; wrapped where this Triton has them.
+_CHECK_OPTIONAL = ("create_rsqrt", "cast_impl", "create_fp_to_fp")
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 ACCESS_NAMES = ("load", "store", "atomic")
@@ -202,7 +203,7 @@ def _interpreter_module() -> Any:
     needed = ("InterpretedFunction", "interpreter_builder", "GridExecutor")
     missing = [n for n in needed if not hasattr(interpreter, n)]
     builder = getattr(interpreter, "interpreter_builder", None)
-    for name in (*_WRAPPED, *_CHECK_WRAPPED[:-1]):
+    for name in (*_WRAPPED, *_CHECK_WRAPPED):
         if builder is not None and not hasattr(builder, name):
             missing.append(f"interpreter_builder.{name}")
     if not hasattr(getattr(interpreter, "GridExecutor", None), "_init_args_hst"):
@@ -250,8 +251,27 @@ def uninstall() -> None:
         _unpatch()
 
 
+class _Fanout:
+    """Several checks at once (a ``deuteron.check`` inside ``deuteron check``): each hears everything."""
+
+    def __init__(self, checkers: list[AccessListener]) -> None:
+        self.checkers = checkers
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        methods = [getattr(c, name) for c in self.checkers]
+
+        def call(*args: Any) -> None:
+            for method in methods:
+                method(*args)
+
+        return call
+
+
+_attached: list[AccessListener] = []
+
+
 def attach(checker: AccessListener) -> None:
-    """Let ``checker`` see every access of every interpreted launch (one checker at a time).
+    """Let ``checker`` see every access of every interpreted launch (nested checks all hear it).
 
     While attached, lanes that address no tensor argument are masked off before Triton touches
     memory, so a buggy kernel reads ``other`` (or 0) there instead of garbage, and cannot write
@@ -259,15 +279,25 @@ def attach(checker: AccessListener) -> None:
     """
     global _checker
     interp = _interpreter_module()
-    if _checker is not None and _checker is not checker:
-        raise AdapterError("another check is already attached to Triton's interpreter; finish it first")
-    _checker = checker
+    if checker in _attached:
+        raise AdapterError("this check is already attached to Triton's interpreter")
+    if _launch is not None:
+        raise AdapterError("a check cannot start while an interpreted launch is running")
+    _attached.append(checker)
+    _checker = checker if len(_attached) == 1 else _Fanout(list(_attached))  # type: ignore[assignment]
     _patch(interp)
     _patch_checks(interp)
 
 
-def detach() -> None:
+def detach(checker: AccessListener | None = None) -> None:
     global _checker, _launch, _launch_args
+    if checker is None:
+        _attached.clear()
+    elif checker in _attached:
+        _attached.remove(checker)
+    if _attached:
+        _checker = _attached[0] if len(_attached) == 1 else _Fanout(list(_attached))  # type: ignore[assignment]
+        return
     _checker = None
     _launch = None
     _launch_args = None
@@ -335,7 +365,8 @@ def _patch(interp: Any) -> None:
             c.stored += n
         if _launch is not None:
             ok = _guard(ATOMIC, ptr, None, None)
-            if ok is not None:  # CAS has no mask: run it on the lanes inside a tensor only
+            if ok is not None:  # CAS has no mask: run it on the lanes inside a tensor only; the others
+                # answer "swapped" (cmp), so a spin lock on a bad address moves on instead of hanging
                 return _partial_cas(orig_cas, builder, ptr, cmp, val, ok.data, rest, kw)
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
 
@@ -502,7 +533,21 @@ def _patch_checks(interp: Any) -> None:
             return out
 
         builder.create_rsqrt = create_rsqrt
+    for name in ("cast_impl", "create_fp_to_fp"):  # a cast to a narrower float can overflow to inf
+        orig_cast = getattr(cls, name, None)
+        if orig_cast is not None:
+            builder.__dict__[name] = _cast_wrapper(builder, orig_cast)
     executor._init_args_hst = _init_args_hst
+
+
+def _cast_wrapper(builder: Any, orig: Any) -> Callable[..., Any]:
+    def cast(src: Any, *rest: Any) -> Any:
+        out = orig(builder, src, *rest)
+        if _launch is not None:
+            _check_finite("cast", (src.data,), out.data)
+        return out
+
+    return cast
 
 
 def _unpatch_checks() -> None:
@@ -512,7 +557,7 @@ def _unpatch_checks() -> None:
     executor, orig_init_args = saved
     executor._init_args_hst = orig_init_args
     builder = _saved["builder"]
-    for name in _CHECK_WRAPPED:
+    for name in (*_CHECK_WRAPPED, *_CHECK_OPTIONAL):
         builder.__dict__.pop(name, None)
 
 
