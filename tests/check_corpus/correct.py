@@ -15,6 +15,8 @@ import torch
 import triton
 import triton.language as tl
 
+from examples.vector_add import add_kernel
+
 # --- softmax ---------------------------------------------------------------------------------------
 
 
@@ -310,16 +312,7 @@ def inplace_scale() -> None:
     torch.testing.assert_close(x, expected)
 
 
-# --- vector_add ------------------------------------------------------------------------------------
-
-
-@triton.jit
-def vector_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    y = tl.load(y_ptr + offs, mask=mask)
-    tl.store(out_ptr + offs, x + y, mask=mask)
+# --- vector_add: the README example's own kernel -------------------------------------------------
 
 
 def vector_add() -> None:
@@ -328,7 +321,7 @@ def vector_add() -> None:
     x = torch.randn(n)
     y = torch.randn(n)
     out = torch.empty(n)
-    vector_add_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block)
+    add_kernel[(triton.cdiv(n, block),)](x, y, out, n, BLOCK=block)  # the README example's kernel
     torch.testing.assert_close(out, x + y)
 
 
