@@ -46,16 +46,20 @@ _WRAPPED = (
     "create_atomic_cas",
 )
 # Wrapped only while a sanitizer is attached, so profiling does not pay for them.
-_CHECK_WRAPPED = (
-    "set_grid_dim",
-    "set_grid_idx",
-    "binary_op",
-    "unary_op",
-    "ternary_op",
-    "create_fma",
-)
-# Float producers outside the generic ops; wrapped where this Triton has them.
-_CHECK_OPTIONAL = ("create_rsqrt", "cast_impl", "create_fp_to_fp")
+_CHECK_WRAPPED = ("set_grid_dim", "set_grid_idx")
+# The float producers whose results are checked for NaN/Inf, and the op name a finding shows
+# (None: the numpy function the op applies, its last argument). The first four every supported
+# Triton has; the others are wrapped where present.
+_FLOAT_OPS: dict[str, str | None] = {
+    "binary_op": None,
+    "unary_op": None,
+    "ternary_op": None,
+    "create_fma": "fma",
+    "create_rsqrt": "rsqrt",
+    "cast_impl": "cast",  # a cast to a narrower float can overflow to inf
+    "create_fp_to_fp": "cast",
+}
+_FLOAT_OPS_REQUIRED = ("binary_op", "unary_op", "ternary_op", "create_fma")
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 ACCESS_NAMES = ("load", "store", "atomic")
@@ -203,7 +207,7 @@ def _interpreter_module() -> Any:
     needed = ("InterpretedFunction", "interpreter_builder", "GridExecutor")
     missing = [n for n in needed if not hasattr(interpreter, n)]
     builder = getattr(interpreter, "interpreter_builder", None)
-    for name in (*_WRAPPED, *_CHECK_WRAPPED):
+    for name in (*_WRAPPED, *_CHECK_WRAPPED, *_FLOAT_OPS_REQUIRED):
         if builder is not None and not hasattr(builder, name):
             missing.append(f"interpreter_builder.{name}")
     if not hasattr(getattr(interpreter, "GridExecutor", None), "_init_args_hst"):
@@ -458,13 +462,6 @@ def _patch_checks(interp: Any) -> None:
     orig_init_args = executor._init_args_hst
     _saved["checks"] = (executor, orig_init_args)
     orig_dim, orig_idx = cls.set_grid_dim, cls.set_grid_idx
-    orig_binary, orig_unary, orig_ternary, orig_fma = (
-        cls.binary_op,
-        cls.unary_op,
-        cls.ternary_op,
-        cls.create_fma,
-    )
-    orig_rsqrt = getattr(cls, "create_rsqrt", None)
     rewritten = interp.InterpretedFunction.rewritten_fn
 
     def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
@@ -494,60 +491,27 @@ def _patch_checks(interp: Any) -> None:
             _seq += 1
             checker.program_begin(_seq, (int(x), int(y), int(z)))
 
-    def binary_op(lhs: Any, rhs: Any, op: Any) -> Any:
-        out = orig_binary(builder, lhs, rhs, op)
-        if _launch is not None:
-            _check_finite(getattr(op, "__name__", "op"), (lhs.data, rhs.data), out.data)
-        return out
-
-    def unary_op(arg: Any, op: Any) -> Any:
-        out = orig_unary(builder, arg, op)
-        if _launch is not None:
-            _check_finite(getattr(op, "__name__", "op"), (arg.data,), out.data)
-        return out
-
-    def ternary_op(lhs: Any, rhs: Any, other: Any, op: Any) -> Any:
-        out = orig_ternary(builder, lhs, rhs, other, op)
-        if _launch is not None:
-            _check_finite(getattr(op, "__name__", "op"), (lhs.data, rhs.data, other.data), out.data)
-        return out
-
-    def create_fma(x: Any, y: Any, z: Any) -> Any:
-        out = orig_fma(builder, x, y, z)
-        if _launch is not None:
-            _check_finite("fma", (x.data, y.data, z.data), out.data)
-        return out
-
     builder.set_grid_dim = set_grid_dim
     builder.set_grid_idx = set_grid_idx
-    builder.binary_op = binary_op
-    builder.unary_op = unary_op
-    builder.ternary_op = ternary_op
-    builder.create_fma = create_fma
-    if orig_rsqrt is not None:
-
-        def create_rsqrt(arg: Any) -> Any:
-            out = orig_rsqrt(builder, arg)
-            if _launch is not None:
-                _check_finite("rsqrt", (arg.data,), out.data)
-            return out
-
-        builder.create_rsqrt = create_rsqrt
-    for name in ("cast_impl", "create_fp_to_fp"):  # a cast to a narrower float can overflow to inf
-        orig_cast = getattr(cls, name, None)
-        if orig_cast is not None:
-            builder.__dict__[name] = _cast_wrapper(builder, orig_cast)
+    for name, label in _FLOAT_OPS.items():
+        orig_op = getattr(cls, name, None)
+        if orig_op is not None:
+            builder.__dict__[name] = _finite_checked(builder, orig_op, label)
     executor._init_args_hst = _init_args_hst
 
 
-def _cast_wrapper(builder: Any, orig: Any) -> Callable[..., Any]:
-    def cast(src: Any, *rest: Any) -> Any:
-        out = orig(builder, src, *rest)
+def _finite_checked(builder: Any, orig: Any, label: str | None) -> Callable[..., Any]:
+    """Wrap a float-producing builder method: its result is checked while a launch is checked."""
+
+    def op(*args: Any) -> Any:
+        out = orig(builder, *args)
         if _launch is not None:
-            _check_finite("cast", (src.data,), out.data)
+            name = label or str(getattr(args[-1], "__name__", "op"))
+            inputs = tuple(a.data for a in args if isinstance(getattr(a, "data", None), np.ndarray))
+            _check_finite(name, inputs, out.data)
         return out
 
-    return cast
+    return op
 
 
 def _unpatch_checks() -> None:
@@ -557,7 +521,7 @@ def _unpatch_checks() -> None:
     executor, orig_init_args = saved
     executor._init_args_hst = orig_init_args
     builder = _saved["builder"]
-    for name in (*_CHECK_WRAPPED, *_CHECK_OPTIONAL):
+    for name in (*_CHECK_WRAPPED, *_FLOAT_OPS):
         builder.__dict__.pop(name, None)
 
 
