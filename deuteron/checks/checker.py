@@ -62,10 +62,25 @@ class Checker:
         values: np.ndarray | None,
         lanes: np.ndarray | None,
     ) -> None:
+        if isinstance(storage, np.ndarray):  # lanes in several tensors (rare): one allocation at a time
+            for s in np.unique(storage):
+                self._access(kind, addresses[storage == s], int(s), element_size, site, values, lanes)
+        else:
+            self._access(kind, addresses, storage, element_size, site, values, lanes)
+
+    def _access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        storage: int,
+        element_size: int,
+        site: int,
+        values: np.ndarray | None,
+        lanes: np.ndarray | None,
+    ) -> None:
         self.memory.access(kind, addresses, storage, element_size, site)
         if kind == STORE and self.nan is not None and self.nan.origins and self.launch is not None:
-            area = self.launch.storages[storage if isinstance(storage, int) else int(storage[0])]
-            tensor = tensor_near(self.launch, area, int(addresses[0]))
+            tensor = tensor_near(self.launch, self.launch.storages[storage], int(addresses[0]))
             self.nan.stored(values, lanes, tensor.name, site)
         if self.recorder is not None:
             self.recorder.access(kind, addresses, storage, site)

@@ -112,18 +112,9 @@ class MemoryChecks:
 
     # -- accesses -------------------------------------------------------------------------
 
-    def access(
-        self, kind: int, addresses: np.ndarray, storage: int | np.ndarray, element_size: int, site: int
-    ) -> None:
+    def access(self, kind: int, addresses: np.ndarray, storage: int, element_size: int, site: int) -> None:
         if not (self.races or self.coverage):
             return
-        if isinstance(storage, np.ndarray):
-            for s in np.unique(storage):
-                self._access(kind, addresses[storage == s], int(s), element_size, site)
-        else:
-            self._access(kind, addresses, storage, element_size, site)
-
-    def _access(self, kind: int, addresses: np.ndarray, storage: int, element_size: int, site: int) -> None:
         shadow = self.shadows[storage]
         span = max(1, element_size // shadow.area.granule)
         if kind == LOAD:

@@ -86,19 +86,10 @@ class AccessRecorder:
         self.seq = seq
         self.programs.append(list(pid))
 
-    def access(self, kind: int, addresses: np.ndarray, storage: int | np.ndarray, site: int) -> None:
+    def access(self, kind: int, addresses: np.ndarray, storage: int, site: int) -> None:
         launch = self.launch
         if launch is None:
             return
-        if isinstance(storage, np.ndarray):
-            for s in np.unique(storage):
-                self._row(launch, kind, addresses[storage == s], int(s), site)
-        else:
-            self._row(launch, kind, addresses, storage, site)
-
-    def _row(
-        self, launch: adapter.LaunchInfo, kind: int, addresses: np.ndarray, storage: int, site: int
-    ) -> None:
         n = int(addresses.size)
         count = 0
         if self.lanes + n <= self.limit:
