@@ -11,13 +11,14 @@ from typing import NoReturn
 from .. import __version__
 from ..backends import BackendError
 from ..backends.interpreter.adapter import AdapterError
+from ..explain.errors import ExplainError
 from ..formats import FormatError
 from ..metrics import MetricError
 from ..session import SessionError
-from . import check, run, view
+from . import check, explain, run, view
 from .check import CheckUsageError
 
-USER_ERRORS = (FormatError, MetricError, BackendError, AdapterError, SessionError, re.error)
+USER_ERRORS = (FormatError, MetricError, BackendError, AdapterError, SessionError, ExplainError, re.error)
 
 
 class UsageError(Exception):
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run.add_parser(sub)
     check.add_parser(sub)
+    explain.add_parser(sub)
     view.add_parser(sub)
     view.add_diff_parser(sub)
     return parser

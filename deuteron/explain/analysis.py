@@ -1,0 +1,112 @@
+"""From one compiled kernel to the facts a kernel author reads: resources, occupancy, SASS mix, stages."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .capture import Specialization
+from .compiler import Compiled
+from .occupancy import ARCH_LIMITS, Occupancy, occupancy
+from .sass import Instruction, Resources, disassemble, instruction_mix, resources
+from .stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines
+
+STAGE_NAMES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
+_AMD_STAT_RE = re.compile(r"^; (TotalNumVgprs|NumVgprs|ScratchSize|Occupancy): (\d+)", re.M)
+# CDNA compute units: 4 SIMDs, each holding up to 8 waves (the compiler's "Occupancy" is waves per SIMD).
+AMD_SIMDS_PER_CU = 4
+AMD_MAX_WAVES_PER_SIMD = 8
+
+
+@dataclass
+class Finding:
+    kind: str
+    line: int | None
+    message: str
+    severity: str = "warning"  # "warning": worth changing; "info": worth knowing
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "line": self.line, "message": self.message, "severity": self.severity}
+
+
+@dataclass
+class KernelAnalysis:
+    spec: Specialization
+    compiled: Compiled
+    stages: dict[str, list[IRLine]]
+    instructions: list[Instruction]
+    resources: Resources | None
+    occupancy: Occupancy | None
+    mix: dict[str, Any] | None
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def shared_bytes(self) -> int:
+        # Triton's kernels use dynamic shared memory only; cuobjdump's SHARED is the 1 KB the system reserves.
+        return int(self.compiled.metadata.get("shared", 0) or 0)
+
+    @property
+    def registers(self) -> int | None:
+        return self.resources.registers if self.resources else None
+
+    @property
+    def spill_bytes(self) -> int | None:
+        # Spilled registers live in the thread's stack frame (STACK) or in plain local memory (LOCAL).
+        return self.resources.stack + self.resources.local if self.resources else None
+
+
+def analyse(compiled: Compiled) -> KernelAnalysis:
+    spec = compiled.spec
+    stages: dict[str, list[IRLine]] = {}
+    for name in ("ttir", "ttgir"):
+        text = compiled.text(name)
+        if text:
+            stages[name] = mlir_lines(text)
+    if llir := compiled.text("llir"):
+        stages["llir"] = llir_lines(llir)
+    for name in ("ptx", "amdgcn"):
+        if text := compiled.text(name):
+            stages[name] = ptx_lines(text)  # AMDGCN assembly uses the same .file/.loc directives
+    instrs: list[Instruction] = []
+    res = occ = mix = None
+    cubin = compiled.asm.get("cubin")
+    if spec.target.backend == "cuda" and isinstance(cubin, bytes):
+        instrs = disassemble(cubin)
+        stages["sass"] = sass_lines(instrs, stages.get("ptx", []))
+        res = resources(cubin)
+        mix = instruction_mix(instrs)
+        arch = spec.target.arch
+        if isinstance(arch, int) and arch in ARCH_LIMITS:
+            shared = int(compiled.metadata.get("shared", 0) or 0)
+            occ = occupancy(arch, int(spec.option("num_warps") or 4), res.registers, shared)
+    amdgcn = compiled.text("amdgcn")
+    if spec.target.backend == "hip" and amdgcn:
+        res, occ = _amd_resources(amdgcn, int(spec.option("num_warps") or 4))
+    analysis = KernelAnalysis(spec, compiled, stages, instrs, res, occ, mix)
+    from .lints import lint
+
+    analysis.findings = lint(analysis)
+    return analysis
+
+
+def _amd_resources(amdgcn: str, num_warps: int) -> tuple[Resources | None, Occupancy | None]:
+    """Registers, scratch (spills) and waves per SIMD, as the AMDGPU backend prints them in the assembly."""
+    stats = {k: int(v) for k, v in _AMD_STAT_RE.findall(amdgcn)}
+    vgprs = stats.get("TotalNumVgprs", stats.get("NumVgprs"))
+    if vgprs is None:
+        return None, None
+    res = Resources(vgprs, stats.get("ScratchSize", 0), 0, 0)
+    waves = stats.get("Occupancy")
+    if waves is None:
+        return res, None
+    per_cu = waves * AMD_SIMDS_PER_CU
+    blocks = per_cu // num_warps
+    occ = Occupancy(
+        blocks,
+        blocks * num_warps,
+        AMD_MAX_WAVES_PER_SIMD * AMD_SIMDS_PER_CU,
+        "registers or LDS (the compiler's estimate)",
+        {"compiler": blocks},
+    )
+    return res, occ

@@ -1,0 +1,241 @@
+"""Capture every kernel specialization a script launches, exactly as Triton's JIT would key it.
+
+Touches Triton's JIT internals (triton 3.6 to 3.9): ``JITFunction.run`` is wrapped; the
+specialization comes from Triton's own binder (``create_function_from_signature``) and
+``JITFunction._pack_args``, built for the *target's* backend, so the signature, the constexprs,
+the ``tt.divisibility`` of pointers and integers, and the options (num_warps, num_stages, ...)
+are the ones ``triton.compile`` would get on that GPU. On a GPU the launch then runs for real;
+without one it runs in Triton's interpreter, so the script computes real outputs and goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ExplainError
+from .targets import Target
+
+SUPPORTED_TRITON = ((3, 6), (3, 9))
+# Compile options that say how a kernel was launched; shown in the report and keyed on.
+LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
+
+
+@dataclass
+class ArgInfo:
+    """What the report says about one argument: its type, its value when scalar, its alignment."""
+
+    name: str
+    type: str  # "*fp32", "i32", "constexpr", "fp32", ...
+    value: Any = None  # ints, floats, bools and constexprs; None for pointers
+    divisible_by_16: bool = False
+    equal_to_1: bool = False
+
+    def describe(self) -> str:
+        if self.type == "constexpr":
+            return f"{self.name}={self.value!r}"
+        if self.type.startswith("*"):
+            return (
+                f"{self.name}: {self.type}{' (16-byte aligned)' if self.divisible_by_16 else ' (unaligned)'}"
+            )
+        v = "" if self.value is None else f" = {self.value!r}"
+        div = " (divisible by 16)" if self.divisible_by_16 and not self.type.startswith("fp") else ""
+        return f"{self.name}: {self.type}{v}{div}"
+
+
+@dataclass
+class Specialization:
+    """One distinct compile of one kernel for one target."""
+
+    fn: Any  # the JITFunction
+    target: Target
+    signature: dict[str, str]
+    constexprs: dict[Any, Any]
+    attrs: dict[Any, Any]
+    options: Any  # the backend's options dataclass
+    args: list[ArgInfo]
+    launches: int = 0
+    grids: list[tuple[int, ...]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.fn.__name__)
+
+    @property
+    def file(self) -> str:
+        return str(self.fn.fn.__code__.co_filename)
+
+    @property
+    def first_line(self) -> int:
+        return int(self.fn.fn.__code__.co_firstlineno)
+
+    def option(self, name: str) -> Any:
+        return getattr(self.options, name, None)
+
+
+def _triton_parts() -> tuple[Any, Any, Any, Any]:
+    try:
+        from triton import knobs
+        from triton.compiler import make_backend
+        from triton.runtime.jit import JITFunction, create_function_from_signature
+    except ImportError as exc:
+        import triton
+
+        raise ExplainError(
+            f"triton {triton.__version__} lacks what explain needs ({exc}); supported: triton "
+            f"{SUPPORTED_TRITON[0][0]}.{SUPPORTED_TRITON[0][1]} to "
+            f"{SUPPORTED_TRITON[1][0]}.{SUPPORTED_TRITON[1][1]}"
+        ) from None
+    if not hasattr(JITFunction, "_pack_args"):
+        raise ExplainError("this triton has no JITFunction._pack_args; supported: triton 3.6 to 3.9")
+    return knobs, make_backend, JITFunction, create_function_from_signature
+
+
+def _launch_kwargs(fn: Any, kwargs: dict[str, Any], knobs: Any) -> dict[str, Any]:
+    # What JITFunction.run adds before binding, so the options match a real launch.
+    kw = dict(kwargs)
+    kw["debug"] = kw.get("debug", fn.debug) or knobs.runtime.debug
+    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):
+        if hasattr(knobs.compilation, name):
+            kw[name] = getattr(knobs.compilation, name)
+    return kw
+
+
+def _arg_infos(
+    fn: Any,
+    signature: dict[str, str],
+    constexprs: dict[Any, Any],
+    attrs: dict[Any, Any],
+    bound: dict[str, Any],
+) -> list[ArgInfo]:
+    infos = []
+    for i, (name, ty) in enumerate(signature.items()):
+        value = bound.get(name)
+        info = ArgInfo(name, ty)
+        if ty == "constexpr":
+            info.value = constexprs.get((i,), value)
+            info.value = _plain(info.value)
+        elif not ty.startswith("*") and isinstance(value, (bool, int, float)):
+            info.value = value
+        flat = str(attrs.get((i,), ""))
+        info.divisible_by_16 = "tt.divisibility" in flat
+        info.equal_to_1 = ty == "constexpr" and info.value == 1 and isinstance(value, int)
+        infos.append(info)
+    return infos
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+class Capture:
+    """Wraps ``JITFunction.run`` while active; collects one :class:`Specialization` per distinct key."""
+
+    def __init__(
+        self,
+        targets: list[Target],
+        execute: bool = True,
+        on_new: Callable[[Specialization], None] | None = None,
+    ) -> None:
+        self.targets = targets
+        self.execute = execute
+        self.on_new = on_new
+        self.specs: dict[str, Specialization] = {}
+        self.errors: list[str] = []
+        self._binders: dict[tuple[int, str], Any] = {}
+        self._backends: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._saved: Any = None
+
+    def _backend(self, target: Target) -> Any:
+        backend = self._backends.get(target.name)
+        if backend is None:
+            _, make_backend, _, _ = _triton_parts()
+            backend = self._backends[target.name] = make_backend(target.gpu_target())
+        return backend
+
+    def record(self, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> None:
+        knobs, _, _, create_binder = _triton_parts()
+        kw = _launch_kwargs(fn, kwargs, knobs)
+        for target in self.targets:
+            backend = self._backend(target)
+            bkey = (id(fn), target.name)
+            binder = self._binders.get(bkey)
+            if binder is None:
+                binder = self._binders[bkey] = create_binder(fn.signature, fn.params, backend)
+            bound, specialization, options = binder(*args, **kw)
+            options, signature, constexprs, attrs = fn._pack_args(backend, kw, bound, specialization, options)
+            key = repr(
+                (
+                    id(fn),
+                    target.name,
+                    sorted(signature.items()),
+                    sorted(constexprs.items(), key=repr),
+                    sorted(attrs.items(), key=repr),
+                    sorted(options.__dict__.items(), key=repr),
+                )
+            )
+            with self._lock:
+                spec = self.specs.get(key)
+                if spec is None:
+                    spec = self.specs[key] = Specialization(
+                        fn,
+                        target,
+                        signature,
+                        constexprs,
+                        attrs,
+                        options,
+                        _arg_infos(fn, signature, constexprs, attrs, dict(bound)),
+                    )
+                    if self.on_new is not None:
+                        self.on_new(spec)
+                spec.launches += 1
+                g = _grid_of(grid, bound)
+                if g is not None and g not in spec.grids and len(spec.grids) < 8:
+                    spec.grids.append(g)
+
+    def __enter__(self) -> Capture:
+        _, _, JITFunction, _ = _triton_parts()
+        capture = self
+        original = JITFunction.run
+        self._saved = original
+        from .targets import local_target
+
+        on_gpu = local_target() is not None
+
+        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+            capture.record(fn, args, grid, kwargs)
+            if warmup or not capture.execute:
+                return None
+            if on_gpu:
+                return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            from ..backends.interpreter.jit_launch import run_interpreted
+
+            run_interpreted(fn, args, grid, kwargs)
+            return None
+
+        JITFunction.run = run
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _, _, JITFunction, _ = _triton_parts()
+        JITFunction.run = self._saved
+
+
+def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:
+    try:
+        g = grid(dict(bound)) if callable(grid) else grid
+        return tuple(int(x) for x in g)
+    except Exception:  # a grid we cannot evaluate is only missing from the report
+        return None
+
+
+@contextmanager
+def capturing(targets: list[Target], execute: bool = True) -> Iterator[Capture]:
+    with Capture(targets, execute) as c:
+        yield c

@@ -1,0 +1,419 @@
+"""Findings: what the compiler made of the kernel that is worth changing, each with its source line and fix.
+
+Every rule reads facts from the stages (TTIR data flow, TTGIR layouts, PTX access widths, SASS
+opcodes, resources) and names a concrete change; none guesses without a fact to point at.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from .analysis import Finding, KernelAnalysis
+from .capture import ArgInfo
+from .sass import TENSOR_CORE_OPS
+from .stages import IRLine, source_line
+
+_DEF_RE = re.compile(r"^\s*(%[\w.]+)(?::\d+)? = (\S+)\s*(.*)$")
+_SSA_RE = re.compile(r"%[\w.]+")
+_FUNC_RE = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@[\w.$]+\((.*)\)")
+_ARG_RE = re.compile(r"(%[\w.]+): ")
+_ITER_RE = re.compile(r"(%[\w.]+) = (%[\w.]+)")
+_TENSOR_RE = re.compile(r"tensor<([0-9x]+)x!tt\.ptr<([a-z]+)(\d+)>")
+_DOT_TYPES_RE = re.compile(r"tensor<(\d+)x(\d+)x([a-z]+\d+)[,>].*?\* tensor<(\d+)x(\d+)x([a-z]+\d+)[,>]")
+_PRECISION_RE = re.compile(r"inputPrecision = (\w+)")
+_PTX_ACCESS_RE = re.compile(r"\b(ld|st)\.global(\S*)")
+_CP_ASYNC_RE = re.compile(
+    r"\bcp\.async\.c[ag]\.shared\.global\S*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)"
+)
+_CONVERT_RE = re.compile(
+    r"ttg\.convert_layout .*: tensor<([0-9x]+)x([a-z]+)(\d+), #(\w+)> -> tensor<[^,]+, #(\w+)>"
+)
+
+
+@dataclass
+class _Flow:
+    """TTIR as a def-use graph, enough to ask which kernel arguments an access depends on."""
+
+    deps: dict[str, list[str]]
+    args: dict[str, int]  # SSA name -> position in the signature
+
+    def reaching_args(self, value: str) -> list[int]:
+        seen: set[str] = set()
+        stack = [value]
+        found: list[int] = []
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in self.args and self.args[v] not in found:
+                found.append(self.args[v])
+            stack.extend(self.deps.get(v, ()))
+        return sorted(found)
+
+
+def _operands(rest: str) -> list[str]:
+    body = rest.split(" : ", 1)[0]
+    return _SSA_RE.findall(body)
+
+
+def _flow(ttir: list[IRLine]) -> _Flow:
+    deps: dict[str, list[str]] = {}
+    args: dict[str, int] = {}
+    for ir in ttir:
+        text = ir.text
+        if not args and (m := _FUNC_RE.search(text)):
+            for i, name in enumerate(_ARG_RE.findall(m.group(1))):
+                args[name] = i
+            continue
+        m = _DEF_RE.match(text)
+        if not m:
+            continue
+        result, op, rest = m.groups()
+        if op == "scf.for":
+            head, _, iters = rest.partition("iter_args(")
+            iv, _, bounds = head.partition(" = ")
+            deps[iv.strip()] = _operands(bounds)
+            for a, b in _ITER_RE.findall(iters.split(")")[0]):
+                deps[a] = [b]
+            deps[result] = [b for _, b in _ITER_RE.findall(iters.split(")")[0])]
+        else:
+            deps[result] = _operands(rest)
+    return _Flow(deps, args)
+
+
+def _kernel_line(ir: IRLine, file: str) -> int | None:
+    return source_line(ir, file)
+
+
+def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], int]:
+    """Widest global access in bits per (ld|st, source line), from the PTX the line became."""
+    widest: dict[tuple[str, int], int] = {}
+    for ir in ptx:
+        line = source_line(ir, file)
+        if line is None:
+            continue
+        for kind, suffix in _PTX_ACCESS_RE.findall(ir.text):
+            parts = suffix.split(".")
+            vec = next((int(p[1:]) for p in parts if re.fullmatch(r"v\d", p)), 1)
+            bits = next((int(p[1:]) for p in reversed(parts) if re.fullmatch(r"[bfsu]\d+", p)), 32)
+            key = (kind, line)
+            widest[key] = max(widest.get(key, 0), vec * bits)
+        if m := _CP_ASYNC_RE.search(ir.text):
+            key = ("ld", line)
+            widest[key] = max(widest.get(key, 0), int(m.group(1), 0) * 8)
+    return widest
+
+
+def _causes(a: KernelAnalysis, flow: _Flow, ptr: str | None, mask: str | None) -> list[str]:
+    args = a.spec.args
+    out: list[str] = []
+    via_ptr = flow.reaching_args(ptr) if ptr else []
+    via_mask = flow.reaching_args(mask) if mask else []
+    for i in via_ptr:
+        arg = args[i] if i < len(args) else None
+        if arg is None or arg.type == "constexpr" or arg.divisible_by_16:
+            continue
+        if arg.type.startswith("*"):
+            out.append(
+                f"pointer `{arg.name}` is not 16-byte aligned in this launch (data_ptr() % 16 != 0, e.g. a "
+                f"view that starts mid-row); pass aligned tensors"
+            )
+        elif arg.type.startswith(("i", "u")):
+            if "stride" in arg.name.lower():
+                out.append(
+                    f"stride `{arg.name}` = {arg.value} is a runtime value, so the compiler cannot prove "
+                    f"the addresses contiguous; if the innermost stride is 1, pass it as 1 (Triton then "
+                    f"specializes it) or make it a tl.constexpr"
+                )
+            else:
+                out.append(
+                    f"argument `{arg.name}` = {arg.value} is not a multiple of 16, so the addresses are not "
+                    f"provably 16-byte aligned; pass an aligned value, or if it always is one in real use, "
+                    f"say so with `{arg.name} = tl.multiple_of({arg.name}, 16)`"
+                )
+    for i in via_mask:
+        arg = args[i] if i < len(args) else None
+        if arg is None or i in via_ptr or arg.type == "constexpr" or arg.divisible_by_16:
+            continue
+        if arg.type.startswith(("i", "u")):
+            out.append(
+                f"the mask compares against `{arg.name}` = {arg.value}, not a multiple of 16, so a vector "
+                f"may straddle the mask's edge; make the size a multiple of 16 (pad it), or mask only the "
+                f"last block"
+            )
+    return out
+
+
+def _access_findings(a: KernelAnalysis, flow: _Flow) -> list[Finding]:
+    ttir, ptx = a.stages.get("ttir", []), a.stages.get("ptx", [])
+    if not ttir or not ptx:
+        return []
+    file = a.spec.file
+    widths = _widths_by_line(ptx, file)
+    threads = 32 * int(a.spec.option("num_warps") or 4)
+    findings: list[Finding] = []
+    done: set[tuple[str, int]] = set()
+    for ir in ttir:
+        m = _DEF_RE.match(ir.text)
+        if m and m.group(2) == "tt.load":
+            kind, ops = "ld", _operands(m.group(3))
+            ptr, mask = (ops[0] if ops else None), (ops[1] if len(ops) > 1 else None)
+            rest = m.group(3)
+        elif ir.text.strip().startswith("tt.store "):
+            kind, ops = "st", _operands(ir.text.strip()[len("tt.store ") :])
+            ptr, mask = (ops[0] if ops else None), (ops[2] if len(ops) > 2 else None)
+            rest = ir.text
+        else:
+            continue
+        t = _TENSOR_RE.search(rest)
+        line = _kernel_line(ir, file)
+        if t is None or line is None or (kind, line) in done:
+            continue  # scalar accesses, block pointers and descriptors are not ours to judge
+        shape = [int(x) for x in t.group(1).split("x")]
+        bits = int(t.group(3))
+        numel = 1
+        for s in shape:
+            numel *= s
+        per_thread = max(1, numel // threads)
+        possible = min(128, bits * min(shape[-1], per_thread, max(1, 128 // bits)))
+        achieved = widths.get((kind, line))
+        if achieved is None or achieved >= possible:
+            continue
+        done.add((kind, line))
+        causes = _causes(a, flow, ptr, mask)
+        what = "loads" if kind == "ld" else "stores"
+        head = (
+            f"global {what} here are {achieved}-bit where {possible}-bit ones were possible "
+            f"({possible // bits} × {t.group(2)}{bits} per thread)"
+        )
+        if causes:
+            msg = f"{head}: " + "; ".join(causes) + "."
+        else:
+            msg = (
+                f"{head}: the compiler could not prove the addresses contiguous and aligned; if "
+                "they are, say so "
+                f"with `offs = tl.max_contiguous(tl.multiple_of(offs, {min(shape[-1], 16)}), {shape[-1]})`."
+            )
+        findings.append(Finding("unvectorized-load" if kind == "ld" else "unvectorized-store", line, msg))
+    return findings
+
+
+def _blocks(args: list[ArgInfo]) -> list[ArgInfo]:
+    """Constexpr tile sizes, biggest first (the knobs that set how much each program holds)."""
+    tiles = [
+        a
+        for a in args
+        if a.type == "constexpr"
+        and isinstance(a.value, int)
+        and not isinstance(a.value, bool)
+        and a.value >= 16
+        and a.value & (a.value - 1) == 0
+    ]
+    return sorted(tiles, key=lambda a: (-int(a.value), a.name))
+
+
+def _spill(a: KernelAnalysis) -> list[Finding]:
+    res, mix = a.resources, a.mix or {}
+    if res is None or (a.spill_bytes == 0 and not mix.get("local_stores")):
+        return []
+    sass = a.stages.get("sass", [])
+    lines = Counter(source_line(ir, a.spec.file) for ir in sass if " STL" in f" {ir.text.split('*/', 1)[-1]}")
+    lines.pop(None, None)
+    line = lines.most_common(1)[0][0] if lines else None
+    warps = int(a.spec.option("num_warps") or 4)
+    tiles = _blocks(a.spec.args)
+    fix = []
+    if tiles:
+        t = tiles[0]
+        fix.append(f"halve {t.name} ({t.value} -> {int(t.value) // 2})")
+    if warps < 16:
+        fix.append(f"raise num_warps from {warps} to {warps * 2} so each thread holds half as many values")
+    return [
+        Finding(
+            "spill",
+            line,
+            f"{a.spill_bytes} bytes of local memory per thread ({mix.get('local_stores', 0)} STL / "
+            f"{mix.get('local_loads', 0)} LDL instructions) at {res.registers} registers: the "
+            "tile does not fit in "
+            f"registers; {' or '.join(fix) or 'use a smaller tile'}.",
+        )
+    ]
+
+
+def _dots(a: KernelAnalysis) -> list[Finding]:
+    if not a.spec.target.has_tensor_cores() or "sass" not in a.stages:
+        return []
+    file = a.spec.file
+    tc_lines = {
+        source_line(ir, file)
+        for ir in a.stages["sass"]
+        if any(f" {op}" in f" {ir.text.split('*/', 1)[-1].split('.')[0]}" for op in TENSOR_CORE_OPS)
+    }
+    any_tc = bool((a.mix or {}).get("tensor_core"))
+    dots = [ir for ir in a.stages.get("ttir", []) if " tt.dot " in f" {ir.text} "]
+    dot_lines = {source_line(ir, file) for ir in dots}
+    out = []
+    for ir in dots:
+        line = source_line(ir, file)
+        # SASS line tables are coarse (wgmma may sit under the loop's line): with tensor-core
+        # instructions present, blame a dot only when they demonstrably belong to another dot.
+        if any_tc and (line in tc_lines or not (tc_lines & dot_lines)):
+            continue
+        m = _DOT_TYPES_RE.search(ir.text)
+        p = _PRECISION_RE.search(ir.text)
+        precision = p.group(1) if p else "ieee"  # TTIR omits the attribute at its default, IEEE
+        if m is None:
+            why = "the compiler lowered it to FMA instructions"
+        else:
+            mm, kk, at, _, nn, bt = m.groups()
+            dims = (int(mm), int(nn), int(kk))
+            if at in ("f32",) and precision == "ieee":
+                why = (
+                    "its fp32 operands use input_precision='ieee', which runs on CUDA cores; pass "
+                    "input_precision='tf32' (or 'tf32x3' for near-fp32 accuracy), or cast a and "
+                    "b to bf16/fp16"
+                )
+            elif at == "f64":
+                why = "its operands are fp64; cast them to fp32 with input_precision='tf32', or to bf16/fp16"
+            elif min(dims) < 16:
+                why = (
+                    f"its tile M×N×K = {dims[0]}×{dims[1]}×{dims[2]} has a side under 16; make every side "
+                    f"at least 16"
+                )
+            else:
+                why = (
+                    f"the compiler lowered the {at} × {bt} product to FMA instructions; check "
+                    "the operand dtypes "
+                    f"match and the tile sides are multiples of 16"
+                )
+        out.append(
+            Finding(
+                "no-tensor-cores",
+                line,
+                f"tl.dot here runs without tensor-core instructions on {a.spec.target.name}: {why}.",
+            )
+        )
+    return out
+
+
+def _occupancy(a: KernelAnalysis) -> list[Finding]:
+    occ = a.occupancy
+    if occ is None or occ.fraction >= 0.25 or occ.limiter not in ("registers", "shared memory"):
+        return []
+    warps = int(a.spec.option("num_warps") or 4)
+    stages = int(a.spec.option("num_stages") or 1)
+    if occ.limiter == "registers":
+        fix = (
+            f"{a.registers} registers per thread allow {occ.blocks_per_sm} block(s) of {warps} "
+            "warps; cap them "
+            f"with maxnreg, or shrink the tile"
+        )
+    else:
+        fix = (
+            f"{a.shared_bytes} bytes of shared memory per block allow {occ.blocks_per_sm} block(s) per SM; "
+            + (f"lower num_stages from {stages} to {stages - 1}, or " if stages > 2 else "")
+            + "shrink the tile"
+        )
+    return [
+        Finding(
+            "low-occupancy",
+            None,
+            f"{occ.warps_per_sm} of {occ.max_warps_per_sm} warps per SM ({occ.fraction:.0%}), limited by "
+            f"{occ.limiter}: {fix}.",
+            severity="info" if occ.blocks_per_sm > 0 else "warning",
+        )
+    ]
+
+
+def _loops(ttir: list[IRLine]) -> list[tuple[IRLine, list[IRLine]]]:
+    """Each scf.for with the lines of its body (nested loops included).
+
+    The loop's location sits on its closing ``} loc(...)`` line, so the head returned carries it.
+    """
+    out: list[tuple[IRLine, list[IRLine]]] = []
+    open_loops: list[tuple[IRLine, list[IRLine], int]] = []
+    depth = 0
+    for ir in ttir:
+        for _, body, _ in open_loops:
+            body.append(ir)
+        if " scf.for " in f" {ir.text} ":
+            open_loops.append((ir, [], depth))
+        depth += ir.text.count("{") - ir.text.count("}")
+        while open_loops and depth <= open_loops[-1][2]:
+            head, body, _ = open_loops.pop()
+            out.append((IRLine(head.number, head.text, ir.frames or head.frames), body))
+    return out
+
+
+def _pipelining(a: KernelAnalysis) -> list[Finding]:
+    stages = int(a.spec.option("num_stages") or 1)
+    if stages > 1:
+        return []
+    out = []
+    for head, body in _loops(a.stages.get("ttir", [])):
+        if any(" tt.dot " in f" {b.text} " for b in body) and any("tt.load" in b.text for b in body):
+            out.append(
+                Finding(
+                    "no-pipelining",
+                    source_line(head, a.spec.file),
+                    f"this K loop runs with num_stages={stages}: every iteration waits for its "
+                    "own loads before the "
+                    "tl.dot; launch with num_stages=3 (2 to 4, shared memory permitting) so the "
+                    "next tiles' loads "
+                    f"overlap this tile's math.",
+                )
+            )
+    return out
+
+
+def _conversions(a: KernelAnalysis) -> list[Finding]:
+    ttgir, llir = a.stages.get("ttgir", []), a.stages.get("llir", [])
+    file = a.spec.file
+    shared_lines = {source_line(ir, file) for ir in llir if "addrspace(3)" in ir.text and "store" in ir.text}
+    in_loop = {id(b) for _, body in _loops(ttgir) for b in body}
+    out = []
+    seen: set[int | None] = set()
+    for ir in ttgir:
+        m = _CONVERT_RE.search(ir.text)
+        if not m:
+            continue
+        line = source_line(ir, file)
+        if line in seen or line not in shared_lines:
+            continue
+        seen.add(line)
+        shape, ty, bits, src, dst = m.groups()
+        numel = 1
+        for s in shape.split("x"):
+            numel *= int(s)
+        size = numel * int(bits) // 8
+        loop = id(ir) in in_loop
+        out.append(
+            Finding(
+                "layout-conversion",
+                line,
+                f"a {shape}x{ty}{bits} tensor is converted from #{src} to #{dst} through shared memory "
+                f"({size} bytes and a barrier{', every loop iteration' if loop else ''}); keep "
+                "it in the layout it is "
+                "produced in: e.g. transpose through the pointer strides rather than "
+                "tl.trans/tl.permute, reduce along "
+                f"the axis it was loaded along, or store the result straight from where it was computed.",
+                severity="warning" if loop else "info",
+            )
+        )
+    return out
+
+
+def lint(a: KernelAnalysis) -> list[Finding]:
+    flow = _flow(a.stages.get("ttir", []))
+    findings = [
+        *_spill(a),
+        *_dots(a),
+        *_access_findings(a, flow),
+        *_occupancy(a),
+        *_conversions(a),
+        *_pipelining(a),
+    ]
+    return sorted(findings, key=lambda f: (f.line is None, f.line or 0, f.kind))

@@ -1,0 +1,157 @@
+"""SASS and resource usage from a cubin, with the CUDA tools the Triton wheel bundles.
+
+``nvdisasm -c -gp`` prints each instruction under the PTX line it came from (the
+``.nv_debug_ptx_txt`` line table); :mod:`.stages` maps PTX lines to source lines. We do not use
+``nvdisasm -g`` (source lines straight from ``.debug_line``) because LLVM gives every line of a
+multi-line inline-asm block its own, wrong, source line (the loads land 4 lines below their call).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+
+from .errors import ExplainError
+
+_PTX_LINE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
+_INSTR_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+_RES_RE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
+TENSOR_CORE_OPS = (
+    "HMMA",
+    "HGMMA",
+    "IMMA",
+    "IGMMA",
+    "QGMMA",
+    "BMMA",
+    "BGMMA",
+    "DMMA",
+    "OMMA",
+    "QMMA",
+    "UTCHMMA",
+    "UTCQMMA",
+    "UTCIMMA",
+    "UTCOMMA",
+    "UTCMMA",
+)
+
+
+@dataclass(frozen=True)
+class Instruction:
+    offset: int
+    text: str  # "LDG.E.128 R4, desc[UR10][R20.64]"
+    ptx_line: int | None
+
+    @property
+    def opcode(self) -> str:
+        words = self.text.split()
+        if words and words[0].startswith("@"):  # predicate guard
+            words = words[1:]
+        return words[0] if words else ""
+
+    @property
+    def base(self) -> str:
+        return self.opcode.split(".")[0]
+
+
+@dataclass(frozen=True)
+class Resources:
+    registers: int
+    stack: int
+    static_shared: int
+    local: int
+
+
+def _tool(name: str) -> str:
+    from triton import knobs
+
+    try:
+        path = getattr(knobs.nvidia, name).path
+    except Exception as exc:  # the knob resolves the bundled binary; it raises when missing
+        raise ExplainError(f"Triton's bundled {name} is missing ({exc}); reinstall triton") from None
+    if not path or not os.path.exists(path):
+        raise ExplainError(f"Triton's bundled {name} is missing; reinstall triton")
+    return str(path)
+
+
+def _run_on_cubin(tool: str, args: list[str], cubin: bytes) -> str:
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+        path = f.name
+    try:
+        proc = subprocess.run([_tool(tool), *args, path], capture_output=True, text=True, timeout=120)
+    finally:
+        os.unlink(path)
+    if proc.returncode != 0:
+        raise ExplainError(f"{tool} failed on the cubin: {proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+def disassemble(cubin: bytes) -> list[Instruction]:
+    return parse_nvdisasm(_run_on_cubin("nvdisasm", ["-c", "-gp"], cubin))
+
+
+def parse_nvdisasm(text: str) -> list[Instruction]:
+    out: list[Instruction] = []
+    ptx_line: int | None = None
+    for raw in text.splitlines():
+        m = _PTX_LINE_RE.match(raw)
+        if m:
+            ptx_line = int(m.group(2))
+            continue
+        m = _INSTR_RE.match(raw)
+        if m:
+            out.append(Instruction(int(m.group(1), 16), m.group(2), ptx_line))
+    return out
+
+
+def resources(cubin: bytes) -> Resources:
+    return parse_res_usage(_run_on_cubin("cuobjdump", ["-res-usage"], cubin))
+
+
+def parse_res_usage(text: str) -> Resources:
+    m = _RES_RE.search(text)
+    if m is None:
+        raise ExplainError("cuobjdump -res-usage printed no resource line for the kernel")
+    reg, stack, shared, local = (int(g) for g in m.groups())
+    return Resources(reg, stack, shared, local)
+
+
+def global_access_bits(instr: Instruction) -> int | None:
+    """Width of one LDG/STG in bits (``LDG.E.128`` is 128, plain ``LDG.E`` 32, ``.U8`` 8)."""
+    parts = instr.opcode.split(".")
+    if parts[0] not in ("LDG", "STG"):
+        return None
+    for p in parts[1:]:
+        if p in ("128", "64", "32"):
+            return int(p)
+        if p in ("U8", "S8"):
+            return 8
+        if p in ("U16", "S16"):
+            return 16
+    return 32
+
+
+def instruction_mix(instrs: list[Instruction]) -> dict[str, object]:
+    """Counts a kernel author reads first: tensor cores, memory by kind and width, spills."""
+    bases = Counter(i.base for i in instrs)
+    loads = Counter(global_access_bits(i) for i in instrs if i.base == "LDG")
+    stores = Counter(global_access_bits(i) for i in instrs if i.base == "STG")
+    tensor = {op: bases[op] for op in TENSOR_CORE_OPS if bases[op]}
+    return {
+        "total": len(instrs),
+        "tensor_core": sum(tensor.values()),
+        "tensor_core_ops": tensor,
+        "global_loads": {f"{k}-bit": v for k, v in sorted(loads.items(), key=lambda kv: kv[0] or 0)},
+        "global_stores": {f"{k}-bit": v for k, v in sorted(stores.items(), key=lambda kv: kv[0] or 0)},
+        "local_loads": bases["LDL"],
+        "local_stores": bases["STL"],
+        "shared_loads": bases["LDS"] + bases["LDSM"],
+        "shared_stores": bases["STS"] + bases["STSM"],
+        "async_copies": bases["LDGSTS"] + bases["UTMALDG"] + bases["UBLKCP"],
+        "tma": bases["UTMALDG"] + bases["UTMASTG"],
+        "barriers": bases["BAR"] + bases["SYNCS"],
+    }

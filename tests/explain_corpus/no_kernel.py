@@ -1,0 +1,5 @@
+"""A script that uses torch but launches no Triton kernel."""
+
+import torch
+
+print(torch.arange(4).sum().item())
