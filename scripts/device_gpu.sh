@@ -54,3 +54,12 @@ if has check; then
   DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/gpu/test_check_cuda.py -q -p no:cacheprovider 2>&1 | tail -5
   timeout 400 python3 benchmarks/check_overhead.py --launches ${LAUNCHES:-6} --no-check 2>&1 | tail -8
 fi
+if has explain; then
+  # deuteron explain with real launches: driver-reported registers/spills/shared vs ours, the CPU suite on
+  # the GPU machine's Triton, and the speed benchmark.
+  python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__, torch.cuda.get_device_name())"
+  DEUTERON_TEST_GPU=1 timeout 300 python3 -m pytest tests/gpu/test_explain_gpu.py -q -p no:cacheprovider 2>&1 | tail -15
+  timeout 400 python3 -m pytest tests/test_explain.py tests/test_explain_parsers.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|passed|failed" | tail -30
+  python3 -m deuteron explain --json $OUT/explain_matmul.json tests/explain_corpus/matmul.py 2>&1 | tail -12
+  timeout 400 python3 benchmarks/explain_speed.py --runs ${RUNS:-3} 2>&1 | tail -8
+fi
