@@ -249,3 +249,30 @@ def test_source_lines_survive_the_triton_cache(tmp_path: Path) -> None:
         (k,) = json.loads((tmp_path / "e.json").read_text())["kernels"]
         assert [f["line"] for f in findings(k, "unvectorized-load")] == [13]
         assert {"11", "12", "13", "14"} <= set(k["source_map"]) and k["file"] == script
+
+
+def test_autotuned_tuple_and_shifted_kernels(tmp_path: Path) -> None:
+    report = explain_json(tmp_path, "--target", "cuda:80", str(CORPUS / "assorted.py"))
+    by_name: dict[str, list[dict]] = {}
+    for k in report["kernels"]:
+        by_name.setdefault(k["name"], []).append(k)
+    # without a GPU the autotuner runs each config once (captured), then the chosen one again
+    tuned = sorted(by_name["tuned_scale_kernel"], key=lambda k: k["num_warps"])
+    assert [k["num_warps"] for k in tuned] == [2, 4]
+    assert {a for k in tuned for a in k["args"] if a.startswith("BLOCK")} == {"BLOCK=256", "BLOCK=512"}
+    (pair,) = by_name["pair_add_kernel"]
+    assert pair["sass"]["global_loads"] == {"128-bit": 4}  # both tuple members are aligned
+    (shifted,) = by_name["shifted_copy_kernel"]
+    (f,) = findings(shifted, "unvectorized-load")
+    assert f["line"] == 29 and "`off` = 3" in f["message"]  # not `one`, which Triton made a constexpr
+    (gather,) = by_name["gather_kernel"]
+    assert not findings(gather, "unvectorized-load")  # a gather's addresses are data: no advice to give
+
+
+def test_layout_conversion_through_shared_memory(tmp_path: Path) -> None:
+    report = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "transpose.py"))
+    (k,) = report["kernels"]
+    (f,) = findings(k, "layout-conversion")
+    assert f["line"] == 15 and "through shared memory (16384 bytes" in f["message"]
+    matmul = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "matmul.py"))["kernels"][0]
+    assert not findings(matmul, "layout-conversion")  # the accumulator's one-time epilogue conversion

@@ -31,6 +31,26 @@ PTX = """\
 """
 
 
+def test_ptx_inlined_at_chains_to_the_kernel_line() -> None:
+    ptx = (
+        "\t.loc\t1 12 9\n\tmov.u32 %r0, 0;\n"
+        "\t.loc\t2 314 12, function_name $L__info_string0, inlined_at 1 12 9 // standard.py:314:12\n"
+        "\tadd.f32 %f1, %f2, %f3;\n"
+        "\t.loc\t2 287 12, function_name $L__info_string0, inlined_at 2 314 12 // standard.py:287:12\n"
+        "\tmax.f32 %f4, %f5, %f6;\n"
+        '\t.file\t1 "/src/k.py"\n\t.file\t2 "/triton/standard.py"\n'
+    )
+    lines = {ir.text.strip().split()[0]: ir for ir in ptx_lines(ptx) if ir.frames}
+    assert lines["add.f32"].frames == (("/triton/standard.py", 314), ("/src/k.py", 12))
+    # two levels: 287 inlined at 314, which itself is inlined at the kernel's line 12
+    assert lines["max.f32"].frames == (
+        ("/triton/standard.py", 287),
+        ("/triton/standard.py", 314),
+        ("/src/k.py", 12),
+    )
+    assert source_line(lines["max.f32"], "/src/k.py") == 12
+
+
 def test_ptx_inline_asm_block_maps_to_its_first_loc() -> None:
     lines = ptx_lines(PTX)
     load = next(ir for ir in lines if "ld.global" in ir.text)

@@ -12,9 +12,10 @@ import sys
 import traceback
 from typing import Any
 
-from ..explain.errors import ExplainError, KernelCompileError
+from ..explain.errors import ExplainError
 from ..explain.report import ExplainReport, render_passes, render_stage
 from ..explain.targets import default_target, parse_target
+from ..session import SessionError
 from .target import (
     USAGE,
     Signalled,
@@ -103,8 +104,6 @@ def _load_profile(path: str, device_name: str | None, target_name: str) -> tuple
     from ..formats import hatchet
     from ..metrics import DeviceSpec, named_device
 
-    if not os.path.isfile(path):
-        raise ExplainError(f"--profile {path}: no such file")
     profile = hatchet.read(path)
     recorded = profile_device(profile)
     device: DeviceSpec | None
@@ -130,12 +129,10 @@ def explain_command(args: argparse.Namespace) -> int:
     if args.line is not None and args.line < 1:
         raise ExplainError("--line must be 1 or more")
     _writable(args.json, "--json")
-    costs: dict[str, Any] = {}
-    device_label = None
-    if args.profile:
-        costs, device_label = _load_profile(args.profile, args.device, targets[0].name)
-    elif args.device:
+    if args.device and not args.profile:
         raise ExplainError("--device only applies with --profile")
+    if args.profile and not os.path.isfile(args.profile):
+        raise ExplainError(f"--profile {args.profile}: no such file")
     # Kernels must be compiled-mode JIT functions: the interpreter runs them launch by launch.
     os.environ.pop("TRITON_INTERPRET", None)
     # Without line info nothing maps back to source (Triton reads this once per process).
@@ -154,13 +151,15 @@ def explain_command(args: argparse.Namespace) -> int:
             code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
         except Signalled as sig:
             code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
-        except ExplainError:
+        except (ExplainError, SessionError):  # ours (a missing module): one line, not the user's error
             raise
         except BaseException as exc:  # the user's own error: show it, then explain what launched
             traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
             code, ended_by = 1, f"the program raised {type(exc).__name__}"
         finally:
             signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+    for note in capture.errors:
+        print(f"deuteron explain: {note}", file=sys.stderr)
     specs = [s for s in capture.specs.values() if not args.kernel or args.kernel in s.name]
     if not specs:
         what = f" named like {args.kernel!r}" if args.kernel else ""
@@ -168,6 +167,12 @@ def explain_command(args: argparse.Namespace) -> int:
             f"no Triton kernel{what} was launched by {target}"
             + (f" ({ended_by})" if ended_by else "")
             + "; explain needs the script to launch at least one @triton.jit kernel"
+        )
+    costs: dict[str, Any] = {}
+    device_label = None
+    if args.profile:
+        costs, device_label = _load_profile(
+            args.profile, args.device, (capture.targets or [default_target()])[0].name
         )
     report = _compile_all(specs, args, costs, device_label)
     out = sys.stdout
@@ -205,8 +210,13 @@ def _compile_all(
             try:
                 compiled = compile_spec(spec, passes=bool(args.passes or args.pass_name))
                 report.kernels.append(analyse(compiled))
-            except KernelCompileError as exc:
+            except ExplainError as exc:  # this kernel only; the others are still explained
                 report.errors.append(str(exc))
+            except Exception as exc:  # a tool or format we did not expect: say which kernel, go on
+                report.errors.append(
+                    f"{spec.name} on {spec.target.name}: analysis failed ({type(exc).__name__}: {exc}); "
+                    "please report this with the kernel"
+                )
     return report
 
 

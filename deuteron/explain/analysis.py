@@ -14,9 +14,9 @@ from .stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines
 
 STAGE_NAMES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
 _AMD_STAT_RE = re.compile(r"^; (TotalNumVgprs|NumVgprs|ScratchSize|Occupancy): (\d+)", re.M)
-# CDNA compute units: 4 SIMDs, each holding up to 8 waves (the compiler's "Occupancy" is waves per SIMD).
-AMD_SIMDS_PER_CU = 4
-AMD_MAX_WAVES_PER_SIMD = 8
+# (SIMDs per compute unit, most waves per SIMD): CDNA (gfx9) and RDNA (gfx10+). The compiler's
+# "Occupancy" comment is waves per SIMD.
+AMD_CU = {"gfx9": (4, 8), "gfx1": (2, 16)}
 
 
 @dataclass
@@ -82,7 +82,7 @@ def analyse(compiled: Compiled) -> KernelAnalysis:
             occ = occupancy(arch, int(spec.option("num_warps") or 4), res.registers, shared)
     amdgcn = compiled.text("amdgcn")
     if spec.target.backend == "hip" and amdgcn:
-        res, occ = _amd_resources(amdgcn, int(spec.option("num_warps") or 4))
+        res, occ = _amd_resources(amdgcn, int(spec.option("num_warps") or 4), str(spec.target.arch))
     analysis = KernelAnalysis(spec, compiled, stages, instrs, res, occ, mix)
     from .lints import lint
 
@@ -90,7 +90,7 @@ def analyse(compiled: Compiled) -> KernelAnalysis:
     return analysis
 
 
-def _amd_resources(amdgcn: str, num_warps: int) -> tuple[Resources | None, Occupancy | None]:
+def _amd_resources(amdgcn: str, num_warps: int, arch: str) -> tuple[Resources | None, Occupancy | None]:
     """Registers, scratch (spills) and waves per SIMD, as the AMDGPU backend prints them in the assembly."""
     stats = {k: int(v) for k, v in _AMD_STAT_RE.findall(amdgcn)}
     vgprs = stats.get("TotalNumVgprs", stats.get("NumVgprs"))
@@ -100,12 +100,12 @@ def _amd_resources(amdgcn: str, num_warps: int) -> tuple[Resources | None, Occup
     waves = stats.get("Occupancy")
     if waves is None:
         return res, None
-    per_cu = waves * AMD_SIMDS_PER_CU
-    blocks = per_cu // num_warps
+    simds, most = AMD_CU["gfx9" if arch.startswith("gfx9") else "gfx1"]
+    blocks = min(waves, most) * simds // num_warps
     occ = Occupancy(
         blocks,
         blocks * num_warps,
-        AMD_MAX_WAVES_PER_SIMD * AMD_SIMDS_PER_CU,
+        most * simds,
         "registers or LDS (the compiler's estimate)",
         {"compiler": blocks},
     )

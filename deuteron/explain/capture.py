@@ -30,9 +30,9 @@ class ArgInfo:
 
     name: str
     type: str  # "*fp32", "i32", "constexpr", "fp32", ...
-    value: Any = None  # ints, floats, bools and constexprs; None for pointers
+    value: Any = None  # ints, floats, bools and constexprs; None for pointers; "varies" when launches differ
     divisible_by_16: bool = False
-    equal_to_1: bool = False
+    opted_out: bool = False  # do_not_specialize / do_not_specialize_on_alignment: no alignment assumed
 
     def describe(self) -> str:
         if self.type == "constexpr":
@@ -106,23 +106,26 @@ def _launch_kwargs(fn: Any, kwargs: dict[str, Any], knobs: Any) -> dict[str, Any
 
 def _arg_infos(
     fn: Any,
-    signature: dict[str, str],
+    signature: dict[str, Any],
     constexprs: dict[Any, Any],
     attrs: dict[Any, Any],
     bound: dict[str, Any],
 ) -> list[ArgInfo]:
+    params = {p.name: p for p in getattr(fn, "params", [])}
     infos = []
     for i, (name, ty) in enumerate(signature.items()):
         value = bound.get(name)
-        info = ArgInfo(name, ty)
+        info = ArgInfo(name, ty if isinstance(ty, str) else str(ty))
+        if not isinstance(ty, str):  # a tuple argument: its parts are specialized one by one
+            infos.append(info)
+            continue
         if ty == "constexpr":
-            info.value = constexprs.get((i,), value)
-            info.value = _plain(info.value)
+            info.value = _plain(constexprs.get((i,), value))
         elif not ty.startswith("*") and isinstance(value, (bool, int, float)):
             info.value = value
-        flat = str(attrs.get((i,), ""))
-        info.divisible_by_16 = "tt.divisibility" in flat
-        info.equal_to_1 = ty == "constexpr" and info.value == 1 and isinstance(value, int)
+        info.divisible_by_16 = "tt.divisibility" in str(attrs.get((i,), ""))
+        p = params.get(name)
+        info.opted_out = bool(p is not None and (p.do_not_specialize or p.do_not_specialize_on_alignment))
         infos.append(info)
     return infos
 
@@ -138,11 +141,11 @@ class Capture:
 
     def __init__(
         self,
-        targets: list[Target],
+        targets: list[Target] | None,
         execute: bool = True,
         on_new: Callable[[Specialization], None] | None = None,
     ) -> None:
-        self.targets = targets
+        self.targets = targets  # None: the default target, decided at the first launch
         self.execute = execute
         self.on_new = on_new
         self.specs: dict[str, Specialization] = {}
@@ -159,72 +162,129 @@ class Capture:
             backend = self._backends[target.name] = make_backend(target.gpu_target())
         return backend
 
-    def record(self, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> None:
+    def record(self, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any], warmup: bool) -> None:
+        """Key this launch for every target; a failure is noted, never raised into the user's script."""
         knobs, _, _, create_binder = _triton_parts()
         kw = _launch_kwargs(fn, kwargs, knobs)
+        if self.targets is None:
+            from .targets import default_target
+
+            self.targets = [default_target()]
         for target in self.targets:
-            backend = self._backend(target)
-            bkey = (id(fn), target.name)
-            binder = self._binders.get(bkey)
-            if binder is None:
-                binder = self._binders[bkey] = create_binder(fn.signature, fn.params, backend)
-            bound, specialization, options = binder(*args, **kw)
-            options, signature, constexprs, attrs = fn._pack_args(backend, kw, bound, specialization, options)
-            key = repr(
-                (
-                    id(fn),
-                    target.name,
-                    sorted(signature.items()),
-                    sorted(constexprs.items(), key=repr),
-                    sorted(attrs.items(), key=repr),
-                    sorted(options.__dict__.items(), key=repr),
-                )
+            try:
+                self._record_one(fn, target, args, grid, kw, warmup, create_binder)
+            except Exception as exc:  # a launch option another backend rejects, an odd argument
+                note = f"{fn.__name__} on {target.name}: launch not captured ({type(exc).__name__}: {exc})"
+                with self._lock:
+                    if note not in self.errors:
+                        self.errors.append(note)
+
+    def _record_one(
+        self,
+        fn: Any,
+        target: Target,
+        args: tuple[Any, ...],
+        grid: Any,
+        kw: dict[str, Any],
+        warmup: bool,
+        create_binder: Any,
+    ) -> None:
+        backend = self._backend(target)
+        bkey = (id(fn), target.name)
+        binder = self._binders.get(bkey)
+        if binder is None:
+            binder = self._binders[bkey] = create_binder(fn.signature, fn.params, backend)
+        bound, specialization, options = binder(*args, **kw)
+        options, signature, constexprs, attrs = fn._pack_args(backend, kw, bound, specialization, options)
+        key = repr(
+            (
+                id(fn),
+                target.name,
+                sorted(signature.items(), key=repr),
+                sorted(constexprs.items(), key=repr),
+                sorted(attrs.items(), key=repr),
+                sorted(options.__dict__.items(), key=repr),
             )
-            with self._lock:
-                spec = self.specs.get(key)
-                if spec is None:
-                    spec = self.specs[key] = Specialization(
-                        fn,
-                        target,
-                        signature,
-                        constexprs,
-                        attrs,
-                        options,
-                        _arg_infos(fn, signature, constexprs, attrs, dict(bound)),
-                    )
-                    if self.on_new is not None:
-                        self.on_new(spec)
-                spec.launches += 1
-                g = _grid_of(grid, bound)
-                if g is not None and g not in spec.grids and len(spec.grids) < 8:
-                    spec.grids.append(g)
+        )
+        infos = _arg_infos(fn, signature, constexprs, attrs, dict(bound))
+        with self._lock:
+            spec = self.specs.get(key)
+            if spec is None:
+                spec = self.specs[key] = Specialization(
+                    fn, target, signature, constexprs, attrs, options, infos
+                )
+                if self.on_new is not None:
+                    self.on_new(spec)
+            else:  # same specialization, other scalar values: say they vary rather than show the first
+                for old, new in zip(spec.args, infos, strict=False):
+                    if old.type != "constexpr" and old.value != new.value:
+                        old.value = "varies"
+            if warmup:
+                return
+            spec.launches += 1
+            g = _grid_of(grid, bound)
+            if g is not None and g not in spec.grids and len(spec.grids) < 8:
+                spec.grids.append(g)
 
     def __enter__(self) -> Capture:
-        _, _, JITFunction, _ = _triton_parts()
+        knobs, _, JITFunction, _ = _triton_parts()
+        from triton.runtime.autotuner import Autotuner
+
         capture = self
         original = JITFunction.run
-        self._saved = original
-        from .targets import local_target
+        self._saved = (original, Autotuner.__dict__.get("do_bench"), knobs.runtime.interpret)
+        gpu: list[bool] = []  # decided at the first launch, once the script has set up its devices
 
-        on_gpu = local_target() is not None
+        def on_gpu() -> bool:
+            if not gpu:
+                from .targets import local_target
+
+                gpu.append(local_target() is not None)
+            return gpu[0]
 
         def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            capture.record(fn, args, grid, kwargs)
-            if warmup or not capture.execute:
+            capture.record(fn, args, grid, kwargs, warmup)
+            if not capture.execute:
                 return None
-            if on_gpu:
+            if on_gpu():
                 return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup:
+                return None
             from ..backends.interpreter.jit_launch import run_interpreted
 
             run_interpreted(fn, args, grid, kwargs)
             return None
 
+        def bench_once(self: Any) -> Any:
+            # No GPU to time configs on: run each once (so each is captured) and call them equal.
+            if on_gpu():
+                return (
+                    original_bench.__get__(self, type(self)) if original_bench is not None else self._do_bench
+                )
+
+            def once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> list[float]:
+                kernel_call()
+                return [1.0, 1.0, 1.0] if quantiles else 1.0  # type: ignore[return-value]
+
+            return once
+
+        original_bench = self._saved[1]
         JITFunction.run = run
+        Autotuner.do_bench = property(bench_once)  # type: ignore[method-assign,assignment]
+        # Kernels the script defines must be compiled-mode JIT functions even if it sets
+        # TRITON_INTERPRET=1 itself: we run them in the interpreter launch by launch.
+        knobs.runtime.interpret = False
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _, _, JITFunction, _ = _triton_parts()
-        JITFunction.run = self._saved
+        knobs, _, JITFunction, _ = _triton_parts()
+        from triton.runtime.autotuner import Autotuner
+
+        run, bench, interpret = self._saved
+        JITFunction.run = run
+        if bench is not None:
+            Autotuner.do_bench = bench  # type: ignore[method-assign]
+        knobs.runtime.interpret = interpret
 
 
 def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:
@@ -236,6 +296,6 @@ def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:
 
 
 @contextmanager
-def capturing(targets: list[Target], execute: bool = True) -> Iterator[Capture]:
+def capturing(targets: list[Target] | None, execute: bool = True) -> Iterator[Capture]:
     with Capture(targets, execute) as c:
         yield c

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .analysis import Finding, KernelAnalysis
 from .capture import ArgInfo
-from .sass import TENSOR_CORE_OPS
+from .sass import TENSOR_CORE_OPS, ptxas_spill_stores
 from .stages import IRLine, source_line
 
 _DEF_RE = re.compile(r"^\s*(%[\w.]+)(?::\d+)? = (\S+)\s*(.*)$")
@@ -37,21 +37,26 @@ class _Flow:
     """TTIR as a def-use graph, enough to ask which kernel arguments an access depends on."""
 
     deps: dict[str, list[str]]
-    args: dict[str, int]  # SSA name -> position in the signature
+    ops: dict[str, str]  # SSA name -> the op that defines it
+    args: set[str]  # SSA names of the kernel's arguments (named after the Python parameters)
 
-    def reaching_args(self, value: str) -> list[int]:
+    def _reach(self, value: str) -> set[str]:
         seen: set[str] = set()
         stack = [value]
-        found: list[int] = []
         while stack:
             v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if v in self.args and self.args[v] not in found:
-                found.append(self.args[v])
-            stack.extend(self.deps.get(v, ()))
-        return sorted(found)
+            if v not in seen:
+                seen.add(v)
+                stack.extend(self.deps.get(v, ()))
+        return seen
+
+    def reaching_args(self, value: str) -> list[str]:
+        """The kernel arguments (by parameter name) this value is computed from."""
+        return sorted(v[1:] for v in self._reach(value) if v in self.args)
+
+    def loads_through_memory(self, value: str) -> bool:
+        """Whether the value depends on data loaded from memory (a gather: offsets read at run time)."""
+        return any(self.ops.get(v) == "tt.load" for v in self._reach(value) if v != value)
 
 
 def _operands(rest: str) -> list[str]:
@@ -61,17 +66,18 @@ def _operands(rest: str) -> list[str]:
 
 def _flow(ttir: list[IRLine]) -> _Flow:
     deps: dict[str, list[str]] = {}
-    args: dict[str, int] = {}
+    ops: dict[str, str] = {}
+    args: set[str] = set()
     for ir in ttir:
         text = ir.text
         if not args and (m := _FUNC_RE.search(text)):
-            for i, name in enumerate(_ARG_RE.findall(m.group(1))):
-                args[name] = i
+            args.update(_ARG_RE.findall(m.group(1)))
             continue
         m = _DEF_RE.match(text)
         if not m:
             continue
         result, op, rest = m.groups()
+        ops[result] = op
         if op == "scf.for":
             head, _, iters = rest.partition("iter_args(")
             iv, _, bounds = head.partition(" = ")
@@ -81,7 +87,7 @@ def _flow(ttir: list[IRLine]) -> _Flow:
             deps[result] = [b for _, b in _ITER_RE.findall(iters.split(")")[0])]
         else:
             deps[result] = _operands(rest)
-    return _Flow(deps, args)
+    return _Flow(deps, ops, args)
 
 
 def _kernel_line(ir: IRLine, file: str) -> int | None:
@@ -108,41 +114,56 @@ def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], int]:
 
 
 def _causes(a: KernelAnalysis, flow: _Flow, ptr: str | None, mask: str | None) -> list[str]:
-    args = a.spec.args
+    by_name = {arg.name: arg for arg in a.spec.args}
     out: list[str] = []
     via_ptr = flow.reaching_args(ptr) if ptr else []
     via_mask = flow.reaching_args(mask) if mask else []
-    for i in via_ptr:
-        arg = args[i] if i < len(args) else None
+    for name in via_ptr:
+        arg = by_name.get(name)
         if arg is None or arg.type == "constexpr" or arg.divisible_by_16:
             continue
-        if arg.type.startswith("*"):
+        if arg.opted_out:
+            out.append(
+                f"`{arg.name}` is in do_not_specialize / do_not_specialize_on_alignment, so "
+                "Triton assumes no "
+                f"alignment for it; drop it from that list if it is usually a multiple of 16"
+            )
+        elif arg.type.startswith("*"):
             out.append(
                 f"pointer `{arg.name}` is not 16-byte aligned in this launch (data_ptr() % 16 != 0, e.g. a "
                 f"view that starts mid-row); pass aligned tensors"
             )
         elif arg.type.startswith(("i", "u")):
+            value = "varies between launches" if arg.value == "varies" else f"= {arg.value}"
             if "stride" in arg.name.lower():
                 out.append(
-                    f"stride `{arg.name}` = {arg.value} is a runtime value, so the compiler cannot prove "
-                    f"the addresses contiguous; if the innermost stride is 1, pass it as 1 (Triton then "
-                    f"specializes it) or make it a tl.constexpr"
+                    f"stride `{arg.name}` {value}, not a multiple of 16, so rows are not 16-byte "
+                    "aligned; pad "
+                    "the rows to a multiple of 16 elements, or if the stride always is one in "
+                    "real use, say so "
+                    f"with `{arg.name} = tl.multiple_of({arg.name}, 16)`"
                 )
             else:
                 out.append(
-                    f"argument `{arg.name}` = {arg.value} is not a multiple of 16, so the addresses are not "
-                    f"provably 16-byte aligned; pass an aligned value, or if it always is one in real use, "
-                    f"say so with `{arg.name} = tl.multiple_of({arg.name}, 16)`"
+                    f"argument `{arg.name}` {value}, not a multiple of 16, so the addresses are not provably "
+                    "16-byte aligned; pass an aligned value, or if it always is one in real "
+                    "use, say so with "
+                    f"`{arg.name} = tl.multiple_of({arg.name}, 16)`"
                 )
-    for i in via_mask:
-        arg = args[i] if i < len(args) else None
-        if arg is None or i in via_ptr or arg.type == "constexpr" or arg.divisible_by_16:
+    for name in via_mask:
+        arg = by_name.get(name)
+        if arg is None or name in via_ptr or arg.type == "constexpr" or arg.divisible_by_16:
             continue
         if arg.type.startswith(("i", "u")):
+            value = (
+                "a size that varies between launches"
+                if arg.value == "varies"
+                else f"`{arg.name}` = {arg.value}"
+            )
             out.append(
-                f"the mask compares against `{arg.name}` = {arg.value}, not a multiple of 16, so a vector "
-                f"may straddle the mask's edge; make the size a multiple of 16 (pad it), or mask only the "
-                f"last block"
+                f"the mask compares against {value}, not a multiple of 16, so a vector may "
+                "straddle the mask's "
+                f"edge; make the size a multiple of 16 (pad it), or mask only the last block"
             )
     return out
 
@@ -172,6 +193,8 @@ def _access_findings(a: KernelAnalysis, flow: _Flow) -> list[Finding]:
         line = _kernel_line(ir, file)
         if t is None or line is None or (kind, line) in done:
             continue  # scalar accesses, block pointers and descriptors are not ours to judge
+        if ptr is not None and flow.loads_through_memory(ptr):
+            continue  # a gather: addresses read at run time cannot be proven contiguous, by design
         shape = [int(x) for x in t.group(1).split("x")]
         bits = int(t.group(3))
         numel = 1
@@ -218,6 +241,11 @@ def _blocks(args: list[ArgInfo]) -> list[ArgInfo]:
 def _spill(a: KernelAnalysis) -> list[Finding]:
     res, mix = a.resources, a.mix or {}
     if res is None or (a.spill_bytes == 0 and not mix.get("local_stores")):
+        return []
+    arch, ptx = a.spec.target.arch, a.compiled.text("ptx")
+    calls = any(i.base == "CALL" for i in a.instructions)
+    # noinline helpers keep call frames in local memory: then only ptxas's own count says what spilled
+    if calls and isinstance(arch, int) and ptx and ptxas_spill_stores(ptx, arch) == 0:
         return []
     sass = a.stages.get("sass", [])
     lines = Counter(source_line(ir, a.spec.file) for ir in sass if " STL" in f" {ir.text.split('*/', 1)[-1]}")
@@ -374,6 +402,7 @@ def _conversions(a: KernelAnalysis) -> list[Finding]:
     file = a.spec.file
     shared_lines = {source_line(ir, file) for ir in llir if "addrspace(3)" in ir.text and "store" in ir.text}
     in_loop = {id(b) for _, body in _loops(ttgir) for b in body}
+    store_lines = {source_line(ir, file) for ir in ttgir if ir.text.strip().startswith("tt.store ")}
     out = []
     seen: set[int | None] = set()
     for ir in ttgir:
@@ -384,12 +413,14 @@ def _conversions(a: KernelAnalysis) -> list[Finding]:
         if line in seen or line not in shared_lines:
             continue
         seen.add(line)
+        loop = id(ir) in in_loop
         shape, ty, bits, src, dst = m.groups()
+        if not loop and line in store_lines and src.startswith(("mma", "mfma", "wmma")):
+            continue  # a dot's accumulator converted once for a coalesced store: the normal epilogue
         numel = 1
         for s in shape.split("x"):
             numel *= int(s)
         size = numel * int(bits) // 8
-        loop = id(ir) in in_loop
         out.append(
             Finding(
                 "layout-conversion",

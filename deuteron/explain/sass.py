@@ -155,3 +155,32 @@ def instruction_mix(instrs: list[Instruction]) -> dict[str, object]:
         "tma": bases["UTMALDG"] + bases["UTMASTG"],
         "barriers": bases["BAR"] + bases["SYNCS"],
     }
+
+
+_SPILL_RE = re.compile(r"(\d+) bytes spill stores")
+
+
+def ptxas_spill_stores(ptx: str, arch: int) -> int | None:
+    """Spill-store bytes as ptxas itself counts them (call frames of noinline helpers excluded).
+
+    Used only when the SASS has calls, since then local memory is not all spills. None when ptxas
+    cannot say (it then falls back to the STL count).
+    """
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
+
+        tool, gpu = get_ptxas(arch).path, sm_arch_from_capability(arch)
+    except Exception:  # another Triton layout: no second opinion
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(ptx)
+        proc = subprocess.run(
+            [tool, "-v", "-lineinfo", f"--gpu-name={gpu}", src, "-o", os.path.join(tmp, "k.cubin")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    found = _SPILL_RE.findall(proc.stderr + proc.stdout)
+    return sum(int(n) for n in found) if proc.returncode == 0 and found else None

@@ -159,6 +159,7 @@ def llir_lines(text: str) -> list[IRLine]:
 
 _PTX_FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*|\s+"([^"]*)")?')
 _PTX_LOC_RE = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
+_PTX_INLINED_RE = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
 
 
 def ptx_lines(text: str) -> list[IRLine]:
@@ -170,6 +171,7 @@ def ptx_lines(text: str) -> list[IRLine]:
             files[m.group(1)] = os.path.join(m.group(2), m.group(3)) if m.group(3) else m.group(2)
     out = []
     current: tuple[Frame, ...] = ()
+    chains: dict[tuple[str, int, int], tuple[Frame, ...]] = {}
     in_asm = False
     asm_loc_set = False
     for i, line in enumerate(raw, start=1):
@@ -182,7 +184,14 @@ def ptx_lines(text: str) -> list[IRLine]:
         if m:
             if not in_asm or not asm_loc_set:
                 n = int(m.group(2))
-                current = ((files.get(m.group(1), ""), n),) if n else ()
+                frames = [(files.get(m.group(1), ""), n)] if n else []
+                # ``.loc 2 287 12, function_name $L..., inlined_at 2 314 12``: a helper's line, then the
+                # call site, whose own chain (it may be inlined too) an earlier ``.loc`` gave.
+                for f, ln, col in _PTX_INLINED_RE.findall(line):
+                    site = (f, int(ln), int(col))
+                    frames += list(chains.get(site, ((files.get(f, ""), int(ln)),)))
+                current = tuple(frames)
+                chains.setdefault((m.group(1), n, int(m.group(3))), current)
                 asm_loc_set = in_asm
             continue
         out.append(IRLine(i, line, current if stripped and not stripped.startswith("//") else ()))

@@ -13,6 +13,10 @@ both ``triton.language`` and ``triton.language.core`` once (helpers such as ``tl
 it, which would break every compile after the launch. Relies on ``InterpretedFunction(fn).run(*args,
 grid, warmup, **kw)``, ``.rewrite()`` and ``_patch_lang(fn) -> scope`` with ``scope.restore()``
 (triton 3.6 to 3.9).
+
+The patches are process-wide while a launch runs (a lock keeps launches one at a time): a
+``triton.compile`` on another thread during an interpreted launch would see the interpreter's
+language. ``deuteron explain`` compiles after the script, so it never does.
 """
 
 from __future__ import annotations
