@@ -7,7 +7,6 @@ exit code is 1. The report goes to stderr, so the target's stdout stays its own.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 import traceback
@@ -25,6 +24,7 @@ from .target import (
     install_sigterm,
     parse_target,
     run_target,
+    unwritable,
     user_traceback,
 )
 
@@ -79,13 +79,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _writable(path: str | None, option: str) -> None:
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise CheckUsageError(f"{option} {path}: folder {folder} does not exist")
-    if os.path.isdir(path):
-        raise CheckUsageError(f"{option} {path} is a folder; give a file name")
+    problem = unwritable(path, option)
+    if problem is not None:
+        raise CheckUsageError(problem)
 
 
 def check_command(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from .target import (
     exit_code,
     install_sigterm,
     run_target,
+    unwritable,
     user_traceback,
 )
 from .target import parse_target as parse_run
@@ -90,13 +91,9 @@ def add_parser(sub: Any) -> None:
 
 
 def _writable(path: str | None, option: str) -> None:
-    if path is None:
-        return
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise ExplainError(f"{option} {path}: folder {folder} does not exist")
-    if os.path.isdir(path):
-        raise ExplainError(f"{option} {path} is a folder; give a file name")
+    problem = unwritable(path, option)
+    if problem is not None:
+        raise ExplainError(problem)
 
 
 def _load_profile(path: str, device_name: str | None, target_name: str) -> tuple[dict[str, Any], str | None]:

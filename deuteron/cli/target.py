@@ -33,6 +33,18 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs=argparse.REMAINDER, help="script.py and its arguments, or pytest and its")
 
 
+def unwritable(path: str | None, option: str) -> str | None:
+    """Why an output file cannot be written, found before the target runs (not after); None if it can."""
+    if path is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"{option} {path}: folder {folder} does not exist"
+    if os.path.isdir(path):
+        return f"{option} {path} is a folder; give a file name"
+    return None
+
+
 def parse_target(args: argparse.Namespace) -> tuple[str, str, list[str]]:
     """(kind, target, rest): kind is script, module or pytest; a missing script is a one-line error."""
     if args.module:

@@ -12,7 +12,6 @@ from .occupancy import ARCH_LIMITS, Occupancy, occupancy
 from .sass import Instruction, Resources, disassemble, instruction_mix, resources
 from .stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines
 
-STAGE_NAMES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
 _AMD_STAT_RE = re.compile(r"^; (TotalNumVgprs|NumVgprs|ScratchSize|Occupancy): (\d+)", re.M)
 # (SIMDs per compute unit, most waves per SIMD): CDNA (gfx9) and RDNA (gfx10+). The compiler's
 # "Occupancy" comment is waves per SIMD.

@@ -11,8 +11,7 @@ without one it runs in Triton's interpreter, so the script computes real outputs
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,8 +19,6 @@ from .errors import ExplainError
 from .targets import Target
 
 SUPPORTED_TRITON = ((3, 6), (3, 9))
-# Compile options that say how a kernel was launched; shown in the report and keyed on.
-LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")
 
 
 @dataclass
@@ -142,12 +139,8 @@ class Capture:
     def __init__(
         self,
         targets: list[Target] | None,
-        execute: bool = True,
-        on_new: Callable[[Specialization], None] | None = None,
     ) -> None:
         self.targets = targets  # None: the default target, decided at the first launch
-        self.execute = execute
-        self.on_new = on_new
         self.specs: dict[str, Specialization] = {}
         self.errors: list[str] = []
         self._binders: dict[tuple[int, str], Any] = {}
@@ -213,8 +206,6 @@ class Capture:
                 spec = self.specs[key] = Specialization(
                     fn, target, signature, constexprs, attrs, options, infos
                 )
-                if self.on_new is not None:
-                    self.on_new(spec)
             else:  # same specialization, other scalar values: say they vary rather than show the first
                 for old, new in zip(spec.args, infos, strict=False):
                     if old.type != "constexpr" and old.value != new.value:
@@ -244,8 +235,6 @@ class Capture:
 
         def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             capture.record(fn, args, grid, kwargs, warmup)
-            if not capture.execute:
-                return None
             if on_gpu():
                 return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
             if warmup:
@@ -293,9 +282,3 @@ def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:
         return tuple(int(x) for x in g)
     except Exception:  # a grid we cannot evaluate is only missing from the report
         return None
-
-
-@contextmanager
-def capturing(targets: list[Target] | None, execute: bool = True) -> Iterator[Capture]:
-    with Capture(targets, execute) as c:
-        yield c
