@@ -7,25 +7,18 @@ exit code is 1. The report goes to stderr, so the target's stdout stays its own.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import traceback
 from typing import Any
 
 from ..checks import KINDS, CheckSession, FindingLimitReached
 from ..checks.findings import SEVERITIES
 from ..checks.record import DEFAULT_LIMIT
-from ..session import SessionError
 from .target import (
     USAGE,
-    Signalled,
     add_target_arguments,
-    exit_code,
-    install_sigterm,
     parse_target,
-    run_target,
+    run_to_end,
     unwritable,
-    user_traceback,
 )
 
 
@@ -104,28 +97,11 @@ def check_command(args: argparse.Namespace) -> int:
         record_limit=args.record_limit,
     )
     session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
-    previous = install_sigterm()
-    code, ended_by = 0, ""
     try:
-        code = run_target(kind, target, rest)
-    except SystemExit as exc:
-        code = exit_code(exc)
-    except FindingLimitReached:
-        code, ended_by = 1, "stopped at the first error (--fail-fast)"
-    except KeyboardInterrupt:
-        code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
-    except Signalled as sig:
-        code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
-    except SessionError:  # no such module: our one-line error, not the user's
-        raise
-    except BaseException as exc:  # the user's own error: show it as Python would, then report
-        if isinstance(exc.__cause__, FindingLimitReached):
-            code, ended_by = 1, "stopped at the first error (--fail-fast)"
-        else:
-            traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
-            code, ended_by = 1, f"the program raised {type(exc).__name__}"
+        code, ended_by = run_to_end(
+            kind, target, rest, stops=((FindingLimitReached, "stopped at the first error (--fail-fast)"),)
+        )
     finally:
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
         report = session.finish()
     report.render(file=sys.stderr, color=False if args.no_color else None)
     if report.launches == 0:

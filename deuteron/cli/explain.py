@@ -7,24 +7,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import traceback
 from typing import Any
 
 from ..explain.errors import ExplainError
 from ..explain.report import ExplainReport, render_passes, render_stage
 from ..explain.targets import default_target, parse_target
-from ..session import SessionError
 from .target import (
     USAGE,
-    Signalled,
     add_target_arguments,
-    exit_code,
-    install_sigterm,
-    run_target,
+    run_to_end,
     unwritable,
-    user_traceback,
 )
 from .target import parse_target as parse_run
 
@@ -137,24 +130,8 @@ def explain_command(args: argparse.Namespace) -> int:
     from ..explain.capture import Capture
 
     capture = Capture(targets)
-    previous = install_sigterm()
-    code, ended_by = 0, ""
     with capture:
-        try:
-            code = run_target(kind, target, rest)
-        except SystemExit as exc:
-            code = exit_code(exc)
-        except KeyboardInterrupt:
-            code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
-        except Signalled as sig:
-            code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
-        except (ExplainError, SessionError):  # ours (a missing module): one line, not the user's error
-            raise
-        except BaseException as exc:  # the user's own error: show it, then explain what launched
-            traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
-            code, ended_by = 1, f"the program raised {type(exc).__name__}"
-        finally:
-            signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+        code, ended_by = run_to_end(kind, target, rest)
     for note in capture.errors:
         print(f"deuteron explain: {note}", file=sys.stderr)
     specs = [s for s in capture.specs.values() if not args.kernel or args.kernel in s.name]

@@ -8,25 +8,21 @@ SIGINT/SIGTERM (then the exit code is 128 + the signal number, as a shell would 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import traceback
 from typing import Any
 
 from .. import api
 from ..backends import NAMES as BACKENDS
 from ..backends import resolve
 from ..backends.interpreter import enable_interpreter_mode
-from ..session import CONTEXTS, SessionError, disabled
+from ..session import CONTEXTS, disabled
 from .target import (
     USAGE,
-    Signalled,
     add_target_arguments,
     exit_code,
-    install_sigterm,
     parse_target,
     run_target,
-    user_traceback,
+    run_to_end,
 )
 
 
@@ -78,24 +74,9 @@ def run_command(args: argparse.Namespace) -> int:
         enable_interpreter_mode()  # before the target imports triton
     command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target, *rest]
     sid = api.start(args.name, backend=backend.name, context=args.context, hook=args.hook, command=command)
-    previous = install_sigterm()
-    code = 0
-    ended_by = ""
     try:
-        code = run_target(kind, target, rest)
-    except SystemExit as exc:
-        code = exit_code(exc)
-    except KeyboardInterrupt:
-        code, ended_by = 128 + signal.SIGINT, "interrupted (SIGINT)"
-    except Signalled as sig:
-        code, ended_by = 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
-    except SessionError:
-        raise
-    except BaseException as exc:  # the user's own error: show it as Python would, then write the profile
-        traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
-        code, ended_by = 1, f"the program raised {type(exc).__name__}"
-    finally:
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+        code, ended_by = run_to_end(kind, target, rest)
+    finally:  # a profile is never lost: also written when the module is missing
         formats = "hatchet,chrome_trace" if args.trace else "hatchet"
         files = api.finalize(sid, formats)
     names = ", ".join(str(f) for f in files)

@@ -13,6 +13,7 @@ import os
 import runpy
 import signal
 import sys
+import traceback
 from types import FrameType, TracebackType
 
 from ..session import SessionError
@@ -104,3 +105,33 @@ def on_sigterm(signum: int, _frame: FrameType | None) -> None:
 
 def install_sigterm() -> object:
     return signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def run_to_end(
+    kind: str, target: str, rest: list[str], stops: tuple[tuple[type[BaseException], str], ...] = ()
+) -> tuple[int, str]:
+    """Run the target however it ends, so the caller can still write what it collected.
+
+    Returns (exit code, why it ended early or ""). ``stops`` are the caller's own control-flow
+    exceptions (found directly or as a cause) and what to say about them. A user's exception
+    prints as Python would print it; our one-line ``SessionError`` (no such module) goes up.
+    """
+    previous = install_sigterm()
+    try:
+        return run_target(kind, target, rest), ""
+    except SystemExit as exc:
+        return exit_code(exc), ""
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT, "interrupted (SIGINT)"
+    except Signalled as sig:
+        return 128 + sig.signum, f"terminated ({signal.Signals(sig.signum).name})"
+    except SessionError:
+        raise
+    except BaseException as exc:
+        for stop, why in stops:
+            if isinstance(exc, stop) or isinstance(exc.__cause__, stop):
+                return 1, why
+        traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
+        return 1, f"the program raised {type(exc).__name__}"
+    finally:
+        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
