@@ -3,31 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from .conftest import REPO, run_cli
+
 CORPUS = Path(__file__).parent / "explain_corpus"
 ON_GPU = torch.cuda.is_available()
-ENV = {**os.environ, "TRITON_DEFAULT_FP_FUSION": "1", "COLUMNS": "200"}
-ENV.pop("TRITON_INTERPRET", None)
+ENV = {"TRITON_DEFAULT_FP_FUSION": "1", "COLUMNS": "200"}
 
 
-def explain(
-    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "deuteron", "explain", *args],
-        capture_output=True,
-        text=True,
-        env={**ENV, **(env or {})},
-        cwd=cwd,
-        timeout=600,
-    )
+def explain(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run_cli("explain", *args, cwd=REPO, env={**ENV, **(env or {})}, timeout=600)
 
 
 def explain_json(tmp_path: Path, *args: str) -> dict:
@@ -180,23 +170,16 @@ def test_no_kernel_launched() -> None:
 
 
 def test_profile_ranks_kernels_by_opportunity(tmp_path: Path) -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "deuteron",
-            "run",
-            "-b",
-            "interpreter",
-            "-n",
-            "prof",
-            str(CORPUS / "vector_copy.py"),
-            "3",
-        ],
-        capture_output=True,
-        text=True,
-        env=ENV,
+    run = run_cli(
+        "run",
+        "-b",
+        "interpreter",
+        "-n",
+        "prof",
+        str(CORPUS / "vector_copy.py"),
+        "3",
         cwd=tmp_path,
+        env=ENV,
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
