@@ -10,7 +10,7 @@ from .capture import Specialization
 from .compiler import Compiled
 from .occupancy import ARCH_LIMITS, Occupancy, occupancy
 from .sass import Instruction, Resources, disassemble, instruction_mix, resources
-from .stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines
+from .stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines, source_line
 
 _AMD_STAT_RE = re.compile(r"^; (TotalNumVgprs|NumVgprs|ScratchSize|Occupancy): (\d+)", re.M)
 # (SIMDs per compute unit, most waves per SIMD): CDNA (gfx9) and RDNA (gfx10+). The compiler's
@@ -44,6 +44,17 @@ class KernelAnalysis:
     def shared_bytes(self) -> int:
         # Triton's kernels use dynamic shared memory only; cuobjdump's SHARED is the 1 KB the system reserves.
         return int(self.compiled.metadata.get("shared", 0) or 0)
+
+    def source_map(self) -> dict[str, dict[str, int]]:
+        """How many lines of each stage every source line of the kernel's file became."""
+        out: dict[str, dict[str, int]] = {}
+        for stage, lines in self.stages.items():
+            for ir in lines:
+                line = source_line(ir, self.spec.file)
+                if line is not None:
+                    counts = out.setdefault(str(line), {})
+                    counts[stage] = counts.get(stage, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
     @property
     def registers(self) -> int | None:

@@ -45,7 +45,7 @@ class ExplainReport:
             "occupancy": a.occupancy.as_json() if a.occupancy else None,
             "sass": a.mix,
             "stages": {name: len(lines) for name, lines in a.stages.items()},
-            "source_map": _source_map(a),
+            "source_map": a.source_map(),
             "findings": [f.as_json() for f in a.findings],
         }
         cost = self.costs.get(spec.name)
@@ -86,18 +86,6 @@ class ExplainReport:
             _render_ranking(console, self)
         for a in self.kernels:
             _render_kernel(console, a, self.costs.get(a.spec.name))
-
-
-def _source_map(a: KernelAnalysis) -> dict[str, dict[str, int]]:
-    """How many lines of each stage every source line of the kernel's file became."""
-    out: dict[str, dict[str, int]] = {}
-    for stage, lines in a.stages.items():
-        for ir in lines:
-            line = source_line(ir, a.spec.file)
-            if line is not None:
-                out.setdefault(str(line), {}).setdefault(stage, 0)
-                out[str(line)][stage] += 1
-    return dict(sorted(out.items(), key=lambda kv: int(kv[0])))
 
 
 def _fmt_bytes(n: int | None) -> str:
