@@ -10,6 +10,7 @@ without one it runs in Triton's interpreter, so the script computes real outputs
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -73,7 +74,9 @@ class Specialization:
         return getattr(self.options, name, None)
 
 
+@functools.cache
 def _triton_parts() -> tuple[Any, Any, Any, Any]:
+    """Triton's pieces, imported once: ``record`` runs on every launch."""
     try:
         from triton import knobs
         from triton.compiler import make_backend
