@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "deuteron.backends.cupti._shim",
-            sources=["deuteron/backends/cupti/_shim.c"],
+            "deuteron.collect.backends.cupti._shim",
+            sources=["deuteron/collect/backends/cupti/_shim.c"],
             libraries=["dl", "pthread"],
             extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
             optional=True,

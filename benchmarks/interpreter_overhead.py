@@ -39,7 +39,7 @@ from typing import Any
 
 import deuteron
 from deuteron.formats import hatchet
-from deuteron.tree import KERNEL
+from deuteron.model.tree import KERNEL
 
 CHILD = Path(__file__).resolve().parent / "_interp_child.py"
 TARGET_RATIO = 1.2

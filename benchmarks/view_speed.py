@@ -38,7 +38,7 @@ from pathlib import Path
 
 import deuteron
 from deuteron.formats import hatchet
-from deuteron.tree import KERNEL, Node, Profile
+from deuteron.model.tree import KERNEL, Node, Profile
 
 TARGET_S = 2.0
 PHASES = 4  # forward, backward, optimizer, eval

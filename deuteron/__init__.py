@@ -13,6 +13,13 @@ Checking API (kernels run in Triton's interpreter)::
     with deuteron.check() as checked:        # raises deuteron.CheckFailed on an error finding
         kernel[grid](x, out, n)
     checked.report.findings
+    deuteron.check.run("script.py").report   # a whole program
+
+Explaining API (cross-compiles each kernel a program launches; no GPU needed)::
+
+    deuteron.explain.run("script.py", targets=["cuda:90"]).report
+
+Errors for bad input all derive from ``deuteron.errors.DeuteronError``.
 """
 
 __version__ = "0.1.0"
@@ -28,11 +35,13 @@ from .api import (  # noqa: E402
     start,
     state,
 )
-from .checks import CheckFailed, check  # noqa: E402
+from .check import CheckFailed, check  # noqa: E402
+from .model.errors import DeuteronError  # noqa: E402
 
 __all__ = [
     "__version__",
     "CheckFailed",
+    "DeuteronError",
     "activate",
     "check",
     "deactivate",
@@ -44,3 +53,12 @@ __all__ = [
     "start",
     "state",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``deuteron.explain`` is imported on first use: it pulls in the compiler's analyses."""
+    if name == "explain":
+        import importlib
+
+        return importlib.import_module(".explain", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

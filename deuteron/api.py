@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .session import Session, SessionError, disabled
-from .tree import Profile
+from .collect.session import Session, SessionError, disabled
+from .model.tree import Profile
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -297,9 +297,11 @@ class profile:
         """Print the tree as ``deuteron view -m METRICS [--device DEVICE]`` would."""
         if self.result is None:
             raise SessionError("nothing profiled yet (Deuteron disabled, or the block has not run)")
-        from .cli.view import show
+        from .render.console import render_profile
+        from .viewer import columns_of
 
-        show(self.result, [m for m in metrics.split(",") if m.strip()], device=device, file=file)
+        view = columns_of(self.result, [m for m in metrics.split(",") if m.strip()], device=device)
+        render_profile(view.tree, view.columns, file=file)
 
 
 @atexit.register

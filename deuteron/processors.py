@@ -12,8 +12,21 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .metrics import INC, DeviceSpec, MetricSpec, compile_spec
-from .tree import Node, Profile
+from .model.devices import DeviceSpec
+from .model.errors import DeuteronError
+from .model.metrics import INC, MetricSpec, compile_spec
+from .model.tree import Node, Profile
+
+
+class FilterError(DeuteronError, ValueError):
+    """A frame filter that is not a valid regular expression."""
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise FilterError(f"bad regular expression {pattern!r}: {exc}") from None
 
 
 def _copy_profile(p: Profile, root: Node, inclusive: bool | None = None) -> Profile:
@@ -51,13 +64,13 @@ def _rebuild(
 
 def exclude(p: Profile, pattern: str) -> Profile:
     """Drop every frame whose name matches ``pattern``, with everything below it."""
-    rx = re.compile(pattern)
+    rx = _regex(pattern)
     return _rebuild(p, lambda n, _depth: rx.search(n.name) is None)
 
 
 def include(p: Profile, pattern: str) -> Profile:
     """Keep only the call paths that pass through a frame whose name matches ``pattern``."""
-    rx = re.compile(pattern)
+    rx = _regex(pattern)
     on_path: set[int] = set()
 
     stack: list[tuple[Node, list[Node], bool]] = [(p.root, [], False)]

@@ -7,10 +7,10 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 what=" ${*:-all} "
 has() { [[ $what == *" $1 "* || $what == *" all "* ]]; }
 python3 setup.py -q build_ext --inplace 2>&1 | tail -5
-python3 -c "import deuteron.backends.cupti as c; print('shim:', c.unavailable_reason(), c.loaded_library())"
+python3 -c "import deuteron.collect.backends.cupti as c; print('shim:', c.unavailable_reason(), c.loaded_library())"
 if has smoke; then
   python3 - <<'PY'
-import torch, deuteron.backends.cupti.library as L
+import torch, deuteron.collect.backends.cupti.library as L
 print("after import torch, libcupti loaded:", L._loaded())
 print("candidates:", [(s, str(p)) for s, p in L.candidates()][:4])
 PY
@@ -37,7 +37,7 @@ if has record; then
     python3 -m deuteron view fixture.hatchet -m count -d 5 | head -40
     python3 -c "
 import numpy as np, glob
-from deuteron.backends.cupti import records
+from deuteron.collect.backends.cupti import records
 for f in sorted(glob.glob('/tmp/rec/cupti_$ctx/*.entries')):
     e = records.entries(open(f,'rb').read()); k = records.kernels(open(f[:-8]+'.kernels','rb').read())
     print(f, 'entries by kind', np.unique(e['kind'], return_counts=True), 'kernels', len(k))"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deuteron.tree import Node, Profile
+from deuteron.model.tree import Node, Profile
 
 
 def find(profile: Profile, *names: str) -> Node:

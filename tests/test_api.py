@@ -10,7 +10,7 @@ import torch
 
 import deuteron
 import deuteron.api as api
-from deuteron.session import SessionError
+from deuteron.collect.session import SessionError
 from tests import kernels as k
 from tests.helpers import find, kernels
 
@@ -194,7 +194,7 @@ def test_scope_mismatch_and_bad_arguments_raise_clear_errors():
         deuteron.start(hook="proton")
     with pytest.raises(SessionError, match="no session 99"):
         deuteron.finalize(99)
-    from deuteron.backends import BackendError
+    from deuteron.collect.backends import BackendError
 
     with pytest.raises(BackendError, match="unknown backend 'gpu'"):
         deuteron.start(backend="gpu")
@@ -232,7 +232,7 @@ def test_metric_values_from_numpy_and_torch_and_bad_ones(tmp_path: Path):
     import numpy as np
 
     from deuteron.formats import hatchet
-    from deuteron.metrics import MetricError
+    from deuteron.model.errors import MetricError
 
     with deuteron.profile(backend="interpreter") as p:
         with deuteron.scope("s", metrics={"flops": np.float32(2.0), "bytes": torch.tensor(3), "ok": True}):

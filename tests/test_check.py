@@ -12,11 +12,12 @@ import torch
 import triton
 
 import deuteron
-from deuteron.backends.interpreter import adapter
-from deuteron.checks import FindingLimitReached
-from deuteron.checks.findings import Findings
-from deuteron.checks.memory import MemoryChecks
-from deuteron.checks.record import read as read_record
+from deuteron.check import FindingLimitReached
+from deuteron.check.findings import Findings
+from deuteron.check.memory import MemoryChecks
+from deuteron.formats.access_record import read as read_record
+from deuteron.model import access as adapter
+from deuteron.triton import SUPPORTED as SUPPORTED_TRITON
 from tests.check_corpus import buggy, correct, raises
 from tests.conftest import REPO, run_cli
 
@@ -320,7 +321,7 @@ def test_cli_record_file(tmp_path: Path):
 
 def test_triton_version_is_supported():
     major, minor = (int(p) for p in triton.__version__.split(".")[:2])
-    assert adapter.SUPPORTED_TRITON[0] <= (major, minor) <= adapter.SUPPORTED_TRITON[1]
+    assert SUPPORTED_TRITON[0] <= (major, minor) <= SUPPORTED_TRITON[1]
     assert REPO.is_dir()
 
 

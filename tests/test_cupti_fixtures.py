@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from deuteron.backends.cupti import replay
-from deuteron.session import CAPTURED_AT, NO_PYTHON, OTHER_THREADS, Session
-from deuteron.tree import Node
+from deuteron.collect.backends.cupti import replay
+from deuteron.collect.placement import CAPTURED_AT, NO_PYTHON, OTHER_THREADS
+from deuteron.collect.session import Session
+from deuteron.model.tree import Node
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCRIPT = "/work/main/scripts/record_cupti_fixture.py"

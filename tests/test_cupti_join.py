@@ -21,11 +21,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import deuteron.backends.cupti as cupti
-from deuteron.backends import BackendError, resolve
-from deuteron.backends.cupti import library, records, replay
-from deuteron.backends.cupti.join import KEY_COLUMNS, MAX_AGE, UNMATCHED, Batch, Join
-from deuteron.backends.cupti.records import (
+import deuteron.collect.backends.cupti.backend as cupti
+from deuteron.collect.backends import BackendError, resolve
+from deuteron.collect.backends.cupti import library, records, replay
+from deuteron.collect.backends.cupti.join import KEY_COLUMNS, MAX_AGE, UNMATCHED, Batch, Join
+from deuteron.collect.backends.cupti.records import (
     CTX_OTHER_THREAD,
     CTX_PAUSED,
     ENTRY_DTYPE,
@@ -36,9 +36,9 @@ from deuteron.backends.cupti.records import (
     LAUNCH,
     RecordError,
 )
+from deuteron.collect.session import Session
 from deuteron.formats import chrome_trace
-from deuteron.session import Session
-from deuteron.tree import KERNEL, STATE
+from deuteron.model.tree import KERNEL, STATE
 from tests.helpers import find
 
 SHIM_C = Path(cupti.__file__).with_name("_shim.c")

@@ -12,9 +12,9 @@ import torch
 import deuteron
 from deuteron.explain.roofline import kernel_costs, profile_device, ranked
 from deuteron.formats import hatchet
-from deuteron.metrics import DeviceSpec, named_device
+from deuteron.model.devices import DeviceSpec, named_device
+from deuteron.model.tree import KERNEL, STATE, Node, Profile
 from deuteron.processors import inclusive
-from deuteron.tree import KERNEL, STATE, Node, Profile
 from tests import kernels as k
 from tests.helpers import H200_TABLE, find
 

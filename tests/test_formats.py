@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from deuteron.formats import FormatError, chrome_trace, hatchet
-from deuteron.formats.chrome_trace import TraceEvent
-from deuteron.tree import KERNEL, Node, Profile
+from deuteron.model.trace import TraceEvent
+from deuteron.model.tree import KERNEL, Node, Profile
 from tests.helpers import H200_TABLE, find
 
 

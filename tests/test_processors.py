@@ -7,8 +7,10 @@ import math
 import pytest
 
 from deuteron import processors
-from deuteron.metrics import NAMED_DEVICES, MetricError, evaluate, named_device, parse_metric, split_kind
-from deuteron.tree import KERNEL, Profile
+from deuteron.model.devices import NAMED_DEVICES, named_device
+from deuteron.model.errors import MetricError
+from deuteron.model.metrics import evaluate, parse_metric, split_kind
+from deuteron.model.tree import KERNEL, Profile
 from tests.helpers import find
 
 

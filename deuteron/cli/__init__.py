@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..backends import BackendError
-from ..backends.interpreter.adapter import AdapterError
-from ..explain.errors import ExplainError
-from ..formats import FormatError
-from ..metrics import MetricError
-from ..session import SessionError
+from ..errors import DeuteronError
 from . import check, explain, run, view
-from .check import CheckUsageError
-
-USER_ERRORS = (FormatError, MetricError, BackendError, AdapterError, SessionError, ExplainError, re.error)
-
-
-class UsageError(Exception):
-    """Bad command-line input that argparse itself cannot catch."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.handler(args))
-    except (*USER_ERRORS, UsageError, CheckUsageError) as exc:
+    except DeuteronError as exc:
         print(f"deuteron: error: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `deuteron view ... | head`

@@ -10,20 +10,13 @@ import argparse
 import sys
 from typing import Any
 
-from ..checks import KINDS, CheckSession, FindingLimitReached
-from ..checks.findings import SEVERITIES
-from ..checks.record import DEFAULT_LIMIT
-from .target import (
-    USAGE,
-    add_target_arguments,
-    parse_target,
-    run_to_end,
-    unwritable,
-)
-
-
-class CheckUsageError(Exception):
-    """A bad option value (a file that cannot be written, an unknown check)."""
+from ..check import KINDS, CheckError
+from ..check.recorder import DEFAULT_LIMIT
+from ..check.runner import run as check_run
+from ..formats import check_json
+from ..model.finding import SEVERITIES
+from ..render.check_report import render
+from .target import USAGE, add_target_arguments, parse_target, unwritable
 
 
 def add_parser(sub: Any) -> None:
@@ -44,7 +37,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--record",
         metavar="FILE",
-        help="also write compact access records (.npz; format in deuteron/checks/record.py) for the web UI",
+        help="also write compact access records (.npz; format in deuteron/formats/access_record.py)",
     )
     p.add_argument(
         "--record-limit",
@@ -74,36 +67,26 @@ def add_parser(sub: Any) -> None:
 def _writable(path: str | None, option: str) -> None:
     problem = unwritable(path, option)
     if problem is not None:
-        raise CheckUsageError(problem)
+        raise CheckError(problem)
 
 
 def check_command(args: argparse.Namespace) -> int:
-    kind, target, rest = parse_target(args)
+    target = parse_target(args)
     checks = [c.strip() for c in args.checks.split(",") if c.strip()]
     unknown = sorted(set(checks) - set(KINDS))
     if unknown or not checks:
-        raise CheckUsageError(
+        raise CheckError(
             f"--checks: unknown check {', '.join(unknown) or '(none given)'}; choose from {', '.join(KINDS)}"
         )
     _writable(args.json, "--json")
     _writable(args.record, "--record")
     if args.record_limit < 0:
-        raise CheckUsageError("--record-limit must be 0 or more")
-    session = CheckSession(
-        checks=checks,
-        fail_fast=args.fail_fast,
-        raise_on=None,
-        record=args.record,
-        record_limit=args.record_limit,
+        raise CheckError("--record-limit must be 0 or more")
+    result = check_run(
+        target, checks=checks, fail_fast=args.fail_fast, record=args.record, record_limit=args.record_limit
     )
-    session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
-    try:
-        code, ended_by = run_to_end(
-            kind, target, rest, stops=((FindingLimitReached, "stopped at the first error (--fail-fast)"),)
-        )
-    finally:
-        report = session.finish()
-    report.render(file=sys.stderr, color=False if args.no_color else None)
+    report = result.report
+    render(report, file=sys.stderr, color=False if args.no_color else None)
     if report.launches == 0:
         print(
             "deuteron check: no Triton kernel ran in the interpreter (none launched, or triton was "
@@ -112,11 +95,11 @@ def check_command(args: argparse.Namespace) -> int:
         )
     written = [args.record] if args.record else []
     if args.json:
-        written.insert(0, report.write_json(args.json))
+        written.insert(0, check_json.write(report, args.json))
     if written:
         print(f"deuteron check: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
-    if ended_by:
-        print(f"deuteron check: {ended_by}; the report covers what ran until then", file=sys.stderr)
+    if result.ended_by:
+        print(f"deuteron check: {result.ended_by}; the report covers what ran until then", file=sys.stderr)
     if args.fail_on != "never" and report.at_least(args.fail_on):
         return 1
-    return code
+    return result.exit_code

@@ -6,24 +6,17 @@ mix, the IR stages mapped to source lines, and findings with concrete fixes.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from ..explain.errors import ExplainError
-from ..explain.report import ExplainReport, render_passes, render_stage
-from ..explain.targets import default_target, parse_target
-from .target import (
-    USAGE,
-    add_target_arguments,
-    run_to_end,
-    unwritable,
-)
-from .target import parse_target as parse_run
+from ..explain.report import ExplainReport
+from ..explain.runner import run as explain_run
+from ..explain.views import render_passes, render_stage
+from ..render.explain_report import render
+from .target import USAGE, add_target_arguments, parse_target, unwritable
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
-# Named devices to judge a profile against when it carries no device table, by target.
-_DEVICE_FOR = {"cuda:80": "a100", "cuda:89": "l40s", "cuda:90": "h100", "cuda:100": "b200"}
 
 
 def add_parser(sub: Any) -> None:
@@ -89,109 +82,67 @@ def _writable(path: str | None, option: str) -> None:
         raise ExplainError(problem)
 
 
-def _load_profile(path: str, device_name: str | None, target_name: str) -> tuple[dict[str, Any], str | None]:
-    from ..explain.roofline import kernel_costs, profile_device
-    from ..formats import hatchet
-    from ..metrics import DeviceSpec, named_device
+def _note(text: str) -> None:
+    print(f"deuteron explain: {text}", file=sys.stderr)
 
-    profile = hatchet.read(path)
-    recorded = profile_device(profile)
-    device: DeviceSpec | None
-    label: str | None
-    if recorded is not None:
-        device, label = recorded, f"sm_{recorded.arch}, {recorded.num_sms} SMs (from the profile)"
-    else:
-        name = device_name or _DEVICE_FOR.get(target_name)
-        device = named_device(name) if name else None
-        label = name
-    return kernel_costs(profile, device), label
+
+class _Spinner:
+    """Says which kernel is compiling; shown only once compiling starts, not while the script runs."""
+
+    def __init__(self) -> None:
+        self.status: Any = None
+
+    def __call__(self, i: int, n: int, spec: Any) -> None:
+        if self.status is None:
+            from rich.console import Console
+
+            self.status = Console(file=sys.stderr).status("")
+            self.status.start()
+        self.status.update(f"compiling {spec.name} for {spec.target.name} ({i}/{n})")
+
+    def stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    kind, target, rest = parse_run(args)
-    targets = (
-        [parse_target(t) for t in args.gpu_target.split(",") if t.strip()]
-        if args.gpu_target
-        else [default_target()]
-    )
-    if not targets:
-        raise ExplainError("--target: give at least one target, e.g. cuda:90")
+    target = parse_target(args)
+    targets = [t for t in args.gpu_target.split(",") if t.strip()] if args.gpu_target else None
     if args.line is not None and args.line < 1:
         raise ExplainError("--line must be 1 or more")
     _writable(args.json, "--json")
-    if args.device and not args.profile:
-        raise ExplainError("--device only applies with --profile")
-    if args.profile and not os.path.isfile(args.profile):
-        raise ExplainError(f"--profile {args.profile}: no such file")
-    # Kernels must be compiled-mode JIT functions: the interpreter runs them launch by launch.
-    os.environ.pop("TRITON_INTERPRET", None)
-    # Without line info nothing maps back to source (Triton reads this once per process).
-    os.environ.pop("TRITON_DISABLE_LINE_INFO", None)
-    from ..explain.capture import Capture
-
-    capture = Capture(targets)
-    with capture:
-        code, ended_by = run_to_end(kind, target, rest)
-    for note in capture.errors:
-        print(f"deuteron explain: {note}", file=sys.stderr)
-    specs = [s for s in capture.specs.values() if not args.kernel or args.kernel in s.name]
-    if not specs:
-        what = f" named like {args.kernel!r}" if args.kernel else ""
-        raise ExplainError(
-            f"no Triton kernel{what} was launched by {target}"
-            + (f" ({ended_by})" if ended_by else "")
-            + "; explain needs the script to launch at least one @triton.jit kernel"
+    spinner = _Spinner()
+    try:
+        result = explain_run(
+            target,
+            targets=targets,
+            kernel=args.kernel,
+            profile=args.profile,
+            device=args.device,
+            passes=bool(args.passes or args.pass_name),
+            note=_note,
+            progress=spinner,
         )
-    costs: dict[str, Any] = {}
-    device_label = None
-    if args.profile:
-        costs, device_label = _load_profile(
-            args.profile, args.device, (capture.targets or [default_target()])[0].name
-        )
-    report = _compile_all(specs, args, costs, device_label)
+    finally:
+        spinner.stop()
+    report = result.report
     out = sys.stdout
     if args.stage or args.line is not None or args.passes or args.pass_name:
         _render_views(report, args, out)
     else:
-        report.render(file=out, color=False if args.no_color else None)
+        render(report.as_json(), file=out, color=False if args.no_color else None)
     if args.json:
         print(f"deuteron explain: wrote {report.write_json(args.json)}", file=sys.stderr)
-    if ended_by:
+    if result.ended_by:
         print(
-            f"deuteron explain: {ended_by}; the report covers the kernels launched until then",
+            f"deuteron explain: {result.ended_by}; the report covers the kernels launched until then",
             file=sys.stderr,
         )
     if report.errors:
         for e in report.errors:
             print(f"deuteron: error: {e}", file=sys.stderr)
         return 2
-    return 1 if ended_by else code
-
-
-def _compile_all(
-    specs: list[Any], args: argparse.Namespace, costs: dict[str, Any], device: str | None
-) -> ExplainReport:
-    from rich.console import Console
-
-    from ..explain.analysis import analyse
-    from ..explain.compiler import compile_spec
-
-    report = ExplainReport(costs=costs, device=device)
-    console = Console(file=sys.stderr)
-    with console.status("") as status:
-        for i, spec in enumerate(specs, start=1):
-            status.update(f"compiling {spec.name} for {spec.target.name} ({i}/{len(specs)})")
-            try:
-                compiled = compile_spec(spec, passes=bool(args.passes or args.pass_name))
-                report.kernels.append(analyse(compiled))
-            except ExplainError as exc:  # this kernel only; the others are still explained
-                report.errors.append(str(exc))
-            except Exception as exc:  # a tool or format we did not expect: say which kernel, go on
-                report.errors.append(
-                    f"{spec.name} on {spec.target.name}: analysis failed ({type(exc).__name__}: {exc}); "
-                    "please report this with the kernel"
-                )
-    return report
+    return 1 if result.ended_by else result.exit_code
 
 
 def _render_views(report: ExplainReport, args: argparse.Namespace, out: Any) -> None:

@@ -12,18 +12,14 @@ import sys
 from typing import Any
 
 from .. import api
-from ..backends import NAMES as BACKENDS
-from ..backends import resolve
-from ..backends.interpreter import enable_interpreter_mode
-from ..session import CONTEXTS, disabled
-from .target import (
-    USAGE,
-    add_target_arguments,
-    exit_code,
-    parse_target,
-    run_target,
-    run_to_end,
-)
+from ..collect.backends import NAMES as BACKENDS
+from ..collect.backends import resolve
+from ..collect.context import CONTEXTS
+from ..collect.session import disabled
+from ..target import Target, exit_code, run_to_end
+from ..target import run as run_target
+from ..triton import enable_interpreter_mode
+from .target import USAGE, add_target_arguments, parse_target
 
 
 def add_parser(sub: Any) -> None:
@@ -65,17 +61,17 @@ def add_parser(sub: Any) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    kind, target, rest = parse_target(args)
+    target = parse_target(args)
     if disabled():
         print("deuteron: DEUTERON_DISABLE is set; running without profiling", file=sys.stderr)
-        return _run_unprofiled(kind, target, rest)
+        return _run_unprofiled(target)
     backend = resolve(args.backend)  # fails early, with the reason, before the target runs
     if backend.name == "interpreter":
         enable_interpreter_mode()  # before the target imports triton
-    command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target, *rest]
+    command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target.name, *target.args]
     sid = api.start(args.name, backend=backend.name, context=args.context, hook=args.hook, command=command)
     try:
-        code, ended_by = run_to_end(kind, target, rest)
+        code, ended_by = run_to_end(target)
     finally:  # a profile is never lost: also written when the module is missing
         formats = "hatchet,chrome_trace" if args.trace else "hatchet"
         files = api.finalize(sid, formats)
@@ -87,8 +83,8 @@ def run_command(args: argparse.Namespace) -> int:
     return code
 
 
-def _run_unprofiled(kind: str, target: str, rest: list[str]) -> int:
+def _run_unprofiled(target: Target) -> int:
     try:
-        return run_target(kind, target, rest)
+        return run_target(target)
     except SystemExit as exc:
         return exit_code(exc)

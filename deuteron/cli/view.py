@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import argparse
 import gc
-import math
 import sys
-from collections.abc import Callable, Mapping
 from typing import Any
 
-from .. import processors
 from ..formats import hatchet
-from ..metrics import (
-    DERIVED_HELP,
-    PROPERTY_METRICS,
-    TIME,
-    DeviceSpec,
-    MetricError,
-    MetricSpec,
-    device_from_table_row,
-    named_device,
-    parse_metric,
-)
+from ..model.metrics import DERIVED_HELP
 from ..render.console import render_profile
 from ..render.json_tree import render_json
-from ..tree import Profile
+from ..viewer import ViewOptions, build, list_metrics
 
 
 def add_parser(sub: Any) -> None:
@@ -86,67 +73,6 @@ def _non_negative(text: str) -> int:
     return value
 
 
-def _device_lookup(
-    p: Profile, override: DeviceSpec | None
-) -> Callable[[Mapping[str, Any]], DeviceSpec | None]:
-    if override is not None:
-        return lambda _m: override
-    rows: dict[str, DeviceSpec] = {}
-    for dtype, table in p.devices.items():
-        for dev_id, row in table.items():
-            if isinstance(row, dict) and "arch" in row:
-                rows.setdefault(str(dev_id), device_from_table_row(dtype, row))
-    if not rows:
-        return lambda _m: None
-    first = next(iter(rows.values()))
-    return lambda m: rows.get(str(m.get("device_id", "")), first)
-
-
-def _prepare(p: Profile, args: argparse.Namespace) -> Profile:
-    if args.include:
-        p = processors.include(p, args.include)
-    if args.exclude:
-        p = processors.exclude(p, args.exclude)
-    return p
-
-
-def list_metrics(p: Profile) -> str:
-    names = sorted(p.metric_names())
-    lines = ["metrics in this profile:"]
-    for n in names:
-        kind = p.kind(n)
-        lines.append(
-            f"  {n}  ({'inclusive' if kind == 'inc' else 'exclusive' if kind == 'exc' else 'property'})"
-        )
-    lines.append("")
-    lines.append(DERIVED_HELP)
-    if not p.devices:
-        lines.append("this profile has no device table: pass --device NAME for util and roofline_time")
-    return "\n".join(lines)
-
-
-def _parse_columns(
-    names: list[str], available: set[str], device: str | None, has_table: bool
-) -> tuple[list[MetricSpec], DeviceSpec | None]:
-    """The columns asked for, and the device to judge util/roofline by (None: the profile's own)."""
-    specs = [parse_metric(n, available - PROPERTY_METRICS) for n in names]
-    override = named_device(device) if device else None
-    needs_device = [s.label for s in specs if s.kind in ("util", "roofline")]
-    if needs_device and override is None and not has_table:
-        raise MetricError(
-            f"{', '.join(needs_device)} needs a device: "
-            "this profile has no device table, so pass --device (e.g. --device h100)"
-        )
-    return specs, override
-
-
-def show(profile: Profile, metrics: list[str], device: str | None = None, file: Any = None) -> None:
-    """Print a profile as ``deuteron view`` would (used by ``deuteron.profile().show()``)."""
-    specs, override = _parse_columns(metrics, profile.metric_names(), device, bool(profile.devices))
-    shown = processors.derive(profile, specs, _device_lookup(profile, override))
-    render_profile(shown, [s.label for s in specs], file=file)
-
-
 def run_view(args: argparse.Namespace, diff_path: str | None = None) -> int:
     # Trees are acyclic and short-lived here; the cycle collector would rescan every node each
     # time a few hundred more are allocated, which costs more than all the rest on big profiles.
@@ -163,40 +89,19 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if args.list_metrics:
         print(list_metrics(profile))
         return 0
-    other = hatchet.read(diff_path) if diff_path else None
-    available = profile.metric_names() | (other.metric_names() if other else set())
-    available -= PROPERTY_METRICS
-    if args.metrics:
-        names = [m for m in args.metrics.split(",") if m.strip()]
-    elif TIME in available:
-        names = ["time/ms"]
-    elif available:
-        names = [sorted(available)[0]]
-    else:
-        raise MetricError(f"{args.profile}: the profile has no metrics to show")
-    specs, override = _parse_columns(names, available, args.device, bool(profile.devices))
-    shown = processors.derive(_prepare(profile, args), specs, _device_lookup(profile, override))
-    signed = False
-    if other is not None:
-        before = processors.derive(_prepare(other, args), specs, _device_lookup(other, override))
-        shown = processors.diff(shown, before)
-        signed = True
-    first = specs[0].label
-    if args.threshold is not None:
-        t = args.threshold
-
-        def above(n: Any, _depth: int) -> bool:
-            v = n.metrics.get(first)
-            return isinstance(v, (int, float)) and not math.isnan(v) and abs(v) >= t
-
-        shown = processors.prune(shown, above)
-    if processors.max_depth(shown) > args.depth:
-        shown = processors.prune(shown, lambda _n, depth: depth <= args.depth)
-    if args.sort:
-        shown = processors.sort_children(shown, first)
-    columns = [s.label for s in specs]
+    base = hatchet.read(diff_path) if diff_path else None
+    options = ViewOptions(
+        metrics=args.metrics.split(",") if args.metrics else None,
+        include=args.include,
+        exclude=args.exclude,
+        depth=args.depth,
+        threshold=args.threshold,
+        sort=args.sort,
+        device=args.device,
+    )
+    view = build(profile, options, base, source=args.profile)
     if args.json:
-        render_json(shown, columns, sys.stdout)
+        render_json(view.tree, view.columns, sys.stdout)
     else:
-        render_profile(shown, columns, signed=signed)
+        render_profile(view.tree, view.columns, signed=view.signed)
     return 0

@@ -1,4 +1,6 @@
-"""From one compiled kernel to the facts a kernel author reads: resources, occupancy, SASS mix, stages."""
+"""From one compiled kernel to the facts a kernel author reads: resources, occupancy, SASS mix, stages.
+
+The findings (``KernelAnalysis.findings``) are :mod:`.lints`' job, filled in by the runner."""
 
 from __future__ import annotations
 
@@ -6,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..model.finding import Finding
 from .capture import Specialization
 from .compiler import Compiled
 from .occupancy import ARCH_LIMITS, Occupancy, occupancy
@@ -16,17 +19,6 @@ _AMD_STAT_RE = re.compile(r"^; (TotalNumVgprs|NumVgprs|ScratchSize|Occupancy): (
 # (SIMDs per compute unit, most waves per SIMD): CDNA (gfx9) and RDNA (gfx10+). The compiler's
 # "Occupancy" comment is waves per SIMD.
 AMD_CU = {"gfx9": (4, 8), "gfx1": (2, 16)}
-
-
-@dataclass
-class Finding:
-    kind: str
-    line: int | None
-    message: str
-    severity: str = "warning"  # "warning": worth changing; "info": worth knowing
-
-    def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "line": self.line, "message": self.message, "severity": self.severity}
 
 
 @dataclass
@@ -93,11 +85,7 @@ def analyse(compiled: Compiled) -> KernelAnalysis:
     amdgcn = compiled.text("amdgcn")
     if spec.target.backend == "hip" and amdgcn:
         res, occ = _amd_resources(amdgcn, int(spec.option("num_warps") or 4), str(spec.target.arch))
-    analysis = KernelAnalysis(spec, compiled, stages, instrs, res, occ, mix)
-    from .lints import lint
-
-    analysis.findings = lint(analysis)
-    return analysis
+    return KernelAnalysis(spec, compiled, stages, instrs, res, occ, mix)
 
 
 def _amd_resources(amdgcn: str, num_warps: int, arch: str) -> tuple[Resources | None, Occupancy | None]:

@@ -1,25 +1,19 @@
-"""Capture every kernel specialization a script launches, exactly as Triton's JIT would key it.
+"""Capture every kernel specialization a script launches, one per distinct key and target.
 
-Touches Triton's JIT internals (triton 3.6 to 3.9): ``JITFunction.run`` is wrapped; the
-specialization comes from Triton's own binder (``create_function_from_signature``) and
-``JITFunction._pack_args``, built for the *target's* backend, so the signature, the constexprs,
-the ``tt.divisibility`` of pointers and integers, and the options (num_warps, num_stages, ...)
-are the ones ``triton.compile`` would get on that GPU. On a GPU the launch then runs for real;
-without one it runs in Triton's interpreter, so the script computes real outputs and goes on.
+Each launch is keyed by :mod:`deuteron.triton.jit_capture` with Triton's own binder, built for
+the target's backend; launches that key the same are one :class:`Specialization`, with their
+number and grids. A launch that cannot be keyed is noted, never raised into the user's script.
 """
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ExplainError
+from ..triton import jit_capture
 from .targets import Target
-
-SUPPORTED_TRITON = ((3, 6), (3, 9))
 
 
 @dataclass
@@ -60,58 +54,22 @@ class Specialization:
 
     @property
     def name(self) -> str:
-        return str(self.fn.__name__)
+        return jit_capture.source_of(self.fn)[0]
 
     @property
     def file(self) -> str:
-        return str(self.fn.fn.__code__.co_filename)
+        return jit_capture.source_of(self.fn)[1]
 
     @property
     def first_line(self) -> int:
-        return int(self.fn.fn.__code__.co_firstlineno)
+        return jit_capture.source_of(self.fn)[2]
 
     def option(self, name: str) -> Any:
         return getattr(self.options, name, None)
 
 
-@functools.cache
-def _triton_parts() -> tuple[Any, Any, Any, Any]:
-    """Triton's pieces, imported once: ``record`` runs on every launch."""
-    try:
-        from triton import knobs
-        from triton.compiler import make_backend
-        from triton.runtime.jit import JITFunction, create_function_from_signature
-    except ImportError as exc:
-        import triton
-
-        raise ExplainError(
-            f"triton {triton.__version__} lacks what explain needs ({exc}); supported: triton "
-            f"{SUPPORTED_TRITON[0][0]}.{SUPPORTED_TRITON[0][1]} to "
-            f"{SUPPORTED_TRITON[1][0]}.{SUPPORTED_TRITON[1][1]}"
-        ) from None
-    if not hasattr(JITFunction, "_pack_args"):
-        raise ExplainError("this triton has no JITFunction._pack_args; supported: triton 3.6 to 3.9")
-    return knobs, make_backend, JITFunction, create_function_from_signature
-
-
-def _launch_kwargs(fn: Any, kwargs: dict[str, Any], knobs: Any) -> dict[str, Any]:
-    # What JITFunction.run adds before binding, so the options match a real launch.
-    kw = dict(kwargs)
-    kw["debug"] = kw.get("debug", fn.debug) or knobs.runtime.debug
-    for name in ("instrumentation_mode", "fpsan_homomorphic_casts"):
-        if hasattr(knobs.compilation, name):
-            kw[name] = getattr(knobs.compilation, name)
-    return kw
-
-
-def _arg_infos(
-    fn: Any,
-    signature: dict[str, Any],
-    constexprs: dict[Any, Any],
-    attrs: dict[Any, Any],
-    bound: dict[str, Any],
-) -> list[ArgInfo]:
-    params = {p.name: p for p in getattr(fn, "params", [])}
+def _arg_infos(b: jit_capture.Binding) -> list[ArgInfo]:
+    signature, constexprs, attrs, bound = b.signature, b.constexprs, b.attrs, b.bound
     infos = []
     for i, (name, ty) in enumerate(signature.items()):
         value = bound.get(name)
@@ -124,8 +82,7 @@ def _arg_infos(
         elif not ty.startswith("*") and isinstance(value, (bool, int, float)):
             info.value = value
         info.divisible_by_16 = "tt.divisibility" in str(attrs.get((i,), ""))
-        p = params.get(name)
-        info.opted_out = bool(p is not None and (p.do_not_specialize or p.do_not_specialize_on_alignment))
+        info.opted_out = name in b.opted_out
         infos.append(info)
     return infos
 
@@ -137,7 +94,7 @@ def _plain(value: Any) -> Any:
 
 
 class Capture:
-    """Wraps ``JITFunction.run`` while active; collects one :class:`Specialization` per distinct key."""
+    """While active, every JIT launch is recorded: one :class:`Specialization` per distinct key."""
 
     def __init__(
         self,
@@ -149,26 +106,25 @@ class Capture:
         self._binders: dict[tuple[int, str], Any] = {}
         self._backends: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self._saved: Any = None
+        self._active: AbstractContextManager[None] | None = None
+        self._gpu: list[bool] = []  # decided at the first launch, once the script has set up its devices
 
     def _backend(self, target: Target) -> Any:
         backend = self._backends.get(target.name)
         if backend is None:
-            _, make_backend, _, _ = _triton_parts()
-            backend = self._backends[target.name] = make_backend(target.gpu_target())
+            backend = self._backends[target.name] = jit_capture.make_backend(target.gpu_target())
         return backend
 
     def record(self, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any], warmup: bool) -> None:
         """Key this launch for every target; a failure is noted, never raised into the user's script."""
-        knobs, _, _, create_binder = _triton_parts()
-        kw = _launch_kwargs(fn, kwargs, knobs)
+        kw = jit_capture.launch_kwargs(fn, kwargs)
         if self.targets is None:
             from .targets import default_target
 
             self.targets = [default_target()]
         for target in self.targets:
             try:
-                self._record_one(fn, target, args, grid, kw, warmup, create_binder)
+                self._record_one(fn, target, args, grid, kw, warmup)
             except Exception as exc:  # a launch option another backend rejects, an odd argument
                 note = f"{fn.__name__} on {target.name}: launch not captured ({type(exc).__name__}: {exc})"
                 with self._lock:
@@ -183,31 +139,29 @@ class Capture:
         grid: Any,
         kw: dict[str, Any],
         warmup: bool,
-        create_binder: Any,
     ) -> None:
         backend = self._backend(target)
         bkey = (id(fn), target.name)
         binder = self._binders.get(bkey)
         if binder is None:
-            binder = self._binders[bkey] = create_binder(fn.signature, fn.params, backend)
-        bound, specialization, options = binder(*args, **kw)
-        options, signature, constexprs, attrs = fn._pack_args(backend, kw, bound, specialization, options)
+            binder = self._binders[bkey] = jit_capture.make_binder(fn, backend)
+        b = jit_capture.bind(fn, backend, binder, args, kw)
         key = repr(
             (
                 id(fn),
                 target.name,
-                sorted(signature.items(), key=repr),
-                sorted(constexprs.items(), key=repr),
-                sorted(attrs.items(), key=repr),
-                sorted(options.__dict__.items(), key=repr),
+                sorted(b.signature.items(), key=repr),
+                sorted(b.constexprs.items(), key=repr),
+                sorted(b.attrs.items(), key=repr),
+                sorted(b.options.__dict__.items(), key=repr),
             )
         )
-        infos = _arg_infos(fn, signature, constexprs, attrs, dict(bound))
+        infos = _arg_infos(b)
         with self._lock:
             spec = self.specs.get(key)
             if spec is None:
                 spec = self.specs[key] = Specialization(
-                    fn, target, signature, constexprs, attrs, options, infos
+                    fn, target, b.signature, b.constexprs, b.attrs, b.options, infos
                 )
             else:  # same specialization, other scalar values: say they vary rather than show the first
                 for old, new in zip(spec.args, infos, strict=False):
@@ -216,67 +170,26 @@ class Capture:
             if warmup:
                 return
             spec.launches += 1
-            g = _grid_of(grid, bound)
+            g = _grid_of(grid, b.bound)
             if g is not None and g not in spec.grids and len(spec.grids) < 8:
                 spec.grids.append(g)
 
+    def _on_gpu(self) -> bool:
+        if not self._gpu:
+            from .targets import local_target
+
+            self._gpu.append(local_target() is not None)
+        return self._gpu[0]
+
     def __enter__(self) -> Capture:
-        knobs, _, JITFunction, _ = _triton_parts()
-        from triton.runtime.autotuner import Autotuner
-
-        capture = self
-        original = JITFunction.run
-        self._saved = (original, Autotuner.__dict__.get("do_bench"), knobs.runtime.interpret)
-        gpu: list[bool] = []  # decided at the first launch, once the script has set up its devices
-
-        def on_gpu() -> bool:
-            if not gpu:
-                from .targets import local_target
-
-                gpu.append(local_target() is not None)
-            return gpu[0]
-
-        def run(fn: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-            capture.record(fn, args, grid, kwargs, warmup)
-            if on_gpu():
-                return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
-            if warmup:
-                return None
-            from ..backends.interpreter.jit_launch import run_interpreted
-
-            run_interpreted(fn, args, grid, kwargs)
-            return None
-
-        def bench_once(self: Any) -> Any:
-            # No GPU to time configs on: run each once (so each is captured) and call them equal.
-            if on_gpu():
-                return (
-                    original_bench.__get__(self, type(self)) if original_bench is not None else self._do_bench
-                )
-
-            def once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> list[float]:
-                kernel_call()
-                return [1.0, 1.0, 1.0] if quantiles else 1.0  # type: ignore[return-value]
-
-            return once
-
-        original_bench = self._saved[1]
-        JITFunction.run = run
-        Autotuner.do_bench = property(bench_once)  # type: ignore[method-assign,assignment]
-        # Kernels the script defines must be compiled-mode JIT functions even if it sets
-        # TRITON_INTERPRET=1 itself: we run them in the interpreter launch by launch.
-        knobs.runtime.interpret = False
+        self._active = jit_capture.intercept(self.record, self._on_gpu)
+        self._active.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        knobs, _, JITFunction, _ = _triton_parts()
-        from triton.runtime.autotuner import Autotuner
-
-        run, bench, interpret = self._saved
-        JITFunction.run = run
-        if bench is not None:
-            Autotuner.do_bench = bench  # type: ignore[method-assign]
-        knobs.runtime.interpret = interpret
+        if self._active is not None:
+            self._active.__exit__(None, None, None)
+            self._active = None
 
 
 def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from ..model.errors import DeuteronError
 
-class ExplainError(Exception):
+
+class ExplainError(DeuteronError):
     """Bad input: an unknown target, no kernel launched, a missing tool."""
 
 

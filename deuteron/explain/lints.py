@@ -10,7 +10,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .analysis import Finding, KernelAnalysis
+from ..model.finding import Finding
+from .analysis import KernelAnalysis
 from .capture import ArgInfo
 from .sass import TENSOR_CORE_OPS, ptxas_spill_stores
 from .stages import IRLine, source_line
@@ -57,6 +58,11 @@ class _Flow:
     def loads_through_memory(self, value: str) -> bool:
         """Whether the value depends on data loaded from memory (a gather: offsets read at run time)."""
         return any(self.ops.get(v) == "tt.load" for v in self._reach(value) if v != value)
+
+
+def _finding(kind: str, line: int | None, message: str, severity: str = "warning") -> Finding:
+    """An explain finding: "warning" is worth changing, "info" worth knowing."""
+    return Finding(kind=kind, severity=severity, message=message, line=line)
 
 
 def _operands(rest: str) -> list[str]:
@@ -220,7 +226,7 @@ def _access_findings(a: KernelAnalysis, flow: _Flow) -> list[Finding]:
                 "they are, say so "
                 f"with `offs = tl.max_contiguous(tl.multiple_of(offs, {min(shape[-1], 16)}), {shape[-1]})`."
             )
-        findings.append(Finding("unvectorized-load" if kind == "ld" else "unvectorized-store", line, msg))
+        findings.append(_finding("unvectorized-load" if kind == "ld" else "unvectorized-store", line, msg))
     return findings
 
 
@@ -260,7 +266,7 @@ def _spill(a: KernelAnalysis) -> list[Finding]:
     if warps < 16:
         fix.append(f"raise num_warps from {warps} to {warps * 2} so each thread holds half as many values")
     return [
-        Finding(
+        _finding(
             "spill",
             line,
             f"{a.spill_bytes} bytes of local memory per thread ({mix.get('local_stores', 0)} STL / "
@@ -318,7 +324,7 @@ def _dots(a: KernelAnalysis) -> list[Finding]:
                     f"match and the tile sides are multiples of 16"
                 )
         out.append(
-            Finding(
+            _finding(
                 "no-tensor-cores",
                 line,
                 f"tl.dot here runs without tensor-core instructions on {a.spec.target.name}: {why}.",
@@ -346,7 +352,7 @@ def _occupancy(a: KernelAnalysis) -> list[Finding]:
             + "shrink the tile"
         )
     return [
-        Finding(
+        _finding(
             "low-occupancy",
             None,
             f"{occ.warps_per_sm} of {occ.max_warps_per_sm} warps per SM ({occ.fraction:.0%}), limited by "
@@ -384,7 +390,7 @@ def _pipelining(a: KernelAnalysis) -> list[Finding]:
     for head, body in _loops(a.stages.get("ttir", [])):
         if any(" tt.dot " in f" {b.text} " for b in body) and any("tt.load" in b.text for b in body):
             out.append(
-                Finding(
+                _finding(
                     "no-pipelining",
                     source_line(head, a.spec.file),
                     f"this K loop runs with num_stages={stages}: every iteration waits for its "
@@ -422,7 +428,7 @@ def _conversions(a: KernelAnalysis) -> list[Finding]:
             numel *= int(s)
         size = numel * int(bits) // 8
         out.append(
-            Finding(
+            _finding(
                 "layout-conversion",
                 line,
                 f"a {shape}x{ty}{bits} tensor is converted from #{src} to #{dst} through shared memory "

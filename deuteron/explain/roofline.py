@@ -11,18 +11,10 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..metrics import (
-    BYTES,
-    COUNT,
-    FLOPS,
-    FLOPS_WIDTHS,
-    TIME,
-    DeviceSpec,
-    MetricError,
-    device_from_table_row,
-    roofline_seconds,
-)
-from ..tree import FUNCTION, KERNEL, Node, Profile
+from ..model.devices import DeviceSpec, device_from_table_row
+from ..model.errors import MetricError
+from ..model.metrics import BYTES, COUNT, FLOPS, FLOPS_WIDTHS, TIME, roofline_seconds
+from ..model.tree import FUNCTION, KERNEL, Node, Profile
 
 _SUMMED = (TIME, COUNT, FLOPS, BYTES, *(f"{FLOPS}{w}" for w in FLOPS_WIDTHS))
 

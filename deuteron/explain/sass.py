@@ -8,13 +8,11 @@ multi-line inline-asm block its own, wrong, source line (the loads land 4 lines 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 
+from ..triton import tools
 from .errors import ExplainError
 
 _PTX_LINE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
@@ -65,29 +63,11 @@ class Resources:
     local: int
 
 
-def _tool(name: str) -> str:
-    from triton import knobs
-
-    try:
-        path = getattr(knobs.nvidia, name).path
-    except Exception as exc:  # the knob resolves the bundled binary; it raises when missing
-        raise ExplainError(f"Triton's bundled {name} is missing ({exc}); reinstall triton") from None
-    if not path or not os.path.exists(path):
-        raise ExplainError(f"Triton's bundled {name} is missing; reinstall triton")
-    return str(path)
-
-
 def _run_on_cubin(tool: str, args: list[str], cubin: bytes) -> str:
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
-        f.write(cubin)
-        path = f.name
-    try:
-        proc = subprocess.run([_tool(tool), *args, path], capture_output=True, text=True, timeout=120)
-    finally:
-        os.unlink(path)
-    if proc.returncode != 0:
-        raise ExplainError(f"{tool} failed on the cubin: {proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+    code, out, err = tools.run_on_cubin(tool, args, cubin)
+    if code != 0:
+        raise ExplainError(f"{tool} failed on the cubin: {err.strip() or out.strip()}")
+    return out
 
 
 def disassemble(cubin: bytes) -> list[Instruction]:
@@ -166,21 +146,9 @@ def ptxas_spill_stores(ptx: str, arch: int) -> int | None:
     Used only when the SASS has calls, since then local memory is not all spills. None when ptxas
     cannot say (it then falls back to the STL count).
     """
-    try:
-        from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
-
-        tool, gpu = get_ptxas(arch).path, sm_arch_from_capability(arch)
-    except Exception:  # another Triton layout: no second opinion
+    result = tools.ptxas_verbose(ptx, arch)
+    if result is None:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        src = os.path.join(tmp, "k.ptx")
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(ptx)
-        proc = subprocess.run(
-            [tool, "-v", "-lineinfo", f"--gpu-name={gpu}", src, "-o", os.path.join(tmp, "k.cubin")],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    found = _SPILL_RE.findall(proc.stderr + proc.stdout)
-    return sum(int(n) for n in found) if proc.returncode == 0 and found else None
+    code, text = result
+    found = _SPILL_RE.findall(text)
+    return sum(int(n) for n in found) if code == 0 and found else None

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..triton import targets as triton_targets
 from .errors import ExplainError
 
 # Architectures ptxas in the wheel can build for (and that the occupancy table knows).
@@ -27,18 +28,11 @@ class Target:
         return f"{self.backend}:{self.arch}"
 
     def gpu_target(self) -> Any:
-        from triton.backends.compiler import GPUTarget
-
-        return GPUTarget(self.backend, self.arch, self.warp_size)
+        """Triton's own target object, for its compiler."""
+        return triton_targets.gpu_target(self.backend, self.arch, self.warp_size)
 
     def has_tensor_cores(self) -> bool:
         return self.backend == "cuda" and isinstance(self.arch, int) and self.arch >= 70
-
-
-def available_backends() -> list[str]:
-    from triton.backends import backends
-
-    return sorted(backends)
 
 
 def parse_target(text: str) -> Target:
@@ -66,7 +60,7 @@ def parse_target(text: str) -> Target:
 
 
 def _require_backend(name: str, text: str) -> None:
-    have = available_backends()
+    have = triton_targets.available_backends()
     if name not in have:
         raise ExplainError(
             f"target {text!r} needs Triton's {name} backend, which this wheel lacks (has: {have})"
@@ -75,19 +69,8 @@ def _require_backend(name: str, text: str) -> None:
 
 def local_target() -> Target | None:
     """The GPU this process would launch on, or None on a machine without one."""
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            return None
-        from triton.runtime import driver
-
-        t = driver.active.get_current_target()
-    except Exception:  # no driver, no device: no local target
-        return None
-    if t.backend == "cuda":
-        return Target("cuda", int(t.arch), int(t.warp_size))
-    return Target(str(t.backend), str(t.arch), int(t.warp_size))
+    found = triton_targets.local_target()
+    return Target(*found) if found is not None else None
 
 
 def default_target() -> Target:

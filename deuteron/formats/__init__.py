@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
+from ..model.errors import DeuteronError
+
 # Each tree level is two JSON levels (node object, children list); Python's default limit of
 # 1000 would stop at a few hundred frames deep, so json gets more room while it works.
 _JSON_RECURSION_LIMIT = 20000
@@ -24,7 +26,7 @@ def deep_json() -> Iterator[None]:
         sys.setrecursionlimit(old)
 
 
-class FormatError(ValueError):
+class FormatError(DeuteronError, ValueError):
     """A file that is not what it claims to be; the message names the file and the problem."""
 
 

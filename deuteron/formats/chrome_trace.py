@@ -1,29 +1,21 @@
-"""Chrome / Perfetto trace: one complete event ("ph": "X") per scope and per kernel launch."""
+"""Chrome / Perfetto trace: one complete event ("ph": "X") per scope and per kernel launch.
+
+Format ``deuteron-chrome-trace`` version 1 rides in the trace's ``otherData`` (which Chrome and
+Perfetto keep and ignore); the reader takes ours and Proton's."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..model.trace import TraceEvent
 from . import FormatError, load_json
 
-
-@dataclass(frozen=True)
-class TraceEvent:
-    """A span on one lane: a CPU scope on its thread, or a kernel on its device lane."""
-
-    category: str  # "scope" or "kernel"
-    name: str
-    start_ns: int
-    end_ns: int
-    lane: int
-    call_stack: tuple[str, ...] = ()
-    args: dict[str, Any] = field(default_factory=dict)
-    launched_from: tuple[int, int] | None = None  # (lane, time) of the launch, drawn as an arrow
+FORMAT = "deuteron-chrome-trace"
+VERSION = 1
 
 
 def to_json(
@@ -80,7 +72,7 @@ def to_json(
                     "tid": e.lane,
                 }
             )
-    return {"displayTimeUnit": "us", "traceEvents": out}
+    return {"displayTimeUnit": "us", "otherData": {"format": FORMAT, "version": VERSION}, "traceEvents": out}
 
 
 def write(events: Iterable[TraceEvent], path: str | os.PathLike[str], **kwargs: Any) -> Path:

@@ -15,12 +15,15 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..metrics import INC, KINDS
-from ..tree import Node, Profile
+from ..model.metrics import INC, KINDS
+from ..model.tree import Node, Profile
 from . import FormatError, deep_json, load_json
 
 METADATA_FRAME = "deuteron:metadata"
 METADATA_TYPE = "metadata"
+# The version of what the metadata frame carries (the tree itself is Proton's layout).
+FORMAT = "deuteron-hatchet"
+VERSION = 1
 # Proton writes these at the root with zero values so every column exists in hatchet.
 _ROOT_COLUMNS = ("bytes", "count", "flops", "time (ns)")
 
@@ -51,7 +54,9 @@ def to_json(profile: Profile) -> list[Any]:
             stack.append((child, cj))
     meta_frame: dict[str, Any] = {"name": METADATA_FRAME, "type": METADATA_TYPE}
     meta_frame["deuteron"] = json.dumps(
-        {"metadata": profile.metadata, "kinds": profile.kinds}, sort_keys=True, default=str
+        {"format": FORMAT, "version": VERSION, "metadata": profile.metadata, "kinds": profile.kinds},
+        sort_keys=True,
+        default=str,
     )
     root_json["children"].append({"frame": meta_frame, "metrics": {}, "children": []})
     return [root_json, profile.devices]

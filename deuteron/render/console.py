@@ -15,7 +15,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from ..tree import KERNEL, STATE, Node, Profile
+from ..model.tree import KERNEL, STATE, Node, Profile
 
 _STYLE = {KERNEL: "bold green", STATE: "magenta"}
 

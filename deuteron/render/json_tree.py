@@ -6,7 +6,7 @@ import json
 import math
 from typing import IO, Any
 
-from ..tree import Node, Profile
+from ..model.tree import Node, Profile
 
 
 def _clean(value: Any) -> Any:

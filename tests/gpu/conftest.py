@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from deuteron.backends.cupti import unavailable_reason
+from deuteron.collect.backends.cupti import unavailable_reason
 
 from ..conftest import run_cli
 from ..helpers import ADD_KERNEL_SOURCE

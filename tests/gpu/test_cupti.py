@@ -257,7 +257,7 @@ def test_conflict_with_torch_profiler_names_it_and_the_fix(tmp_path: Path) -> No
     script = tmp_path / "conflict.py"
     script.write_text("""
 import torch, deuteron
-from deuteron.backends import BackendError
+from deuteron.collect.backends import BackendError
 x = torch.ones(16, device="cuda")
 with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
     x * 2

@@ -1,0 +1,109 @@
+"""One check as the guard sees it: one listener that feeds every enabled check and the recorder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from ..model.access import STORE, LaunchInfo
+from .errors import CheckError
+from .findings import KINDS, Findings
+from .memory import MemoryChecks
+from .nan import NanOrigins
+from .recorder import AccessRecorder
+from .shadow import tensor_near
+
+
+class Checker:
+    """Implements the adapter's AccessListener; counts launches and programs for the report."""
+
+    def __init__(
+        self, findings: Findings, checks: Iterable[str] = KINDS, recorder: AccessRecorder | None = None
+    ) -> None:
+        enabled = set(checks)
+        unknown = enabled - set(KINDS)
+        if unknown:
+            raise CheckError(f"unknown check(s) {', '.join(sorted(unknown))}; choose from {', '.join(KINDS)}")
+        self.findings = findings
+        self.memory = MemoryChecks(findings, races="race" in enabled, coverage="store-coverage" in enabled)
+        self.nan = NanOrigins(findings) if "nan" in enabled else None
+        self.bounds = "out-of-bounds" in enabled
+        self.recorder = recorder
+        self.launches = 0
+        self.programs = 0
+        self.failed_launches = 0
+        self.kernels: dict[str, int] = {}
+        self.launch: LaunchInfo | None = None
+        self.pids: list[tuple[int, int, int]] = []
+
+    def launch_begin(self, launch: LaunchInfo) -> None:
+        self.launch = launch
+        self.pids = []
+        self.memory.begin(launch, self.pids)
+        if self.nan is not None:
+            self.nan.begin(launch, self.pids)
+        if self.recorder is not None:
+            self.recorder.begin(launch)
+
+    def program_begin(self, seq: int, pid: tuple[int, int, int]) -> None:
+        self.pids.append(pid)
+        self.memory.program(seq)
+        if self.nan is not None:
+            self.nan.program(seq)
+        if self.recorder is not None:
+            self.recorder.program(seq, pid)
+
+    def access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        storage: int | np.ndarray,
+        element_size: int,
+        site: int,
+        values: np.ndarray | None,
+        lanes: np.ndarray | None,
+    ) -> None:
+        if isinstance(storage, np.ndarray):  # lanes in several tensors (rare): one allocation at a time
+            for s in np.unique(storage):
+                self._access(kind, addresses[storage == s], int(s), element_size, site, values, lanes)
+        else:
+            self._access(kind, addresses, storage, element_size, site, values, lanes)
+
+    def _access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        storage: int,
+        element_size: int,
+        site: int,
+        values: np.ndarray | None,
+        lanes: np.ndarray | None,
+    ) -> None:
+        self.memory.access(kind, addresses, storage, element_size, site)
+        if kind == STORE and self.nan is not None and self.nan.origins and self.launch is not None:
+            tensor = tensor_near(self.launch, self.launch.storages[storage], int(addresses[0]))
+            self.nan.stored(values, lanes, tensor.name, site)
+        if self.recorder is not None:
+            self.recorder.access(kind, addresses, storage, site)
+
+    def out_of_bounds(
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
+    ) -> None:
+        if self.bounds:  # the lanes are masked off either way: memory safety is not optional
+            self.memory.out_of_bounds(kind, addresses, lanes, near, element_size, site)
+
+    def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
+        if self.nan is not None:
+            self.nan.value(op, inputs, output, site)
+
+    def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None:
+        self.launches += 1
+        self.programs += len(self.pids)
+        self.kernels[launch.kernel] = self.kernels.get(launch.kernel, 0) + 1
+        if error is not None:
+            self.failed_launches += 1
+        if self.recorder is not None:
+            self.recorder.end()
+        self.launch = None
+        self.memory.finish(completed=error is None)  # may raise with fail_fast: the launch is over

@@ -1,0 +1,97 @@
+"""Findings and their grouping: one entry per (kind, kernel, line, tensor), however many programs hit it.
+
+A buggy kernel usually fails the same way in hundreds of programs; the user needs the line, how
+many programs, and one worked example, not hundreds of copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..model.access import LaunchInfo, Site
+from ..model.finding import Finding, severity_rank
+from ..triton.interpreter import Abort
+
+KINDS = ("out-of-bounds", "race", "store-coverage", "nan")
+SEVERITY_OF = {"out-of-bounds": "error", "race": "error", "nan": "warning", "store-coverage": "info"}
+
+
+class FindingLimitReached(Abort):
+    """Raised with --fail-fast at the first error: the run stops there."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(
+            f"{finding.kind} in {finding.kernel} at {finding.file}:{finding.line}: {finding.message}"
+        )
+        self.finding = finding
+
+
+class Findings:
+    """Collects findings as the checks raise them, grouped as they arrive."""
+
+    def __init__(self, fail_fast: bool = False, on_new: Callable[[Finding], None] | None = None) -> None:
+        self.fail_fast = fail_fast
+        self.on_new = on_new
+        self._groups: dict[tuple[Any, ...], Finding] = {}
+        self._seen: dict[tuple[Any, ...], set[tuple[int, int]]] = {}
+        self._launches: dict[tuple[Any, ...], set[int]] = {}
+
+    def add(
+        self,
+        kind: str,
+        launch: LaunchInfo,
+        site: int | Site | None,
+        message: str,
+        *,
+        seq: int = -1,
+        program: tuple[int, int, int] | None = None,
+        tensor: str | None = None,
+        details: dict[str, Any] | None = None,
+        programs: int = 1,
+    ) -> None:
+        where = _resolve(site, launch)
+        key = (kind, launch.kernel, where.file, where.line, tensor)
+        group = self._groups.get(key)
+        if group is None:
+            group = Finding(
+                kind=kind,
+                severity=SEVERITY_OF[kind],
+                kernel=launch.kernel,
+                file=where.file,
+                line=where.line,
+                col=where.col,
+                end_col=where.end_col,
+                message=message,
+                program=program,
+                tensor=tensor,
+                details=details or {},
+                programs=0,
+            )
+            self._groups[key] = group
+            self._seen[key] = set()
+            self._launches[key] = set()
+            if self.on_new is not None:
+                self.on_new(group)
+        seen = self._seen[key]
+        if programs > 1 or seq < 0:
+            group.programs += programs
+        elif (launch.index, seq) not in seen:
+            seen.add((launch.index, seq))
+            group.programs += 1
+        self._launches[key].add(launch.index)
+        group.launches = len(self._launches[key])
+        if self.fail_fast and group.severity == "error":
+            raise FindingLimitReached(group)
+
+    def all(self) -> list[Finding]:
+        return sorted(
+            self._groups.values(), key=lambda f: (severity_rank(f.severity), f.file, f.line or 0, f.kind)
+        )
+
+
+def _resolve(site: int | Site | None, launch: LaunchInfo) -> Site:
+    if isinstance(site, Site):
+        return site
+    found = launch.sites.get(site) if site is not None else None
+    return found if found is not None else Site(file=launch.file, line=0, function=launch.kernel)

@@ -1,0 +1,97 @@
+"""The access recorder: every checked launch's accesses, kept compactly for ``--record`` (the
+format is in :mod:`deuteron.formats.access_record`) and bounded by a number of lanes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..formats import access_record
+from ..model.access import LaunchInfo, SiteTable
+
+DEFAULT_LIMIT = 4_000_000
+
+
+class AccessRecorder:
+    def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
+        self.limit = limit
+        self.launches: list[dict[str, Any]] = []
+        self.rows: list[tuple[int, int, int, int, int, int, int]] = []
+        self.chunks: list[np.ndarray] = []
+        self.lanes = 0
+        self.dropped = 0
+        self.seq = -1
+        self.launch: LaunchInfo | None = None
+        self.sites = SiteTable()
+        self.programs: list[list[int]] = []
+
+    def begin(self, launch: LaunchInfo) -> None:
+        self.launch = launch
+        self.sites = launch.sites
+        self.programs = []
+        self.launches.append(
+            {
+                "index": launch.index,
+                "kernel": launch.kernel,
+                "file": launch.file,
+                "grid": list(launch.grid),
+                "tensors": [
+                    {
+                        "name": t.name,
+                        "shape": list(t.shape),
+                        "strides": list(t.strides),
+                        "dtype": t.dtype,
+                        "element_size": t.element_size,
+                        "storage": t.storage,
+                        "offset": t.data_ptr - launch.storages[t.storage].start,
+                    }
+                    for t in launch.tensors
+                ],
+                "storages": [{"nbytes": s.nbytes, "granule": s.granule} for s in launch.storages],
+                "programs": self.programs,
+            }
+        )
+
+    def program(self, seq: int, pid: tuple[int, int, int]) -> None:
+        self.seq = seq
+        self.programs.append(list(pid))
+
+    def access(self, kind: int, addresses: np.ndarray, storage: int, site: int) -> None:
+        launch = self.launch
+        if launch is None:
+            return
+        n = int(addresses.size)
+        count = 0
+        if self.lanes + n <= self.limit:
+            offsets = (addresses - np.uint64(launch.storages[storage].start)).astype(np.int64)
+            self.chunks.append(offsets)
+            count = n
+        else:
+            self.dropped += n
+        self.rows.append((len(self.launches) - 1, self.seq, kind, storage, site, self.lanes, count))
+        self.lanes += count
+
+    def end(self) -> None:
+        self.launch = None
+
+    def write(self, path: str | Path) -> Path:
+        used = sorted({r[4] for r in self.rows if r[4] >= 0})
+        site_index = {s: i for i, s in enumerate(used)}
+        rows = np.array(
+            [(a, b, c, d, site_index.get(e, -1), f, g) for a, b, c, d, e, f, g in self.rows],
+            dtype=access_record.ROW,
+        )
+        header = {
+            "lanes": self.lanes,
+            "dropped_lanes": self.dropped,
+            "limit": self.limit,
+            "sites": [
+                {"file": self.sites[s].file, "line": self.sites[s].line, "function": self.sites[s].function}
+                for s in used
+            ],
+            "launches": self.launches,
+        }
+        offsets = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.int64)
+        return access_record.write(header, rows, offsets, path)

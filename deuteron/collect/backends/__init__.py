@@ -1,0 +1,113 @@
+"""Backends say what a kernel cost; they hand (context, kernel, metrics) to the session.
+
+``auto`` picks CUPTI where an NVIDIA GPU and the native shim are usable, else the Triton
+interpreter, which needs no GPU. A backend sees the session only through :class:`SessionPort`
+and never builds tree nodes: the interpreter reports each launch from the launching thread
+(``record_kernel``); a GPU backend reports batches of :class:`KernelGroup` by context id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from ...model.errors import DeuteronError
+from ..placement import LaunchContexts
+
+NAMES = ("auto", "interpreter", "cupti")
+
+
+class BackendError(DeuteronError, RuntimeError):
+    """The asked-for backend cannot run here; the message says why and what to do."""
+
+
+@dataclass
+class KernelGroup:
+    """Kernels of one batch that share a context, a kernel name and a device, summed."""
+
+    context: int  # the launch's context id (LaunchContexts)
+    other_thread: bool  # launched by a thread with no context of its own
+    capture: int  # context id where a CUDA graph captured it; 0 when not replayed from a graph
+    state: int  # state id; 0 for none
+    name: str
+    metrics: dict[str, Any]
+
+
+class SessionPort(Protocol):
+    """What a backend may ask of the session it records for."""
+
+    active: bool
+    hook: str | None
+    context: str
+    contexts: LaunchContexts
+    context_listener: Callable[[int, int], None] | None
+
+    def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None: ...
+
+    def file_gpu_kernels(
+        self,
+        groups: list[KernelGroup | None],
+        group_of: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        device: np.ndarray,
+        stream: np.ndarray,
+        launch: np.ndarray,
+        thread: np.ndarray,
+    ) -> None: ...
+
+    def add_device(self, device_type: str, device_id: str, row: dict[str, object]) -> None: ...
+
+    def note(self, **metadata: Any) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def start(self, session: SessionPort) -> None: ...
+
+    def stop(self, session: SessionPort) -> None: ...
+
+
+def launch_metadata_metrics(meta: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Proton's ``hook="triton"`` reading of launch_metadata: its name, and its numeric values.
+
+    Shared by both backends so a kernel's metadata means the same under the interpreter and CUPTI.
+    """
+    name = meta.get("name")
+    extra: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in ("name", "function", "stream"):
+            continue
+        if hasattr(value, "item") and callable(value.item):
+            value = value.item()
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            extra[key] = value
+    return (None if name is None else str(name)), extra
+
+
+def cupti_unavailable_reason() -> str | None:
+    """Why the CUPTI backend cannot run here, or None if it can."""
+    from .cupti import unavailable_reason
+
+    return unavailable_reason()
+
+
+def resolve(name: str) -> Backend:
+    if name not in NAMES:
+        raise BackendError(f"unknown backend {name!r}; choose one of: {', '.join(NAMES)}")
+    if name == "auto":
+        name = "cupti" if cupti_unavailable_reason() is None else "interpreter"
+    if name == "cupti":
+        reason = cupti_unavailable_reason()
+        if reason is not None:
+            raise BackendError(f"the cupti backend is unavailable: {reason}; use --backend interpreter")
+        from .cupti import CuptiBackend
+
+        return CuptiBackend()
+    from .interpreter import InterpreterBackend
+
+    return InterpreterBackend()

@@ -1,0 +1,21 @@
+"""GPU timing through CUPTI (see :mod:`.backend`): a C shim (``_shim.c``) records launches and
+kernel records without the GIL, :mod:`.records` decodes its buffers in bulk, :mod:`.join` matches
+kernels to the contexts of their launches, :mod:`.library` finds libcupti."""
+
+from .backend import (
+    CONFLICT_FIX,
+    CuptiBackend,
+    CuptiConflictError,
+    loaded_library,
+    replay,
+    unavailable_reason,
+)
+
+__all__ = [
+    "CONFLICT_FIX",
+    "CuptiBackend",
+    "CuptiConflictError",
+    "loaded_library",
+    "replay",
+    "unavailable_reason",
+]

@@ -1,0 +1,476 @@
+"""GPU timing through CUPTI: every kernel, timed by the GPU, filed under its launch's context.
+
+The native shim (``_shim.c``) records launches and kernel records without the GIL; this
+module hands them to the session in bulk at flush time, grouped and by context id (the session
+turns ids into tree nodes): a background thread drains them when they pile up (bounded memory
+on long runs), and ``stop`` drains the rest after synchronising the devices.
+
+Contexts: with ``context="shadow"`` each thread's innermost scope is mirrored into a C thread
+slot whenever it changes; a thread that never opened a scope (autograd's backward threads, a
+library's worker) inherits the starting thread's scope, under a ``<other threads>`` frame.
+With ``context="python"`` the shim walks the launching thread's Python frames (cached by
+code object and instruction), and launches from threads running no Python land under
+``<no Python context>``. Kernels replayed from a CUDA graph go under the graph launch's
+context, then ``<captured_at>`` and the context they were captured in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ....model.metrics import COUNT, TIME
+from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
+from .. import BackendError, KernelGroup, SessionPort, launch_metadata_metrics
+from . import library, records
+from .join import UNMATCHED, Batch, Join
+
+ROOT_CTX = 1
+NO_PYTHON_CTX = 0
+FLUSH_PERIOD_S = float(os.environ.get("DEUTERON_FLUSH_PERIOD", "2.0"))
+# Drain once this many kernel records or launch entries wait (about 16 MB each).
+DRAIN_KERNELS = int(os.environ.get("DEUTERON_DRAIN_KERNELS", "100000"))
+DRAIN_ENTRIES = int(os.environ.get("DEUTERON_DRAIN_ENTRIES", "400000"))
+RECORD_ENV = "DEUTERON_CUPTI_RECORD"  # a folder: raw drains are saved there as fixtures
+
+try:
+    from . import _shim
+except ImportError as _exc:  # the optional extension was not built
+    _shim = None  # type: ignore[assignment]
+    _IMPORT_ERROR: str | None = str(_exc)
+else:
+    _IMPORT_ERROR = None
+
+_loaded_from: tuple[str, Path] | None = None
+_reason_cache: str | None = None
+_checked = False
+
+
+def _api_flags() -> int:
+    """Which callbacks to enable: driver launches, their runtime twins, graph-node resources.
+
+    A runtime launch (cudaLaunchKernel) calls the driver's (cuLaunchKernel) with the same
+    correlation id, so the driver callbacks alone see every launch, once; measured on an H200
+    (CUDA 13 driver), every runtime launch also raised the driver callback. The runtime twins
+    can be added with DEUTERON_CUPTI_APIS=driver,runtime (the shim keeps one entry per id).
+    """
+    names = os.environ.get("DEUTERON_CUPTI_APIS", "driver").lower().split(",")
+    flags = 4  # graph nodes: always, for <captured_at>
+    for name in names:
+        flags |= {"driver": 1, "runtime": 2}.get(name.strip(), 0)
+    if os.environ.get("DEUTERON_CUPTI_APIS", "").strip().lower() == "none":
+        flags = 0  # benchmarks only: activity records without any callback
+    return flags
+
+
+class CuptiConflictError(BackendError):
+    """Another CUPTI client holds the process; the message names it and the way out."""
+
+
+def _load() -> str | None:
+    """Load libcupti once; None on success, else why not (each candidate's error)."""
+    global _loaded_from
+    if _loaded_from is not None:
+        return None
+    tried = []
+    for source, path in library.candidates():
+        try:
+            _shim.load(str(path))
+        except OSError as exc:
+            tried.append(f"{path} ({source}): {exc}")
+            continue
+        _loaded_from = (source, path)
+        return None
+    if not tried:
+        return (
+            "libcupti was not found (looked at $DEUTERON_CUPTI_LIB, the triton wheel, the "
+            "nvidia-cuda-cupti wheel and the CUDA toolkit); set DEUTERON_CUPTI_LIB=/path/to/libcupti.so"
+        )
+    return "libcupti could not be loaded: " + "; ".join(tried)
+
+
+def unavailable_reason() -> str | None:
+    """Why the CUPTI backend cannot run here, or None if it can (checked once per process)."""
+    global _checked, _reason_cache
+    if _checked:
+        return _reason_cache
+    if _shim is None:
+        _reason_cache = (
+            f"the native CUPTI shim is not built ({_IMPORT_ERROR}); reinstall with a C compiler "
+            "present: pip install -e ."
+        )
+    else:
+        devices = _shim.cuda_devices()
+        if isinstance(devices, str):
+            _reason_cache = f"no NVIDIA GPU: {devices}"
+        elif devices == 0:
+            _reason_cache = "no NVIDIA GPU: the driver reports no CUDA devices"
+        else:
+            _reason_cache = _load()
+    _checked = True
+    return _reason_cache
+
+
+def loaded_library() -> tuple[str, Path] | None:
+    return _loaded_from
+
+
+def _conflict_message() -> str | None:
+    """Name a CUPTI client that cannot share the process, from what the process shows."""
+    if os.environ.get("NSYS_PROFILING_SESSION_ID") or "libToolsInjection" in os.environ.get("LD_PRELOAD", ""):
+        return "Nsight Systems (nsys) is tracing CUDA in this process"
+    if "libToolsInjection" in os.environ.get("CUDA_INJECTION64_PATH", ""):
+        return "an Nsight tool is injected into this process (CUDA_INJECTION64_PATH)"
+    return None
+
+
+CONFLICT_FIX = (
+    "CUPTI serves one client per process. Stop the other profiler (torch.profiler, Proton, "
+    "Nsight Systems) before starting Deuteron, or run Deuteron alone; DEUTERON_DISABLE=1 turns "
+    "Deuteron off and leaves the script running"
+)
+
+
+class CuptiBackend:
+    name = "cupti"
+    _active: CuptiBackend | None = None
+
+    def __init__(self) -> None:
+        self.session: SessionPort | None = None
+        self.join = Join()
+        self.names: dict[int, str] = {}
+        self.metas: dict[tuple[Any, ...], int] = {}
+        self.meta_table: dict[int, tuple[str | None, dict[str, Any]]] = {}
+        self.threads: dict[int, int] = {}  # shim thread index -> threading ident
+        self.devices: set[int] = set()
+        self.clock_offset = 0  # session clock = CUPTI clock - offset
+        self.counters: dict[str, int] = {}
+        self.drain_seconds = 0.0
+        self.drains = 0
+        self.finalize_seconds = 0.0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
+        self._uninstall_hook: Any = None
+        self._record_dir: Path | None = None
+        self._record_index = 0
+        self.live = True  # False when replaying recorded drains: pointers are from another process
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self, session: SessionPort) -> None:
+        reason = unavailable_reason()
+        if reason is not None:
+            raise BackendError(f"the cupti backend is unavailable: {reason}")
+        if CuptiBackend._active is not None:
+            raise BackendError(
+                "one CUPTI session at a time: finalize the open session before starting another"
+            )
+        conflict = _conflict_message()
+        if conflict:
+            raise CuptiConflictError(f"{conflict}. {CONFLICT_FIX}")
+        self.session = session
+        python = session.context == "python"
+        contexts = session.contexts
+        contexts.reserve_root(ROOT_CTX)
+        contexts.reserve_frame(UNMATCHED, NO_LAUNCH)
+        if python:
+            contexts.reserve_frame(NO_PYTHON_CTX, NO_PYTHON)
+        record = os.environ.get(RECORD_ENV)
+        if record:
+            self._record_dir = Path(record)
+            self._record_dir.mkdir(parents=True, exist_ok=True)
+        mode = 1 if python else 0
+        try:
+            _shim.start(mode, ROOT_CTX, _api_flags())
+        except _shim.CuptiError as exc:
+            what, code, text = exc.args[0], exc.args[1], exc.args[2]
+            if code in (39, 15, 35):  # multiple subscribers, not initialised, insufficient privileges
+                other = (
+                    _conflict_message() or "another CUPTI client (torch.profiler, Proton, Nsight) is active"
+                )
+                raise CuptiConflictError(
+                    f"{what} failed: {text} (CUPTI error {code}): {other}. {CONFLICT_FIX}"
+                ) from None
+            raise BackendError(
+                f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})"
+            ) from None
+        CuptiBackend._active = self
+        self._calibrate_clock()
+        session.context_listener = self._on_context
+        if session.hook == "triton":
+            from ....triton.launch_hook import install
+
+            try:
+                self._uninstall_hook = install(self._on_triton_launch)
+            except Exception:
+                self._teardown()
+                raise
+        self._stop.clear()
+        self._flusher = threading.Thread(target=self._flush_loop, name="deuteron-cupti-flush", daemon=True)
+        self._flusher.start()
+
+    def stop(self, session: SessionPort) -> None:
+        if CuptiBackend._active is not self:
+            return
+        began = time.perf_counter()
+        self._stop.set()
+        if self._flusher is not None:
+            self._flusher.join()
+        failures = _shim.synchronize()
+        if failures:
+            warnings.warn(
+                f"deuteron: {failures} device(s) failed to synchronise; their last kernels may be missing",
+                stacklevel=2,
+            )
+        try:
+            _shim.stop()
+        finally:  # whatever was recorded is filed, even when stopping CUPTI failed
+            self._teardown()
+            self._drain()
+            self._write_devices(session)
+            self.finalize_seconds = time.perf_counter() - began
+            self._report(session)
+
+    def set_active(self, session: SessionPort, active: bool) -> None:
+        if CuptiBackend._active is self:
+            _shim.set_paused(not active)
+
+    def _teardown(self) -> None:
+        if self._uninstall_hook is not None:
+            self._uninstall_hook()
+            self._uninstall_hook = None
+        if self.session is not None:
+            self.session.context_listener = None
+        CuptiBackend._active = None
+
+    def _calibrate_clock(self) -> None:
+        best = None
+        for _ in range(5):
+            a = time.perf_counter_ns()
+            c = _shim.timestamp()
+            b = time.perf_counter_ns()
+            if best is None or b - a < best[0]:
+                best = (b - a, c - (a + b) // 2)
+        assert best is not None
+        self.clock_offset = best[1]
+
+    # --- context slots -----------------------------------------------------------------------------
+
+    def _on_context(self, ctx: int, state: int) -> None:
+        _shim.set_context(ctx, state)
+
+    def _on_triton_launch(self, data: dict[str, Any]) -> None:
+        name, extra = launch_metadata_metrics(data)
+        interned = (name, tuple(sorted(extra.items())))
+        mid = self.metas.get(interned)
+        if mid is None:
+            mid = self.metas[interned] = len(self.metas) + 1
+            self.meta_table[mid] = (name, extra)
+        _shim.set_pending(mid)
+
+    # --- draining ----------------------------------------------------------------------------------
+
+    def _flush_loop(self) -> None:
+        while not self._stop.wait(FLUSH_PERIOD_S):
+            try:
+                _shim.flush(False)
+                kernels, entries = _shim.pending()
+                if kernels >= DRAIN_KERNELS or entries >= DRAIN_ENTRIES:
+                    self._drain()
+            except Exception as exc:  # keep the run going; the final drain reports the rest
+                warnings.warn(f"deuteron: periodic CUPTI flush failed: {exc}", stacklevel=1)
+
+    def _drain(self) -> None:
+        with self._lock:
+            began = time.perf_counter()
+            raw_entries, raw_kernels, threads, paths, counters = _shim.drain()
+            self.counters = counters
+            for index, ident in threads:
+                self.threads[index] = ident
+            session = self.session
+            assert session is not None
+            for pid, frames in paths:
+                described = [(code.co_filename, line, code.co_name) for code, line in frames]
+                session.contexts.add_python_path(pid, described)
+            if self._record_dir is not None:
+                self._save_raw(raw_entries, raw_kernels)
+            self._ingest(raw_entries, raw_kernels)
+            self.drain_seconds += time.perf_counter() - began
+            self.drains += 1
+
+    def _ingest(self, raw_entries: bytes, raw_kernels: bytes) -> None:
+        self.join.add_entries(records.entries(raw_entries))
+        batch = self.join.match(records.kernels(raw_kernels))
+        self.join.expire()
+        self._file(batch)
+
+    def _save_raw(self, raw_entries: bytes, raw_kernels: bytes) -> None:
+        assert self._record_dir is not None
+        kernels = records.kernels(raw_kernels)
+        names = {str(p): self._name(int(p)) for p in np.unique(kernels["name_ptr"]).tolist()}
+        assert self.session is not None
+        contexts = {str(cid): path for cid, path in self.session.contexts.paths().items()}
+        stem = self._record_dir / f"drain{self._record_index:03d}"
+        self._record_index += 1
+        stem.with_suffix(".entries").write_bytes(raw_entries)
+        stem.with_suffix(".kernels").write_bytes(raw_kernels)
+        meta = {
+            "names": names,
+            "contexts": contexts,
+            "states": self.session.contexts.states,
+            "threads": self.threads,
+            "metas": {str(k): v for k, v in self.meta_table.items()},
+            "offset": self.clock_offset,
+        }
+        stem.with_suffix(".json").write_text(json.dumps(meta))
+
+    def _name(self, ptr: int) -> str:
+        name = self.names.get(ptr)
+        if name is None:
+            if ptr and self.live:  # CUPTI's name strings live in this process
+                name = ctypes.string_at(ptr).decode("utf-8", "replace")
+            else:
+                name = f"<kernel {ptr:#x}>" if ptr else "<unnamed kernel>"
+            self.names[ptr] = name
+        return name
+
+    def _file(self, batch: Batch) -> None:
+        """Hand a batch's groups to the session by context id, with its spans for the trace."""
+        session = self.session
+        assert session is not None
+        groups: list[KernelGroup | None] = []
+        rows = zip(batch.keys.tolist(), batch.count.tolist(), batch.time_ns.tolist(), strict=True)
+        for row, count, total in rows:
+            ctx, capture, state, meta, name_ptr, device = row
+            if ctx & records.CTX_PAUSED:
+                groups.append(None)
+                continue
+            name = self._name(name_ptr)
+            extra: dict[str, Any] = {}
+            if meta:
+                hooked_name, hooked = self.meta_table.get(meta, (None, {}))
+                name = hooked_name or name
+                extra = {k: v * count for k, v in hooked.items()}
+            metrics = {
+                COUNT: count,
+                TIME: total,
+                "device_id (pty)": str(device),
+                "device_type (pty)": "CUDA",
+                **extra,
+            }
+            self.devices.add(device)
+            groups.append(
+                KernelGroup(
+                    context=ctx & ~records.CTX_FLAGS,
+                    other_thread=bool(ctx & records.CTX_OTHER_THREAD),
+                    capture=capture & ~records.CTX_FLAGS,
+                    state=state,
+                    name=name,
+                    metrics=metrics,
+                )
+            )
+        k = batch.kernels
+        off = self.clock_offset
+        launch = batch.launch_ts.astype(np.int64)
+        launch = np.where(launch > 0, launch - off, 0)
+        idents = np.array(
+            [self.threads.get(int(t), 0) if t >= 0 else 0 for t in batch.launch_thread.tolist()],
+            dtype=np.uint64,
+        )
+        session.file_gpu_kernels(
+            groups,
+            batch.group_of,
+            k["start"].astype(np.int64) - off,
+            k["end"].astype(np.int64) - off,
+            k["device"].astype(np.int64),
+            k["stream"].astype(np.int64),
+            launch,
+            idents,
+        )
+
+    def _write_devices(self, session: SessionPort) -> None:
+        for device in sorted(self.devices):
+            try:
+                info = _shim.device_info(device)
+            except OSError:
+                continue
+            session.add_device(
+                "CUDA",
+                str(device),
+                {
+                    "arch": f"{info['cc_major']}{info['cc_minor']}",
+                    "bus_width": info["bus_width"],
+                    "clock_rate": info["clock_rate"],
+                    "memory_clock_rate": info["memory_clock_rate"],
+                    "num_sms": info["num_sms"],
+                },
+            )
+
+    def _report(self, session: SessionPort) -> None:
+        c = self.join.counters
+        source = loaded_library()
+        session.note(
+            cupti_library=f"{source[1]} ({source[0]})" if source else "",
+            kernels=c.kernels,
+            dropped_records=self.counters.get("dropped", 0),
+            lost_launches=self.counters.get("lost_launches", 0),
+            lost_kernels=self.counters.get("lost_kernels", 0),
+            unmatched_kernels=c.unmatched,
+            graph_kernels_without_capture=c.graph_without_capture,
+            finalize_seconds=round(self.finalize_seconds, 4),
+            drains=self.drains,
+        )
+        lost = self.counters.get("dropped", 0) + self.counters.get("lost_kernels", 0)
+        if lost:
+            warnings.warn(
+                f"deuteron: CUPTI dropped {lost} kernel records (out of buffer memory)", stacklevel=3
+            )
+        if c.graph_without_capture:
+            warnings.warn(
+                f"deuteron: {c.graph_without_capture} kernels replayed from CUDA graphs captured before "
+                "profiling started are filed under the graph launch; start profiling before capture "
+                f"to see where they were captured ({CAPTURED_AT})",
+                stacklevel=3,
+            )
+        if c.kernels == 0 and self.counters.get("buffers", 0) == 0 and self._launches_seen():
+            warnings.warn(
+                "deuteron: launches were seen but CUPTI delivered no kernel records; another CUPTI client "
+                f"(torch.profiler, Proton, nsys) may have taken the activity buffers. {CONFLICT_FIX}",
+                stacklevel=3,
+            )
+
+    def _launches_seen(self) -> bool:
+        return len(self.join.pending) > 0 or self.join.counters.expired_launches > 0
+
+
+def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend:
+    """File drains saved under DEUTERON_CUPTI_RECORD into ``session``'s tree, without a GPU.
+
+    This is how CI tests decoding, correlation and aggregation on buffers captured on a GPU.
+    """
+    backend = CuptiBackend()
+    backend.session = session
+    backend.live = False
+    stems = sorted(Path(folder).glob("drain*.json"))
+    if not stems:
+        raise FileNotFoundError(f"{folder}: no recorded drains (drain*.json)")
+    for stem in stems:
+        meta = json.loads(stem.read_text())
+        backend.names.update({int(k): v for k, v in meta["names"].items()})
+        for cid, path in meta["contexts"].items():
+            session.contexts.add_path(int(cid), path)
+        session.contexts.add_states({int(k): v for k, v in meta["states"].items()})
+        backend.threads = {int(k): v for k, v in meta["threads"].items()}
+        backend.meta_table = {int(k): (v[0], v[1]) for k, v in meta["metas"].items()}
+        backend.clock_offset = meta["offset"]
+        backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
+    return backend

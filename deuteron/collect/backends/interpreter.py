@@ -1,0 +1,77 @@
+"""The CPU backend: kernels run in Triton's interpreter and carry exact bytes and flops.
+
+``time (ns)`` is the interpreter's wall time for the launch (a CPU time, not a GPU one);
+``bytes`` counts global loads and stores of active lanes (masked-off lanes excluded; an
+atomic counts its read and its write); ``flops`` counts ``tl.dot`` only, 2*M*N*K per dot
+(batch included), also split by operand width as ``flops8|16|32|64`` so util can use the
+matching peak. Elementwise arithmetic, reductions and ``tl.dot_scaled`` are not counted.
+The events come from :mod:`deuteron.triton.interpreter`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...model.metrics import BYTES, COUNT, FLOPS, TIME
+from ...triton import enable_interpreter_mode, interpreter
+from . import SessionPort, launch_metadata_metrics
+
+_sessions: list[SessionPort] = []
+
+
+def launch_metrics(record: interpreter.LaunchRecord) -> dict[str, Any]:
+    metrics: dict[str, Any] = {
+        COUNT: 1,
+        TIME: record.end_ns - record.start_ns,
+        BYTES: record.bytes_loaded + record.bytes_stored,
+        "bytes_loaded": record.bytes_loaded,
+        "bytes_stored": record.bytes_stored,
+        FLOPS: sum(record.flops.values()),
+        "programs": record.programs,
+        "grid (pty)": "x".join(str(g) for g in record.grid),
+        "device_id (pty)": "0",
+        "device_type (pty)": "CPU",
+    }
+    for width, n in record.flops.items():
+        metrics[f"{FLOPS}{width}"] = n
+    return metrics
+
+
+def hook_metrics(record: interpreter.LaunchRecord) -> tuple[str, dict[str, Any]]:
+    """Proton's ``hook="triton"``: the launch_metadata's name and numeric metrics win."""
+    meta = record.launch_metadata()
+    if not meta:
+        return record.kernel, {}
+    name, extra = launch_metadata_metrics(meta)
+    return name or record.kernel, extra
+
+
+def _dispatch(record: interpreter.LaunchRecord) -> None:
+    sessions = [s for s in _sessions if s.active]
+    if not sessions:
+        return
+    measured = launch_metrics(record)
+    hooked: tuple[str, dict[str, Any]] | None = None
+    for session in sessions:
+        name, metrics = record.kernel, measured
+        if session.hook == "triton":
+            if hooked is None:  # evaluate the user's launch_metadata once per launch
+                hooked = hook_metrics(record)
+            name, metrics = hooked[0], {**measured, **hooked[1]}
+        session.record_kernel(name, metrics, record.start_ns, record.end_ns)
+
+
+class InterpreterBackend:
+    name = "interpreter"
+
+    def start(self, session: SessionPort) -> None:
+        enable_interpreter_mode()
+        interpreter.install(_dispatch)
+        if session not in _sessions:
+            _sessions.append(session)
+
+    def stop(self, session: SessionPort) -> None:
+        if session in _sessions:
+            _sessions.remove(session)
+        if not _sessions:
+            interpreter.uninstall()

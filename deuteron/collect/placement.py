@@ -1,0 +1,121 @@
+"""Where a kernel goes when its launch context is partial or known only by number.
+
+GPU backends record launches outside Python (CUPTI's callbacks run in C), so they speak of places
+by small integer ids, never of tree nodes. :class:`LaunchContexts` is the session's translation
+between the two: it hands out ids for nodes (the shim's per-thread slots hold them), resolves the
+ids a backend reports back into nodes, and makes the frames for kernels whose context is partial
+(another thread, a CUDA-graph replay) or missing. Backends never create nodes; this module does,
+on the session's behalf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..model.tree import Node, path_to
+
+# Frames for kernels whose launch context is partial or missing (GPU backends).
+OTHER_THREADS = "<other threads>"  # a thread with no scope of its own, under the starting thread's scope
+CAPTURED_AT = "<captured_at>"  # a CUDA-graph replay: then the path where the kernel was captured
+NO_PYTHON = "<no Python context>"  # python context, launched by a thread running no Python
+NO_LAUNCH = "<no launch record>"  # launched before profiling started
+
+PythonPath = Callable[[Sequence[tuple[str, int, str]]], Node]
+
+
+class LaunchContexts:
+    """Ids for places in one session's tree, and the frames of partial contexts."""
+
+    def __init__(self, root: Node, python_path: PythonPath | None = None) -> None:
+        self.root = root
+        self._python_path = python_path
+        self._nodes: dict[int, Node] = {}
+        self._ids: dict[int, int] = {}  # id(node) -> context id
+        self._next = 16
+        self._states: dict[str, int] = {}
+        self.states: dict[int, str] = {}  # state id -> name
+        self._capture_paths: dict[int, list[str]] = {}
+
+    # --- ids a backend reserves for fixed places ----------------------------------------------------
+
+    def reserve_root(self, cid: int) -> None:
+        """``cid`` stands for the tree's root."""
+        self._bind(cid, self.root)
+
+    def reserve_frame(self, cid: int, frame: str) -> None:
+        """``cid`` stands for a top-level frame such as :data:`NO_LAUNCH`, made now."""
+        self._bind(cid, self.root.child(frame))
+
+    def _bind(self, cid: int, node: Node) -> None:
+        self._nodes[cid] = node
+        self._ids.setdefault(id(node), cid)
+
+    # --- ids for the places the program is in -------------------------------------------------------
+
+    def id_of(self, node: Node) -> int:
+        """The id of a node (a scope the shim must remember for a thread), made on first use."""
+        cid = self._ids.get(id(node))
+        if cid is None:
+            cid = self._next
+            self._next += 1
+            self._bind(cid, node)
+        return cid
+
+    def state_id(self, state: str | None) -> int:
+        """A state's id (0: no state)."""
+        if not state:
+            return 0
+        sid = self._states.get(state)
+        if sid is None:
+            sid = self._states[state] = len(self._states) + 1
+            self.states[sid] = state
+        return sid
+
+    def add_python_path(self, cid: int, frames: Sequence[tuple[str, int, str]]) -> None:
+        """``cid`` stands for a Python call path captured by the backend (innermost frame first)."""
+        if self._python_path is None:
+            raise ValueError("this session has no Python context to place call paths in")
+        self._bind(cid, self._python_path(frames))
+
+    def add_path(self, cid: int, names: Sequence[str]) -> None:
+        """``cid`` stands for this path of frame names below the root (a recorded context)."""
+        node = self.root
+        for name in names:
+            node = node.child(name)
+        self._bind(cid, node)
+
+    def add_states(self, states: dict[int, str]) -> None:
+        for sid, name in states.items():
+            self.states[sid] = name
+            self._states.setdefault(name, sid)
+
+    def paths(self) -> dict[int, list[str]]:
+        """Every id's path of names below the root, to save alongside recorded ids."""
+        return {cid: path_to(self.root, node) for cid, node in self._nodes.items()}
+
+    # --- ids back into nodes ------------------------------------------------------------------------
+
+    def node(self, cid: int) -> Node:
+        """The node an id stands for; an id never handed out gets a frame of its own (kept, not lost)."""
+        node = self._nodes.get(cid)
+        if node is None:
+            node = self._nodes[cid] = self.root.child(f"<unknown context {cid}>")
+        return node
+
+    def kernel_parent(
+        self, context: Node, *, other_thread: bool = False, captured_in: Node | None = None
+    ) -> Node:
+        """Where a GPU kernel goes, given the context its launch was made in.
+
+        ``other_thread``: launched by a thread that had no context of its own, so ``context`` is the
+        starting thread's. ``captured_in``: replayed from a CUDA graph captured in that context.
+        """
+        node = context.child(OTHER_THREADS) if other_thread else context
+        if captured_in is not None:
+            path = self._capture_paths.get(id(captured_in))
+            if path is None:
+                path = self._capture_paths[id(captured_in)] = path_to(self.root, captured_in)
+            node = node.child(CAPTURED_AT)
+            for name in path:
+                node = node.child(name)
+        return node

@@ -1,0 +1,222 @@
+"""Session lifecycle: one session per ``start()``, owning one backend, a chain of context sources
+and one tree.
+
+Backends and context sources never touch each other: a backend reports a kernel with
+``record_kernel`` (or, for GPU backends that speak in context ids, ``file_gpu_kernels``); the
+session asks its context sources where the launching thread is and files the metrics there. It
+also keeps the spans of scopes and launches for traces. Where partial contexts go is
+:mod:`.placement`'s job, trace lanes :mod:`.lanes`', what is written :mod:`.output`'s.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..model.errors import DeuteronError
+from ..model.metrics import CPU_TIME, EXC, split_kind
+from ..model.trace import KernelSpans, TraceEvent
+from ..model.tree import KERNEL, Node, Profile
+from . import lanes, output
+from .backends import Backend, KernelGroup, resolve
+from .context import CONTEXTS, ContextSource
+from .context.python import PythonContext
+from .context.shadow import ShadowContext
+from .context.state import StateContext
+from .placement import LaunchContexts
+
+HOOKS = (None, "triton")
+TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))
+
+
+class SessionError(DeuteronError, ValueError):
+    """Bad arguments to the session API; the message says which and what is allowed."""
+
+
+def disabled() -> bool:
+    return os.environ.get("DEUTERON_DISABLE", "").strip().lower() not in ("", "0", "false", "no")
+
+
+_get_ident = threading.get_ident
+
+
+class Session:
+    def __init__(
+        self,
+        sid: int,
+        name: str,
+        backend: str = "auto",
+        context: str = "shadow",
+        hook: str | None = None,
+        command: list[str] | None = None,
+    ) -> None:
+        if context not in CONTEXTS:
+            raise SessionError(f"unknown context {context!r}; choose one of: {', '.join(CONTEXTS)}")
+        if hook not in HOOKS:
+            raise SessionError(f"unknown hook {hook!r}; choose None or 'triton'")
+        self.id = sid
+        self.name = name
+        self.context = context
+        self.hook = hook
+        self.backend: Backend = resolve(backend)
+        self.profile = Profile()
+        self.profile.metadata.update(output.run_metadata(name, self.backend.name, context, hook, command))
+        self.profile.kinds[CPU_TIME] = EXC
+        root = self.profile.root
+        # Scopes are always tracked (their stack closes them); they place kernels only in the shadow chain.
+        self.shadow = ShadowContext(root)
+        self.python = PythonContext(root) if context == "python" else None
+        self.sources: list[ContextSource] = [self.python if self.python is not None else self.shadow]
+        self.states = StateContext()
+        self.contexts = LaunchContexts(root, self.python.node_for if self.python is not None else None)
+        self.lock = threading.Lock()
+        self.events: list[lanes.RawEvent] = []
+        self.dropped_events = 0
+        self.active = False
+        self.finalized = False
+        # Told the thread's innermost scope and state, as ids, whenever they change (the CUPTI shim's slots).
+        self.context_listener: Callable[[int, int], None] | None = None
+        self.kernel_spans: list[KernelSpans] = []
+
+    # --- context ---------------------------------------------------------------------------------
+
+    def launch_context(self) -> Node:
+        node = self.profile.root
+        for source in self.sources:
+            node = source.locate(node)
+        return node
+
+    def open_scope(self, name: str, metrics: dict[str, Any] | None) -> None:
+        stack = self.shadow.stack()  # the hot path: one thread-local lookup per scope
+        parent = stack[-1] if self.python is None else self.launch_context()
+        node = parent.child(name)
+        if metrics:  # before the push: a bad metric must not leave the scope open
+            with self.lock:
+                self.profile.add_metrics(node, metrics)
+        stack.append(node)
+        if self.context_listener is not None:
+            self._tell_context(node)
+
+    def close_scope(
+        self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
+    ) -> None:
+        node = self.shadow.pop(name)
+        if self.context_listener is not None:
+            self._tell_context(self.shadow.current())
+        with self.lock:
+            if metrics:
+                self.profile.add_metrics(node, metrics)
+            m = node.metrics
+            m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
+            self._event(("scope", node, start_ns, end_ns, _get_ident(), None))
+
+    def state(self) -> str | None:
+        """The state the calling thread is in (see ``deuteron.state``)."""
+        return self.states.current()
+
+    def set_state(self, name: str | None) -> None:
+        self.states.set(name)
+        if self.context_listener is not None:
+            self._tell_context(self.shadow.current())
+
+    def _tell_context(self, node: Node) -> None:
+        listener = self.context_listener
+        if listener is not None:
+            listener(self.contexts.id_of(node), self.contexts.state_id(self.states.current()))
+
+    def _event(self, event: lanes.RawEvent) -> None:
+        """Keep a span for traces, up to TRACE_LIMIT; past it, only count what is dropped."""
+        if len(self.events) < TRACE_LIMIT:
+            self.events.append(event)
+        else:
+            self.dropped_events += 1
+
+    # --- backends report here --------------------------------------------------------------------
+
+    def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None:
+        """A kernel launched by the calling thread, just now (the interpreter's launches)."""
+        node = self.add_kernel(self.launch_context(), name, metrics, self.state())
+        args = {}
+        for key, value in metrics.items():
+            clean = split_kind(key)[0]
+            if clean in ("bytes", "flops", "grid"):
+                args[clean] = value
+        with self.lock:
+            self._event(("kernel", node, start_ns, end_ns, _get_ident(), args))
+
+    def add_kernel(self, parent: Node, name: str, metrics: dict[str, Any], state: str | None) -> Node:
+        """File a kernel's metrics under ``parent`` (and its state), as the kernel's node."""
+        with self.lock:
+            node = self.states.place(parent.child(name, KERNEL), state)
+            self.profile.add_metrics(node, metrics)
+        return node
+
+    def file_gpu_kernels(
+        self,
+        groups: list[KernelGroup | None],
+        group_of: np.ndarray,
+        start: np.ndarray,
+        end: np.ndarray,
+        device: np.ndarray,
+        stream: np.ndarray,
+        launch: np.ndarray,
+        thread: np.ndarray,
+    ) -> None:
+        """File a batch of GPU kernels reported by context id, one group per (context, kernel, ...),
+        and keep their spans for the trace (arrays: one row per kernel; ``group_of`` its group;
+        None groups are left out)."""
+        contexts = self.contexts
+        nodes: list[Node | None] = []
+        for group in groups:
+            if group is None:
+                nodes.append(None)
+                continue
+            parent = contexts.kernel_parent(
+                contexts.node(group.context),
+                other_thread=group.other_thread,
+                captured_in=contexts.node(group.capture) if group.capture else None,
+            )
+            state = contexts.states.get(group.state)
+            nodes.append(self.add_kernel(parent, group.name, group.metrics, state))
+        if len(group_of):
+            self.add_kernel_spans(KernelSpans(nodes, group_of, start, end, device, stream, launch, thread))
+
+    def add_kernel_spans(self, spans: KernelSpans) -> None:
+        """Keep GPU kernel spans for the trace, up to TRACE_LIMIT spans in all."""
+        with self.lock:
+            room = TRACE_LIMIT - len(self.events) - sum(len(s.start) for s in self.kernel_spans)
+            if room <= 0:
+                self.dropped_events += len(spans.start)
+                return
+            self.kernel_spans.append(spans)
+
+    def add_device(self, device_type: str, device_id: str, row: dict[str, object]) -> None:
+        """One row of the device table (what ``util`` and the roofline need)."""
+        self.profile.devices.setdefault(device_type, {})[device_id] = row
+
+    def note(self, **metadata: Any) -> None:
+        """Facts about the run that travel in the file's metadata."""
+        self.profile.metadata.update(metadata)
+
+    # --- output ----------------------------------------------------------------------------------
+
+    def trace_events(self) -> tuple[list[TraceEvent], dict[int, str]]:
+        """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes."""
+        return lanes.trace_events(self.profile.root, self.events, self.kernel_spans)
+
+    def write(self, output_format: str = "hatchet", path: str | os.PathLike[str] | None = None) -> list[Path]:
+        try:
+            formats = output.parse_formats(output_format)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
+        base = Path(path) if path is not None else Path(self.name)
+        with self.lock:
+            self.profile.metadata["end_time"] = time.time()
+            self.profile.metadata["dropped_trace_events"] = self.dropped_events
+            return output.write(self.profile, formats, base, self.trace_events)

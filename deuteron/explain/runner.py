@@ -1,0 +1,155 @@
+"""The explainer as a library: run a program, capture each kernel specialization it launches,
+compile each for the targets, analyse and lint it, and join a recorded profile."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..formats import hatchet
+from ..model.devices import DeviceSpec, named_device
+from ..target import Target, run_to_end
+from .analysis import analyse
+from .capture import Capture, Specialization
+from .compiler import compile_spec
+from .errors import ExplainError
+from .lints import lint
+from .report import ExplainReport
+from .roofline import kernel_costs, profile_device
+from .targets import Target as GpuTarget
+from .targets import default_target, parse_target
+
+# Named devices to judge a profile against when it carries no device table, by target.
+DEVICE_FOR = {"cuda:80": "a100", "cuda:89": "l40s", "cuda:90": "h100", "cuda:100": "b200"}
+
+Progress = Callable[[int, int, Specialization], None]
+
+
+@dataclass
+class ExplainRun:
+    """An explained run: the report, the target's own exit code, why it ended early ("" if not),
+    and notes on launches that could not be captured."""
+
+    report: ExplainReport
+    exit_code: int
+    ended_by: str
+    notes: list[str] = field(default_factory=list)
+
+
+def run(
+    target: Target | str,
+    *args: str,
+    targets: Sequence[str | GpuTarget] | None = None,
+    kernel: str | None = None,
+    profile: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+    passes: bool = False,
+    note: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
+) -> ExplainRun:
+    """Explain every kernel specialization ``target`` launches (a :class:`deuteron.target.Target`, or
+    a script path followed by its arguments).
+
+    ``targets``: GPU targets such as ``"cuda:90"`` (default: the local GPU, else cuda:90).
+    ``kernel``: only kernels whose name contains it. ``profile``: a hatchet file whose kernel times
+    rank the report (``device`` names the peaks when it has no device table). ``passes``: keep the
+    MLIR pass log. ``note`` hears each launch that could not be captured, as soon as the program
+    ends; ``progress(i, n, spec)`` each compile as it starts. Raises ExplainError when nothing can
+    be explained (no kernel launched, a bad target); a kernel that does not compile is an entry of
+    ``report.errors`` while the others are still explained.
+    """
+    if isinstance(target, str):
+        target = Target.script(target, *args)
+    chosen = [parse_target(t) if isinstance(t, str) else t for t in targets] if targets is not None else None
+    if chosen is not None and not chosen:
+        raise ExplainError("--target: give at least one target, e.g. cuda:90")
+    if device and not profile:
+        raise ExplainError("--device only applies with --profile")
+    if profile and not os.path.isfile(profile):
+        raise ExplainError(f"--profile {profile}: no such file")
+    # Kernels must be compiled-mode JIT functions (the interpreter runs them launch by launch), and
+    # without line info nothing maps back to source: both variables are unset while explaining.
+    saved = {name: os.environ.pop(name, None) for name in ("TRITON_INTERPRET", "TRITON_DISABLE_LINE_INFO")}
+    try:
+        return _explain(target, chosen, kernel, profile, device, passes, note, progress)
+    finally:
+        os.environ.update({name: value for name, value in saved.items() if value is not None})
+
+
+def _explain(
+    target: Target,
+    chosen: list[GpuTarget] | None,
+    kernel: str | None,
+    profile: str | os.PathLike[str] | None,
+    device: str | None,
+    passes: bool,
+    note: Callable[[str], None] | None,
+    progress: Progress | None,
+) -> ExplainRun:
+    capture = Capture(chosen or [default_target()])
+    with capture:
+        code, ended_by = run_to_end(target)
+    for text in capture.errors:
+        if note is not None:
+            note(text)
+    specs = [s for s in capture.specs.values() if not kernel or kernel in s.name]
+    if not specs:
+        what = f" named like {kernel!r}" if kernel else ""
+        raise ExplainError(
+            f"no Triton kernel{what} was launched by {target.name}"
+            + (f" ({ended_by})" if ended_by else "")
+            + "; explain needs the script to launch at least one @triton.jit kernel"
+        )
+    costs: dict[str, Any] = {}
+    device_label = None
+    if profile:
+        costs, device_label = _profile_costs(profile, device, (capture.targets or [default_target()])[0].name)
+    report = compile_all(specs, passes=passes, costs=costs, device=device_label, progress=progress)
+    return ExplainRun(report, code, ended_by, list(capture.errors))
+
+
+def _profile_costs(
+    path: str | os.PathLike[str], device_name: str | None, target_name: str
+) -> tuple[dict[str, Any], str | None]:
+    recorded_profile = hatchet.read(path)
+    recorded = profile_device(recorded_profile)
+    spec: DeviceSpec | None
+    label: str | None
+    if recorded is not None:
+        spec, label = recorded, f"sm_{recorded.arch}, {recorded.num_sms} SMs (from the profile)"
+    else:
+        name = device_name or DEVICE_FOR.get(target_name)
+        spec = named_device(name) if name else None
+        label = name
+    return kernel_costs(recorded_profile, spec), label
+
+
+def compile_all(
+    specs: list[Specialization],
+    *,
+    passes: bool = False,
+    costs: dict[str, Any] | None = None,
+    device: str | None = None,
+    progress: Progress | None = None,
+) -> ExplainReport:
+    """Compile, analyse and lint each specialization; one that fails is an error entry, not a stop."""
+    report = ExplainReport(costs=costs or {}, device=device)
+    for i, spec in enumerate(specs, start=1):
+        if progress is not None:
+            progress(i, len(specs), spec)
+        try:
+            analysis = analyse(compile_spec(spec, passes=passes))
+            analysis.findings = lint(analysis)
+            for finding in analysis.findings:
+                finding.file, finding.kernel = spec.file, spec.name
+            report.kernels.append(analysis)
+        except ExplainError as exc:  # this kernel only; the others are still explained
+            report.errors.append(str(exc))
+        except Exception as exc:  # a tool or format we did not expect: say which kernel, go on
+            report.errors.append(
+                f"{spec.name} on {spec.target.name}: analysis failed ({type(exc).__name__}: {exc}); "
+                "please report this with the kernel"
+            )
+    return report

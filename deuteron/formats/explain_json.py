@@ -1,0 +1,45 @@
+"""``deuteron explain --json``: format ``deuteron-explain`` version 1.
+
+``{"format", "version", "kernels": [{name, target, file, line, num_warps, num_stages, num_ctas,
+args, launches, grids, registers, spills, shared_bytes, occupancy, sass, stages, source_map,
+findings: [{kind, line, message, severity}], profile?}], "ranking": [{name, opportunity_ns,
+launched}], "device", "errors"}``. The explainer builds the document; this module names and
+versions it, and writes and reads it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..model.finding import Finding
+from . import FormatError, load_json
+
+FORMAT = "deuteron-explain"
+VERSION = 1
+
+
+def finding_json(f: Finding) -> dict[str, Any]:
+    return {"kind": f.kind, "line": f.line, "message": f.message, "severity": f.severity}
+
+
+def document(body: dict[str, Any]) -> dict[str, Any]:
+    """The body with the format's name and version first."""
+    return {"format": FORMAT, "version": VERSION, **body}
+
+
+def write(body: dict[str, Any], path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    p.write_text(json.dumps(document(body), indent=1, default=str) + "\n", encoding="utf-8")
+    return p
+
+
+def read(path: str | os.PathLike[str]) -> dict[str, Any]:
+    data = load_json(path)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise FormatError(f"{path}: not a deuteron explain report (no format {FORMAT!r})")
+    if not isinstance(data.get("kernels"), list):
+        raise FormatError(f"{path}: the explain report has no kernels list")
+    return data

@@ -1,0 +1,85 @@
+"""Devices: the table rows Proton writes (clocks in kHz, bus width in bits) and the peaks derived
+from them, plus the named parts a user can judge a CPU profile against (``--device h100``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .errors import MetricError
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """One row of a device table, in Proton's units (clocks in kHz, bus width in bits)."""
+
+    device_type: str
+    arch: str
+    num_sms: int
+    clock_rate: int
+    memory_clock_rate: int
+    bus_width: int
+
+    def peak_bytes_per_s(self) -> float:
+        if self.device_type == "CUDA":
+            # HBM/GDDR is double data rate: two transfers per memory clock.
+            return 2 * self.bus_width * self.memory_clock_rate * 1e3 / 8
+        raise MetricError(f"no bandwidth model for device type {self.device_type!r}")
+
+    def peak_flops(self, width: int) -> float:
+        """Dense tensor-core peak for operands of ``width`` bits (halves as width doubles)."""
+        scale = width / 8
+        if self.device_type != "CUDA":
+            raise MetricError(f"no flop model for device type {self.device_type!r}")
+        clock_hz = self.clock_rate * 1e3
+        if self.arch == "80":
+            return 624e12 / scale
+        if self.arch == "89":
+            return 330.3e12 / scale
+        if self.arch == "90":
+            # 1513 dense fp8 TFLOP/s on the 114-SM H100 PCIe at 1755 MHz, scaled by SMs and clock.
+            return self.num_sms / 114 * clock_hz / 1.755e9 * 1513e12 / scale
+        if self.arch == "100":
+            return self.num_sms * 16384 * clock_hz / scale
+        raise MetricError(f"no flop model for CUDA arch sm_{self.arch}")
+
+    def as_table_row(self) -> dict[str, object]:
+        return {
+            "arch": self.arch,
+            "bus_width": self.bus_width,
+            "clock_rate": self.clock_rate,
+            "memory_clock_rate": self.memory_clock_rate,
+            "num_sms": self.num_sms,
+        }
+
+
+# Boost clocks and memory interfaces of the SXM parts (the H200 row matches Proton's own file).
+NAMED_DEVICES: dict[str, DeviceSpec] = {
+    "a100": DeviceSpec("CUDA", "80", 108, 1410000, 1593000, 5120),
+    "l40s": DeviceSpec("CUDA", "89", 142, 2520000, 2250000, 384),
+    "h100": DeviceSpec("CUDA", "90", 132, 1980000, 2619000, 5120),
+    "h200": DeviceSpec("CUDA", "90", 132, 1980000, 3201000, 6016),
+    "b200": DeviceSpec("CUDA", "100", 148, 1965000, 4000000, 8192),
+}
+
+
+def named_device(name: str) -> DeviceSpec:
+    try:
+        return NAMED_DEVICES[name.lower()]
+    except KeyError:
+        known = ", ".join(sorted(NAMED_DEVICES))
+        raise MetricError(f"unknown device {name!r}; known devices: {known}") from None
+
+
+def device_from_table_row(device_type: str, row: Mapping[str, object]) -> DeviceSpec:
+    try:
+        return DeviceSpec(
+            device_type=device_type,
+            arch=str(row["arch"]),
+            num_sms=int(row["num_sms"]),  # type: ignore[call-overload]
+            clock_rate=int(row["clock_rate"]),  # type: ignore[call-overload]
+            memory_clock_rate=int(row["memory_clock_rate"]),  # type: ignore[call-overload]
+            bus_width=int(row["bus_width"]),  # type: ignore[call-overload]
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise MetricError(f"device table row for {device_type} is incomplete: {exc}") from None

@@ -1,0 +1,134 @@
+"""The calling-context tree: the one data model every command reads.
+
+A node is a frame (a scope, a Python frame, a kernel, a state) with the metrics recorded
+*at* that frame; inclusive values are derived by processors, never stored. Children are keyed
+by (name, type) so the same call path always lands on the same node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from .errors import MetricError
+from .metrics import INC, PTY, split_kind
+
+MetricValue = int | float | str
+
+FUNCTION = "function"
+KERNEL = "kernel"
+STATE = "state"
+
+
+class Node:
+    __slots__ = ("name", "type", "metrics", "children")
+
+    def __init__(self, name: str, type: str = FUNCTION) -> None:
+        self.name = name
+        self.type = type
+        self.metrics: dict[str, MetricValue] = {}
+        self.children: dict[tuple[str, str], Node] = {}
+
+    def child(self, name: str, type: str = FUNCTION) -> Node:
+        """The child with this frame, made on first use."""
+        key = (name, type)
+        node = self.children.get(key)
+        if node is None:
+            node = self.children.setdefault(key, Node(name, type))
+        return node
+
+    def add(self, name: str, value: MetricValue, kind: str = INC) -> None:
+        """Record one value: numbers add up, properties and strings overwrite."""
+        if kind == PTY or isinstance(value, str):
+            self.metrics[name] = value
+            return
+        old = self.metrics.get(name)
+        self.metrics[name] = value if old is None or isinstance(old, str) else old + value
+
+    def walk(self) -> Iterator[Node]:
+        """Every node below and including this one, parents before children, iteratively."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(list(node.children.values())))
+
+    def __repr__(self) -> str:
+        return f"Node({self.name!r}, {self.type!r}, {self.metrics!r}, {len(self.children)} children)"
+
+
+def path_to(root: Node, target: Node) -> list[str]:
+    """Names from ``root`` (excluded) down to ``target``; nodes know only their children."""
+    stack: list[tuple[Node, list[str]]] = [(root, [])]
+    while stack:
+        node, names = stack.pop()
+        if node is target:
+            return names
+        for child in node.children.values():
+            stack.append((child, names + [child.name]))
+    raise ValueError(f"{target.name!r} is not in the tree under {root.name!r}")
+
+
+def node_paths(root: Node) -> dict[int, tuple[str, ...]]:
+    """Every node's path of names from the root (included), keyed by the node's identity."""
+    out: dict[int, tuple[str, ...]] = {id(root): (root.name,)}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        base = out[id(node)]
+        for child in node.children.values():
+            out[id(child)] = base + (child.name,)
+            stack.append(child)
+    return out
+
+
+def _plain(name: str, value: object) -> MetricValue:
+    """A metric value as a plain number or string: numpy and torch scalars become Python ones."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (int, float, str)):
+        return value
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            plain = item()
+        except (TypeError, ValueError, RuntimeError):
+            plain = None
+        if isinstance(plain, (int, float)) and not isinstance(plain, bool):
+            return plain
+    raise MetricError(f"metric {name!r} must be a number or a string, not {type(value).__name__}")
+
+
+@dataclass
+class Profile:
+    """A tree plus what is needed to read it: metric kinds, the device table and run metadata."""
+
+    root: Node = field(default_factory=lambda: Node("ROOT"))
+    kinds: dict[str, str] = field(default_factory=dict)
+    devices: dict[str, dict[str, dict[str, object]]] = field(default_factory=dict)
+    metadata: dict[str, object] = field(default_factory=dict)
+    # True for trees whose nodes hold inclusive values (made by processors, never written).
+    inclusive: bool = False
+
+    def kind(self, metric: str) -> str:
+        return self.kinds.get(metric, INC)
+
+    def declare(self, raw_name: str) -> tuple[str, str]:
+        """Register a user metric name (with an optional Proton suffix) and return (name, kind)."""
+        name, kind = split_kind(raw_name)
+        self.kinds.setdefault(name, kind)
+        return name, self.kinds[name]
+
+    def add_metrics(self, node: Node, metrics: Mapping[str, object]) -> None:
+        for raw_name, value in metrics.items():
+            name, kind = self.declare(raw_name)
+            node.add(name, _plain(raw_name, value), kind)
+
+    def metric_names(self) -> set[str]:
+        names: set[str] = set()
+        for node in self.root.walk():
+            names.update(node.metrics)
+        return names
+
+    def node_count(self) -> int:
+        return sum(1 for _ in self.root.walk())

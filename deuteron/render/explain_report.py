@@ -1,0 +1,122 @@
+"""The explain report in a terminal (rich): the ranking by opportunity, then each kernel's
+resources, SASS mix and findings.
+
+It reads the report's JSON document (``deuteron.formats.explain_json``), the same data the web UI
+and ``--json`` get, so every view of a kernel shows the same numbers.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+from typing import IO, Any
+
+_STYLE = {"warning": "bold yellow", "info": "bold cyan"}
+
+
+def render(doc: dict[str, Any], file: IO[str], color: bool | None = None) -> None:
+    from rich.console import Console
+
+    console = Console(
+        file=file,
+        no_color=color is False,
+        highlight=False,
+        soft_wrap=True,
+        force_terminal=color if color else None,
+    )
+    if doc.get("ranking"):
+        _render_ranking(console, doc)
+    for kernel in doc.get("kernels", []):
+        _render_kernel(console, kernel)
+
+
+def _fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "?"
+    return f"{n / 1024:.1f} KiB" if n >= 4096 else f"{n} B"
+
+
+def _render_ranking(console: Any, doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(
+        title=f"kernels by opportunity = time × (1 − util)  [device: {doc.get('device') or '?'}]",
+        title_justify="left",
+    )
+    for col in ("kernel", "time/ms", "calls", "TFLOP/s", "GB/s", "util", "bound", "opportunity/ms"):
+        table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
+    for c in doc["ranking"]:
+        name = c["name"] if c["launched"] else f"{c['name']} (not launched by this run)"
+        table.add_row(
+            name,
+            f"{c['time_ns'] / 1e6:.3f}",
+            str(c["count"]),
+            "-" if c["tflops_per_s"] is None else f"{c['tflops_per_s']:.2f}",
+            "-" if c["gbytes_per_s"] is None else f"{c['gbytes_per_s']:.1f}",
+            "-" if c["util"] is None else f"{c['util']:.0%}",
+            c["bound"] or "-",
+            f"{c['opportunity_ns'] / 1e6:.3f}",
+        )
+    console.print(table)
+
+
+def _render_kernel(console: Any, k: dict[str, Any]) -> None:
+    from rich.markup import escape
+
+    launches = k["launches"]
+    console.print()
+    console.print(
+        f"[bold]{escape(k['name'])}[/bold]  {k['target']}  "
+        f"num_warps={k['num_warps']} num_stages={k['num_stages']}  "
+        f"{launches} launch{'es' if launches != 1 else ''}  "
+        f"[dim]{escape(os.path.relpath(k['file']))}:{k['line']}[/dim]"
+    )
+    console.print(f"  args: {escape(', '.join(k['args']))}")
+    occ = k["occupancy"]
+    occ_text = (
+        (
+            f"{occ['blocks_per_sm']} blocks, {occ['warps_per_sm']}/{occ['max_warps_per_sm']} warps per SM "
+            f"({occ['fraction']:.0%}), limited by {occ['limiter']}"
+        )
+        if occ
+        else "n/a"
+    )
+    registers = k["registers"]
+    console.print(
+        f"  registers {registers if registers is not None else '?'}/thread · spills "
+        f"{_fmt_bytes(k['spills'])} · shared {_fmt_bytes(k['shared_bytes'])} · occupancy {occ_text}"
+    )
+    mix = k["sass"]
+    if mix:
+        tc = ", ".join(f"{name} {n}" for name, n in mix["tensor_core_ops"].items()) or "none"
+        loads = ", ".join(f"{w}×{n}" for w, n in mix["global_loads"].items()) or "none"
+        stores = ", ".join(f"{w}×{n}" for w, n in mix["global_stores"].items()) or "none"
+        console.print(
+            f"  SASS {mix['total']} instructions: tensor-core {mix['tensor_core']} ({tc}) · global "
+            f"loads {loads} · stores {stores} · async copies {mix['async_copies']} · local "
+            f"{mix['local_loads']}/{mix['local_stores']} · shared {mix['shared_loads']}/"
+            f"{mix['shared_stores']} (ld/st)"
+        )
+    cost = k.get("profile")
+    if cost is not None:
+        util = "-" if cost["util"] is None else f"{cost['util']:.0%}"
+        tflops, gbytes = cost["tflops_per_s"], cost["gbytes_per_s"]
+        console.print(
+            f"  profile: {cost['time_ns'] / 1e6:.3f} ms in {cost['count']} calls · "
+            f"{'-' if tflops is None else f'{tflops:.2f}'} TFLOP/s · "
+            f"{'-' if gbytes is None else f'{gbytes:.1f}'} GB/s · util {util} · "
+            f"{cost['bound'] or 'bound unknown'}"
+        )
+    if not k["findings"]:
+        console.print("  [green]no findings[/green]")
+    for f in k["findings"]:
+        style = _STYLE.get(f["severity"], "bold")
+        line = f["line"]
+        where = f"line {line}" if line else "kernel"
+        console.print(
+            f"  [{style}]{f['severity']}[/{style}] {where} [bold]{f['kind']}[/bold]: {escape(f['message'])}"
+        )
+        if line:
+            text = linecache.getline(k["file"], line).rstrip()
+            if text:
+                console.print(f"      [dim]{line:>5} │[/dim] {escape(text)}")

@@ -1,0 +1,65 @@
+"""The only package of Deuteron that imports ``triton``; everything else gets Triton facts from here.
+
+Modules: :mod:`.hooks` (the one hook manager every interception goes through), :mod:`.interpreter`
+(events from Triton's interpreter: bytes and flops for profiling, accesses for the sanitizer),
+:mod:`.jit_launch` (one compiled-mode launch run in the interpreter), :mod:`.jit_capture` (each
+launch keyed with Triton's own binder, for explain), :mod:`.compiler`, :mod:`.tools` (the CUDA
+tools the wheel bundles), :mod:`.targets` (GPU targets) and :mod:`.launch_hook` (Triton's launch
+hook, for ``hook="triton"`` on a GPU).
+
+Importing this package does not import ``triton``: ``deuteron run`` must set ``TRITON_INTERPRET``
+before the user's script imports it, so every module here imports Triton inside its functions.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from importlib import metadata
+
+from ..model.errors import DeuteronError
+
+# The Triton versions every module here is written and tested against (both ends in CI).
+SUPPORTED = ((3, 6), (3, 9))
+SUPPORTED_TEXT = f"triton {SUPPORTED[0][0]}.{SUPPORTED[0][1]} to {SUPPORTED[1][0]}.{SUPPORTED[1][1]}"
+
+
+class TritonSupportError(DeuteronError, RuntimeError):
+    """The installed Triton lacks something Deuteron relies on; the message says what and which
+    versions are supported."""
+
+
+def installed_version() -> str:
+    """The installed triton's version string ("" when it is not installed), without importing it."""
+    module = sys.modules.get("triton")
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return str(module.__version__)
+    try:
+        return metadata.version("triton")
+    except metadata.PackageNotFoundError:
+        return ""
+
+
+def unsupported(what: str) -> TritonSupportError:
+    """The error for a Triton that lacks ``what``."""
+    version = installed_version() or "(not installed)"
+    return TritonSupportError(f"triton {version} has no {what}; supported: {SUPPORTED_TEXT}")
+
+
+def enable_interpreter_mode() -> None:
+    """Make kernels defined from now on run in the interpreter (Triton reads this at decoration)."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        if "triton" in sys.modules:
+            warnings.warn(
+                "deuteron: triton was imported before TRITON_INTERPRET=1 was set; kernels defined "
+                "earlier are not interpreted and not profiled. Use `deuteron run script.py` or set "
+                "TRITON_INTERPRET=1 before importing triton.",
+                stacklevel=3,
+            )
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def imported() -> bool:
+    """Whether the user's program has imported triton yet."""
+    return "triton" in sys.modules

@@ -1,0 +1,545 @@
+"""Events from Triton's interpreter: what each launch cost (for profiling) and every access each
+program makes (for the sanitizer). The one module that touches the interpreter's internals.
+
+What we rely on, all in ``triton.runtime.interpreter`` (triton 3.6 to 3.9):
+- ``InterpretedFunction.run(*args, grid, warmup, **kwargs)`` runs one launch; ``.fn`` and
+  ``.kwargs["launch_metadata"]`` describe the kernel; ``InterpretedFunction.rewritten_fn`` maps
+  each kernel to the function the interpreter really runs (its source re-parsed and dedented);
+- ``GridExecutor._init_args_hst`` returns the host tensors the programs address, and the grid
+  loop calls ``interpreter_builder.set_grid_dim`` once, then ``set_grid_idx`` before each program;
+- the module singleton ``interpreter_builder``, whose ``create_masked_load``/``create_masked_store``
+  carry every global load and store (plain, masked, atomic load/store, block pointers, tensor
+  descriptors), ``create_dot`` every ``tl.dot``, ``create_atomic_rmw``/``create_atomic_cas`` the
+  atomics, and ``binary_op``/``unary_op``/``ternary_op``/``create_fma``/``create_rsqrt`` the
+  floating-point arithmetic.
+
+The builder's methods are wrapped on the instance (never in Triton's source), through the hook
+manager: group ``interpreter`` (counting, the launch loop) while a profiler or a sanitizer listens,
+group ``interpreter.sanitizer`` (programs, host tensors, float results) while a sanitizer listens.
+One mend rides along: ``_patch_lang_tensor`` (which gives ``tl.tensor`` its ``__index__`` while a
+kernel runs) is wrapped so a 1-element tensor converts to int under NumPy >= 2.4 on Triton 3.6.
+
+Two listeners: a profiler (``install``: a :class:`LaunchRecord` per launch) and a sanitizer
+(``attach``: a :class:`Sanitizer` hears every launch, program, access and non-finite value and
+may mask lanes off before Triton touches memory). What is checked, and how, is the sanitizer's
+business (``deuteron.check``); this module only reports and obeys.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..model.access import ATOMIC, LOAD, STORE, SiteTable
+from . import sites, unsupported
+from .hooks import MANAGER, AttributePatch, Patch
+
+_WRAPPED = (
+    "create_masked_load",
+    "create_masked_store",
+    "create_dot",
+    "create_atomic_rmw",
+    "create_atomic_cas",
+)
+# Wrapped only while a sanitizer listens, so profiling does not pay for them.
+_SANITIZER_WRAPPED = ("set_grid_dim", "set_grid_idx")
+# The float producers whose results are checked for NaN/Inf, and the op name a finding shows
+# (None: the numpy function the op applies, its last argument). The first four every supported
+# Triton has; the others are wrapped where present.
+_FLOAT_OPS: dict[str, str | None] = {
+    "binary_op": None,
+    "unary_op": None,
+    "ternary_op": None,
+    "create_fma": "fma",
+    "create_rsqrt": "rsqrt",
+    "cast_impl": "cast",  # a cast to a narrower float can overflow to inf
+    "create_fp_to_fp": "cast",
+}
+_FLOAT_OPS_REQUIRED = ("binary_op", "unary_op", "ternary_op", "create_fma")
+GROUP = "interpreter"
+SANITIZER_GROUP = "interpreter.sanitizer"
+
+
+class Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a sanitizer to stop the launch; it reaches the caller itself, not as InterpreterError."""
+
+
+@dataclass
+class LaunchRecord:
+    """What one interpreted launch did: exact bytes (active lanes only) and tl.dot flops."""
+
+    kernel: str
+    grid: tuple[int, int, int] = (1, 1, 1)
+    start_ns: int = 0
+    end_ns: int = 0
+    bytes_loaded: int = 0
+    bytes_stored: int = 0
+    flops: dict[int, int] = field(default_factory=dict)  # operand width in bits -> flops
+    _metadata_fn: Callable[[], dict[str, Any] | None] | None = None
+
+    @property
+    def programs(self) -> int:
+        return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def launch_metadata(self) -> dict[str, Any] | None:
+        """The kernel's ``launch_metadata`` hook evaluated as Triton would: (grid, metadata, args)."""
+        return self._metadata_fn() if self._metadata_fn else None
+
+
+class Sanitizer(Protocol):
+    """What a sanitizer hears. ``site`` ids index the table handed over at ``launch_begin``."""
+
+    def launch_begin(
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        grid: tuple[int, int, int],
+        table: SiteTable,
+    ) -> None: ...
+
+    def program_begin(self, pid: tuple[int, int, int]) -> None: ...
+
+    def access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        mask: np.ndarray | None,
+        element_size: int,
+        values: np.ndarray | None,
+    ) -> np.ndarray | None:
+        """Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
+        ...
+
+    def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
+
+    def launch_end(self, error: BaseException | None) -> None: ...
+
+
+class _Counter:
+    __slots__ = ("loaded", "stored", "flops")
+
+    def __init__(self) -> None:
+        self.loaded = 0
+        self.stored = 0
+        self.flops: dict[int, int] = {}
+
+
+class _State:
+    """Everything this module remembers between the interpreter's calls, in one place."""
+
+    __slots__ = ("profiler", "sanitizer", "counter", "checking", "pending", "lock")
+
+    def __init__(self) -> None:
+        self.profiler: Callable[[LaunchRecord], None] | None = None
+        self.sanitizer: Sanitizer | None = None
+        self.counter: _Counter | None = None  # the launch being counted for the profiler
+        self.checking = False  # the running launch is being checked
+        self.pending: tuple[Any, Any, Any] | None = None  # (fn, host args, host kwargs) of the next launch
+        # The interpreter keeps the program id in one shared builder, so launches from several
+        # threads would corrupt each other's results: they run one at a time.
+        self.lock = threading.RLock()
+
+
+_s = _State()
+
+
+def _interpreter_module() -> Any:
+    try:
+        from triton.runtime import interpreter
+    except ImportError as exc:  # pragma: no cover - triton is a dependency
+        raise unsupported(f"interpreter ({exc})") from None
+    needed = ("InterpretedFunction", "interpreter_builder", "GridExecutor")
+    missing = [n for n in needed if not hasattr(interpreter, n)]
+    builder = getattr(interpreter, "interpreter_builder", None)
+    for name in (*_WRAPPED, *_SANITIZER_WRAPPED, *_FLOAT_OPS_REQUIRED):
+        if builder is not None and not hasattr(builder, name):
+            missing.append(f"interpreter_builder.{name}")
+    if not hasattr(getattr(interpreter, "GridExecutor", None), "_init_args_hst"):
+        missing.append("GridExecutor._init_args_hst")
+    if missing:
+        raise unsupported(", ".join(missing))
+    return interpreter
+
+
+# --- listeners ---------------------------------------------------------------------------------
+
+
+def install(profiler: Callable[[LaunchRecord], None]) -> None:
+    """Route every interpreted launch's record to ``profiler`` (one at a time)."""
+    interp = _interpreter_module()
+    if _s.profiler is None:
+        MANAGER.acquire(GROUP, lambda: _base_patches(interp))
+    _s.profiler = profiler
+
+
+def uninstall() -> None:
+    if _s.profiler is not None:
+        _s.profiler = None
+        _s.counter = None
+        MANAGER.release(GROUP)
+
+
+def attach(sanitizer: Sanitizer) -> None:
+    """Let ``sanitizer`` hear every access of every interpreted launch (one at a time)."""
+    interp = _interpreter_module()
+    if _s.sanitizer is not None:
+        raise RuntimeError("a sanitizer is already attached to Triton's interpreter")
+    MANAGER.acquire(GROUP, lambda: _base_patches(interp))
+    try:
+        MANAGER.acquire(SANITIZER_GROUP, lambda: _sanitizer_patches(interp))
+    except BaseException:
+        MANAGER.release(GROUP)
+        raise
+    _s.sanitizer = sanitizer
+    sites.reset()
+
+
+def detach() -> None:
+    if _s.sanitizer is None:
+        return
+    _s.sanitizer = None
+    _s.checking = False
+    _s.pending = None
+    MANAGER.release(SANITIZER_GROUP)
+    MANAGER.release(GROUP)
+
+
+# --- the patches -------------------------------------------------------------------------------
+
+
+def _element_bytes(handle: Any) -> int:
+    dtype = handle.dtype
+    while hasattr(dtype, "element_ty"):
+        dtype = dtype.element_ty
+    return max(1, dtype.primitive_bitwidth // 8)
+
+
+def _active_lanes(ptrs: np.ndarray, mask: Any) -> int:
+    if mask is None:
+        return int(ptrs.size)
+    m = mask.data
+    if m.shape != ptrs.shape:
+        m = np.broadcast_to(m, ptrs.shape)
+    return int(np.count_nonzero(m))
+
+
+def _int1() -> Any:
+    import triton.language as tl
+
+    return tl.int1
+
+
+def _guarded(kind: int, ptrs: Any, mask: Any, values: np.ndarray | None) -> Any:
+    """Tell the sanitizer about an access; take the lanes it keeps as the new mask."""
+    sanitizer = _s.sanitizer
+    if sanitizer is None:
+        return mask
+    keep = sanitizer.access(
+        kind, ptrs.data, None if mask is None else mask.data, _element_bytes(ptrs), values
+    )
+    if keep is None:
+        return mask
+    return type(ptrs)(keep, mask.dtype if mask is not None else _int1())
+
+
+def _base_patches(interp: Any) -> list[Patch]:
+    builder = interp.interpreter_builder
+    cls = type(builder)
+    orig_load, orig_store = cls.create_masked_load, cls.create_masked_store
+    orig_dot, orig_rmw, orig_cas = cls.create_dot, cls.create_atomic_rmw, cls.create_atomic_cas
+    s = _s
+
+    def create_masked_load(ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        c = s.counter
+        if c is not None:
+            c.loaded += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
+        if s.checking:
+            mask = _guarded(LOAD, ptrs, mask, None)
+        return orig_load(builder, ptrs, mask, *rest, **kw)
+
+    def create_masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        c = s.counter
+        if c is not None:
+            c.stored += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
+        if s.checking:
+            mask = _guarded(STORE, ptrs, mask, value.data)
+        return orig_store(builder, ptrs, value, mask, *rest, **kw)
+
+    def create_dot(a: Any, b: Any, d: Any, *rest: Any, **kw: Any) -> Any:
+        c = s.counter
+        if c is not None:
+            ash, bsh = a.data.shape, b.data.shape
+            m, k, n = ash[-2], ash[-1], bsh[-1]
+            batch = int(np.prod(ash[:-2])) if len(ash) > 2 else 1
+            width = a.dtype.primitive_bitwidth
+            c.flops[width] = c.flops.get(width, 0) + 2 * batch * m * n * k
+        out = orig_dot(builder, a, b, d, *rest, **kw)
+        if s.checking:
+            _check_finite("dot", (a.data, b.data, d.data), out.data)
+        return out
+
+    def create_atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
+        c = s.counter
+        if c is not None:
+            n = _active_lanes(ptr.data, mask) * _element_bytes(ptr)
+            c.loaded += n
+            c.stored += n
+        if s.checking:
+            mask = _guarded(ATOMIC, ptr, mask, None)
+        return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
+
+    def create_atomic_cas(ptr: Any, cmp: Any, val: Any, *rest: Any, **kw: Any) -> Any:
+        c = s.counter
+        if c is not None:
+            n = int(ptr.data.size) * _element_bytes(ptr)
+            c.loaded += n
+            c.stored += n
+        sanitizer = s.sanitizer
+        if s.checking and sanitizer is not None:
+            keep = sanitizer.access(ATOMIC, ptr.data, None, _element_bytes(ptr), None)
+            if keep is not None:  # CAS has no mask: run it on the kept lanes only; the others
+                # answer "swapped" (cmp), so a spin lock on a bad address moves on instead of hanging
+                return _partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
+        return orig_cas(builder, ptr, cmp, val, *rest, **kw)
+
+    orig_run = interp.InterpretedFunction.run
+
+    def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        if warmup or (s.profiler is None and s.sanitizer is None):
+            return orig_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        with s.lock:
+            return _recorded_run(orig_run, builder, self, args, grid, kwargs)
+
+    patches: list[Patch] = [
+        *_device_call_mend(interp),
+        AttributePatch(builder, "create_masked_load", create_masked_load),
+        AttributePatch(builder, "create_masked_store", create_masked_store),
+        AttributePatch(builder, "create_dot", create_dot),
+        AttributePatch(builder, "create_atomic_rmw", create_atomic_rmw),
+        AttributePatch(builder, "create_atomic_cas", create_atomic_cas),
+        AttributePatch(interp.InterpretedFunction, "run", run),
+    ]
+    # Triton 3.6 turns a 1-element tensor into an int with int(array), which NumPy 2.4 refuses
+    # ("only 0-dimensional arrays..."), so loops over runtime bounds fail; 3.7 fixed it the way
+    # done here. The GPU machines pair Triton 3.6 with NumPy 2.5, hence this mend.
+    orig_tensor_patch = getattr(interp, "_patch_lang_tensor", None)
+    if orig_tensor_patch is not None:
+
+        def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
+            orig_tensor_patch(tensor, scope)
+            scope.set_attr(tensor, "__index__", _tensor_index)
+
+        patches.append(AttributePatch(interp, "_patch_lang_tensor", _patch_lang_tensor))
+    return patches
+
+
+def _device_call_mend(interp: Any) -> list[Patch]:
+    """Triton's ``InterpretedFunction.__call__`` (a device-function call: ``tl.max``, a user's @jit
+    helper) patches ``triton.language`` through ``_patch_lang`` and never restores it, so after any
+    interpreted launch a compile in the same process fails (``deuteron.check.run`` followed by
+    ``deuteron.explain.run``, say). The mend records the scopes ``_patch_lang`` makes during a
+    device call and restores them when the call returns, leaving Triton's own body untouched."""
+    patch_lang = getattr(interp, "_patch_lang", None)
+    call = interp.InterpretedFunction.__dict__.get("__call__")
+    if patch_lang is None or call is None:
+        return []
+    scopes: list[Any] = []
+    calls = [0]  # device calls under way (they nest)
+
+    def _patch_lang(fn: Any) -> Any:
+        scope = patch_lang(fn)
+        if calls[0]:
+            scopes.append(scope)
+        return scope
+
+    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
+        depth = len(scopes)
+        calls[0] += 1
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            calls[0] -= 1
+            while len(scopes) > depth:
+                scopes.pop().restore()
+
+    return [
+        AttributePatch(interp, "_patch_lang", _patch_lang),
+        AttributePatch(interp.InterpretedFunction, "__call__", __call__),
+    ]
+
+
+def _recorded_run(
+    orig_run: Any, builder: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]
+) -> Any:
+    s = _s
+    if s.counter is not None:  # a launch from inside a launch's hook: count it with the outer one
+        return orig_run(fn, *args, grid=grid, warmup=False, **kwargs)
+    counter = s.counter = _Counter() if s.profiler is not None else None
+    start = time.perf_counter_ns()
+    try:
+        return _checked_run(orig_run, fn, args, grid, kwargs)
+    finally:
+        end = time.perf_counter_ns()
+        s.counter = None
+        profiler = s.profiler
+        if profiler is not None and counter is not None:
+            grid3 = tuple(int(g) for g in getattr(builder, "grid_dim", (1, 1, 1)))
+            profiler(
+                LaunchRecord(
+                    kernel=fn.fn.__name__,
+                    grid=(grid3[0], grid3[1], grid3[2]),
+                    start_ns=start,
+                    end_ns=end,
+                    bytes_loaded=counter.loaded,
+                    bytes_stored=counter.stored,
+                    flops=counter.flops,
+                    _metadata_fn=_metadata_thunk(fn, grid3, args, kwargs),
+                )
+            )
+
+
+def _checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
+    s = _s
+    error: BaseException | None = None
+    try:
+        return orig_run(fn, *args, grid=grid, warmup=False, **kwargs)
+    except Exception as exc:
+        # The interpreter wraps whatever a program raised in InterpreterError(repr(e)); a
+        # sanitizer's Abort must reach the caller as itself.
+        cause = exc.__cause__
+        error = cause if isinstance(cause, Abort) else exc
+        if error is not exc:
+            raise error from None
+        raise
+    finally:
+        checking, sanitizer = s.checking, s.sanitizer
+        s.checking = False
+        s.pending = None
+        if checking and sanitizer is not None:
+            sanitizer.launch_end(error)
+
+
+def _sanitizer_patches(interp: Any) -> list[Patch]:
+    builder = interp.interpreter_builder
+    cls = type(builder)
+    executor = interp.GridExecutor
+    orig_init_args = executor._init_args_hst
+    orig_dim, orig_idx = cls.set_grid_dim, cls.set_grid_idx
+    rewritten = interp.InterpretedFunction.rewritten_fn
+    s = _s
+
+    def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        result = orig_init_args(self, args_dev, kwargs)
+        if s.sanitizer is not None:
+            s.pending = (self.fn, result[0], result[1])
+        return result
+
+    def set_grid_dim(nx: int, ny: int, nz: int) -> None:
+        orig_dim(builder, nx, ny, nz)
+        pending, sanitizer = s.pending, s.sanitizer
+        if pending is None or sanitizer is None:
+            return
+        sites.note_rewritten(rewritten)
+        sanitizer.launch_begin(pending[0], pending[1], pending[2], (int(nx), int(ny), int(nz)), sites.table())
+        s.checking = True
+
+    def set_grid_idx(x: int, y: int, z: int) -> None:
+        orig_idx(builder, x, y, z)
+        sanitizer = s.sanitizer
+        if s.checking and sanitizer is not None:
+            sanitizer.program_begin((int(x), int(y), int(z)))
+
+    patches: list[Patch] = [
+        AttributePatch(builder, "set_grid_dim", set_grid_dim),
+        AttributePatch(builder, "set_grid_idx", set_grid_idx),
+    ]
+    for name, label in _FLOAT_OPS.items():
+        orig_op = getattr(cls, name, None)
+        if orig_op is not None:
+            patches.append(AttributePatch(builder, name, _finite_checked(builder, orig_op, label)))
+    patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
+    return patches
+
+
+def _finite_checked(builder: Any, orig: Any, label: str | None) -> Callable[..., Any]:
+    """Wrap a float-producing builder method: its result is checked while a launch is checked."""
+
+    def op(*args: Any) -> Any:
+        out = orig(builder, *args)
+        if _s.checking:
+            name = label or str(getattr(args[-1], "__name__", "op"))
+            inputs = tuple(a.data for a in args if isinstance(getattr(a, "data", None), np.ndarray))
+            _check_finite(name, inputs, out.data)
+        return out
+
+    return op
+
+
+def _tensor_index(self: Any) -> int:
+    data = self.handle.data
+    return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
+
+
+def _partial_cas(
+    orig_cas: Any, builder: Any, ptr: Any, cmp: Any, val: Any, ok: np.ndarray, rest: Any, kw: Any
+) -> Any:
+    handle = type(ptr)
+    cmp_data = np.broadcast_to(cmp.data, ptr.data.shape)
+    val_data = np.broadcast_to(val.data, ptr.data.shape)
+    result = np.array(cmp_data, copy=True)
+    if ok.any():
+        part = orig_cas(
+            builder,
+            handle(ptr.data[ok], ptr.dtype),
+            handle(np.ascontiguousarray(cmp_data[ok]), cmp.dtype),
+            handle(np.ascontiguousarray(val_data[ok]), val.dtype),
+            *rest,
+            **kw,
+        )
+        result[ok] = part.data
+    return handle(result, cmp.dtype.scalar if hasattr(cmp.dtype, "scalar") else cmp.dtype)
+
+
+def _check_finite(op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray) -> None:
+    sanitizer = _s.sanitizer
+    if sanitizer is None or output.dtype.kind != "f" or np.isfinite(output).all():
+        return
+    sanitizer.nonfinite(op, inputs, output, sites.current_site())
+
+
+# --- launch_metadata ---------------------------------------------------------------------------
+
+
+def _metadata_thunk(
+    jit_fn: Any, grid: tuple[int, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Callable[[], dict[str, Any] | None] | None:
+    hook = getattr(jit_fn, "kwargs", {}).get("launch_metadata")
+    if hook is None:
+        return None
+
+    def evaluate() -> dict[str, Any] | None:
+        import inspect
+
+        names = list(getattr(jit_fn, "arg_names", []))
+        bound: dict[str, Any] = dict(zip(names, args, strict=False))
+        bound.update({k: v for k, v in kwargs.items() if k in names})
+        # Defaults the caller left out, as Triton's own binding would fill them in.
+        for p in inspect.signature(jit_fn.fn).parameters.values():
+            if p.name not in bound and p.default is not inspect.Parameter.empty:
+                bound[p.name] = p.default
+        meta = SimpleNamespace(
+            name=jit_fn.fn.__name__,
+            num_warps=kwargs.get("num_warps", 4),
+            num_stages=kwargs.get("num_stages", 3),
+        )
+        result = hook(grid, meta, bound)
+        return dict(result) if result else None
+
+    return evaluate

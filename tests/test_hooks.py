@@ -1,0 +1,132 @@
+"""The hook manager: every change Deuteron makes to Triton is applied and undone through it."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+import triton
+from triton.runtime import interpreter
+
+import deuteron
+from deuteron.triton.hooks import MANAGER, AttributePatch, CallbackPatch, HookManager
+
+from .kernels import add
+
+
+class Owner:
+    def method(self) -> str:
+        return "class"
+
+
+class Descriptor:
+    """A data descriptor like Triton's knobs: the value lives in the instance, set through __set__."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, objtype: type | None = None) -> object:
+        return obj.__dict__.get("_" + self.name, "default") if obj is not None else self
+
+    def __set__(self, obj: object, value: object) -> None:
+        obj.__dict__["_" + self.name] = value
+
+
+class Knobs:
+    flag = Descriptor()
+
+
+def test_attribute_patch_on_a_class_restores_the_inherited_attribute() -> None:
+    class Child(Owner):
+        pass
+
+    patch = AttributePatch(Child, "method", lambda self: "patched")
+    patch.apply()
+    assert Child().method() == "patched" and "method" in Child.__dict__
+    patch.restore()
+    assert Child().method() == "class" and "method" not in Child.__dict__
+
+
+def test_attribute_patch_on_an_instance_shadows_and_unshadows() -> None:
+    obj = Owner()
+    patch = AttributePatch(obj, "method", lambda: "instance")
+    patch.apply()
+    assert obj.method() == "instance" and Owner().method() == "class"
+    patch.restore()
+    assert "method" not in vars(obj) and obj.method() == "class"
+
+
+def test_attribute_patch_goes_through_a_data_descriptor() -> None:
+    knobs = Knobs()
+    patch = AttributePatch(knobs, "flag", True)
+    patch.apply()
+    assert knobs.flag is True and vars(knobs) == {"_flag": True}
+    patch.restore()
+    assert knobs.flag == "default"
+
+
+def test_attribute_patch_on_a_module() -> None:
+    module = types.ModuleType("m")
+    module.value = 1  # type: ignore[attr-defined]
+    patch = AttributePatch(module, "value", 2)
+    patch.apply()
+    assert module.value == 2  # type: ignore[attr-defined]
+    patch.restore()
+    assert module.value == 1  # type: ignore[attr-defined]
+
+
+def test_groups_are_counted_and_undone_in_reverse_order() -> None:
+    manager = HookManager()
+    log: list[str] = []
+
+    def make() -> list[CallbackPatch]:
+        return [
+            CallbackPatch(lambda: log.append("+a"), lambda: log.append("-a")),
+            CallbackPatch(lambda: log.append("+b"), lambda: log.append("-b")),
+        ]
+
+    manager.acquire("g", make)
+    manager.acquire("g", make)  # a second user: applied once
+    assert log == ["+a", "+b"] and manager.active() == {"g": 2}
+    manager.release("g")
+    assert log == ["+a", "+b"] and manager.holds("g")
+    manager.release("g")
+    assert log == ["+a", "+b", "-b", "-a"] and manager.active() == {}
+    manager.release("g")  # releasing what is not held is harmless
+    assert log == ["+a", "+b", "-b", "-a"]
+
+
+def test_a_group_that_fails_half_way_is_undone() -> None:
+    manager = HookManager()
+    log: list[str] = []
+
+    def boom() -> None:
+        raise RuntimeError("cannot patch")
+
+    def make() -> list[CallbackPatch]:
+        return [
+            CallbackPatch(lambda: log.append("+a"), lambda: log.append("-a")),
+            CallbackPatch(boom, lambda: None),
+        ]
+
+    with pytest.raises(RuntimeError, match="cannot patch"):
+        manager.acquire("g", make)
+    assert log == ["+a", "-a"] and manager.active() == {}
+
+
+def test_profiling_and_checking_share_the_interpreter_patches() -> None:
+    """The real groups: the profiler and a check hold the interpreter's base patches together; the
+    sanitizer's only while a check runs; nothing is left changed afterwards."""
+    assert MANAGER.active() == {}
+    x, y = torch.rand(300), torch.rand(300)
+    with deuteron.profile(backend="interpreter"):
+        assert MANAGER.active() == {"interpreter": 1}
+        with deuteron.check():
+            assert MANAGER.active() == {"interpreter": 2, "interpreter.sanitizer": 1}
+            add(x, y, block=128)
+        assert MANAGER.active() == {"interpreter": 1}
+        assert "set_grid_idx" not in vars(interpreter.interpreter_builder)
+    assert MANAGER.active() == {}
+    assert not {"create_masked_load", "set_grid_dim"} & set(vars(interpreter.interpreter_builder))
+    assert triton.knobs.runtime.interpret  # the test session's own setting is untouched
