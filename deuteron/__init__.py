@@ -17,7 +17,11 @@ Checking API (kernels run in Triton's interpreter)::
 
 Explaining API (cross-compiles each kernel a program launches; no GPU needed)::
 
+    import deuteron.explain       # a separate import: it is not needed to profile or check
     deuteron.explain.run("script.py", targets=["cuda:90"]).report
+
+No module-level ``__getattr__`` here on purpose: CPython then cannot specialise attribute loads
+on this module, and ``deuteron.scope`` is on hot paths.
 
 Errors for bad input all derive from ``deuteron.errors.DeuteronError``.
 """
@@ -53,12 +57,3 @@ __all__ = [
     "start",
     "state",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """``deuteron.explain`` is imported on first use: it pulls in the compiler's analyses."""
-    if name == "explain":
-        import importlib
-
-        return importlib.import_module(".explain", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

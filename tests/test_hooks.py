@@ -130,3 +130,20 @@ def test_profiling_and_checking_share_the_interpreter_patches() -> None:
     assert MANAGER.active() == {}
     assert not {"create_masked_load", "set_grid_dim"} & set(vars(interpreter.interpreter_builder))
     assert triton.knobs.runtime.interpret  # the test session's own setting is untouched
+
+
+def test_device_calls_leave_the_language_as_they_found_it() -> None:
+    """Triton's interpreter patches triton.language at each device call (tl.max, a @jit helper) and
+    never restores it; under Deuteron the patches are undone when the launch ends, so a compile later
+    in the same process sees the real language."""
+    import triton.language as tl
+
+    from tests.check_corpus import correct
+
+    def snapshot() -> dict[str, int]:
+        return {name: id(value) for name, value in vars(tl.core).items() if callable(value)}
+
+    before = snapshot()
+    with deuteron.check():
+        correct.CASES["softmax"]()  # tl.max and tl.sum are device calls
+    assert snapshot() == before

@@ -12,18 +12,9 @@ from pathlib import Path
 import pytest
 
 import deuteron
-from deuteron.errors import (
-    BackendError,
-    CheckError,
-    DeuteronError,
-    ExplainError,
-    FilterError,
-    FormatError,
-    MetricError,
-    SessionError,
-    TargetError,
-    TritonSupportError,
-)
+import deuteron.explain
+from deuteron import errors
+from deuteron.errors import CheckError, DeuteronError, ExplainError, FormatError, TargetError
 
 from .conftest import EXAMPLES, REPO
 
@@ -32,6 +23,7 @@ CORPUS = REPO / "tests" / "explain_corpus"
 USER_SCRIPT = """
 import json, sys
 import deuteron
+import deuteron.explain
 from deuteron.target import Target
 
 checked = deuteron.check.run(sys.argv[1], "--rows", "8")
@@ -109,20 +101,7 @@ def test_library_entries_refuse_bad_input_with_one_error_type(tmp_path: Path) ->
         deuteron.check(checks=["bounds"])
 
 
-@pytest.mark.parametrize(
-    "error",
-    [
-        BackendError,
-        CheckError,
-        ExplainError,
-        FilterError,
-        FormatError,
-        MetricError,
-        SessionError,
-        TargetError,
-        TritonSupportError,
-    ],
-)
-def test_every_user_error_is_a_deuteron_error(error: type[Exception]) -> None:
-    assert issubclass(error, DeuteronError)
+@pytest.mark.parametrize("name", errors.__all__)
+def test_every_user_error_is_a_deuteron_error(name: str) -> None:
+    assert issubclass(getattr(errors, name), DeuteronError)
     assert deuteron.DeuteronError is DeuteronError

@@ -1,19 +1,24 @@
-"""One check around any number of launches: ``with deuteron.check() as c: ...`` or start()/finish()."""
+"""One check around any number of launches (``with deuteron.check() as c: ...``, or start()/finish()),
+or around a whole program (``deuteron.check.run("script.py")``)."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
 from ..model.finding import SEVERITIES, CheckReport
+from ..target import Target, run_to_end
 from ..triton import enable_interpreter_mode
 from .checker import Checker
 from .errors import CheckError
-from .findings import KINDS, Findings
+from .findings import KINDS, FindingLimitReached, Findings
 from .guard import GUARD
 from .recorder import DEFAULT_LIMIT, AccessRecorder
+
+FAIL_FAST_STOP = "stopped at the first error (--fail-fast)"
 
 
 class CheckFailed(AssertionError):
@@ -29,8 +34,25 @@ class CheckFailed(AssertionError):
         self.report = report
 
 
+@dataclass
+class CheckRun:
+    """A checked program: what was found, its own exit code, and why it ended early ("" if not)."""
+
+    report: CheckReport
+    exit_code: int
+    ended_by: str
+
+
 class CheckSession:
-    """One check around any number of launches; a context manager, or start()/finish() by hand."""
+    """One check around any number of launches; a context manager, or start()/finish() by hand.
+
+    ``deuteron.check`` is this class: ``deuteron.check(raise_on=None)`` opens a check around a block,
+    and ``deuteron.check.run(...)`` (see :meth:`run`) checks a whole program.
+
+    raise_on: raise CheckFailed on exit when a finding this severe or worse exists ("error",
+    "warning", "info"), or None to only collect them in ``.report``. fail_fast: stop the launch at
+    the first error (raises FindingLimitReached). record: also write access records there.
+    """
 
     def __init__(
         self,
@@ -91,3 +113,29 @@ class CheckSession:
             )
         if exc is None and self.raise_on is not None and report.at_least(self.raise_on):
             raise CheckFailed(report, self.raise_on)
+
+    @staticmethod
+    def run(
+        target: Target | str,
+        *args: str,
+        checks: Iterable[str] = KINDS,
+        fail_fast: bool = False,
+        record: str | Path | None = None,
+        record_limit: int = DEFAULT_LIMIT,
+    ) -> CheckRun:
+        """Run ``target`` (a :class:`Target`, or a script path followed by its arguments) in Triton's
+        interpreter and check every program of every launch; never raises for findings.
+
+        ``deuteron.check.run("train.py", "--steps", "2").report.findings``
+        """
+        if isinstance(target, str):
+            target = Target.script(target, *args)
+        session = CheckSession(
+            checks=checks, fail_fast=fail_fast, raise_on=None, record=record, record_limit=record_limit
+        )
+        session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
+        try:
+            code, ended_by = run_to_end(target, stops=((FindingLimitReached, FAIL_FAST_STOP),))
+        finally:
+            report = session.finish()
+        return CheckRun(report, code, ended_by)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from .. import __version__
-from ..errors import DeuteronError
+from ..model.errors import DeuteronError
 from . import check, explain, run, view
 
 

@@ -10,12 +10,10 @@ import argparse
 import sys
 from typing import Any
 
-from ..check import KINDS, CheckError
+from ..check.errors import CheckError
+from ..check.findings import KINDS
 from ..check.recorder import DEFAULT_LIMIT
-from ..check.runner import run as check_run
-from ..formats import check_json
 from ..model.finding import SEVERITIES
-from ..render.check_report import render
 from .target import USAGE, add_target_arguments, parse_target, unwritable
 
 
@@ -71,6 +69,11 @@ def _writable(path: str | None, option: str) -> None:
 
 
 def check_command(args: argparse.Namespace) -> int:
+    # The sanitizer's machinery is imported when it runs, so other commands start fast.
+    from ..check.session import CheckSession
+    from ..formats import check_json
+    from ..render.check_report import render
+
     target = parse_target(args)
     checks = [c.strip() for c in args.checks.split(",") if c.strip()]
     unknown = sorted(set(checks) - set(KINDS))
@@ -82,7 +85,7 @@ def check_command(args: argparse.Namespace) -> int:
     _writable(args.record, "--record")
     if args.record_limit < 0:
         raise CheckError("--record-limit must be 0 or more")
-    result = check_run(
+    result = CheckSession.run(
         target, checks=checks, fail_fast=args.fail_fast, record=args.record, record_limit=args.record_limit
     )
     report = result.report

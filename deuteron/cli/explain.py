@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..explain.errors import ExplainError
-from ..explain.report import ExplainReport
-from ..explain.runner import run as explain_run
-from ..explain.views import render_passes, render_stage
-from ..render.explain_report import render
 from .target import USAGE, add_target_arguments, parse_target, unwritable
+
+if TYPE_CHECKING:
+    from ..explain.report import ExplainReport
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
 
@@ -106,6 +105,10 @@ class _Spinner:
 
 
 def explain_command(args: argparse.Namespace) -> int:
+    # The explainer's machinery is imported when it runs, so other commands start fast.
+    from ..explain.runner import run as explain_run
+    from ..render.explain_report import render
+
     target = parse_target(args)
     targets = [t for t in args.gpu_target.split(",") if t.strip()] if args.gpu_target else None
     if args.line is not None and args.line < 1:
@@ -146,6 +149,8 @@ def explain_command(args: argparse.Namespace) -> int:
 
 
 def _render_views(report: ExplainReport, args: argparse.Namespace, out: Any) -> None:
+    from ..explain.views import render_passes, render_stage
+
     for a in report.kernels:
         if args.passes or args.pass_name:
             try:

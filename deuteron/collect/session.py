@@ -17,8 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
@@ -157,20 +155,10 @@ class Session:
             self.profile.add_metrics(node, metrics)
         return node
 
-    def file_gpu_kernels(
-        self,
-        groups: list[KernelGroup | None],
-        group_of: np.ndarray,
-        start: np.ndarray,
-        end: np.ndarray,
-        device: np.ndarray,
-        stream: np.ndarray,
-        launch: np.ndarray,
-        thread: np.ndarray,
-    ) -> None:
+    def file_gpu_kernels(self, groups: list[KernelGroup | None], spans: KernelSpans) -> None:
         """File a batch of GPU kernels reported by context id, one group per (context, kernel, ...),
-        and keep their spans for the trace (arrays: one row per kernel; ``group_of`` its group;
-        None groups are left out)."""
+        and keep their spans for the trace (``spans.group_of``: each kernel's group; None groups are
+        left out). The spans' nodes are the ones filed here."""
         contexts = self.contexts
         nodes: list[Node | None] = []
         for group in groups:
@@ -184,8 +172,9 @@ class Session:
             )
             state = contexts.states.get(group.state)
             nodes.append(self.add_kernel(parent, group.name, group.metrics, state))
-        if len(group_of):
-            self.add_kernel_spans(KernelSpans(nodes, group_of, start, end, device, stream, launch, thread))
+        if len(spans.group_of):
+            spans.nodes = nodes
+            self.add_kernel_spans(spans)
 
     def add_kernel_spans(self, spans: KernelSpans) -> None:
         """Keep GPU kernel spans for the trace, up to TRACE_LIMIT spans in all."""

@@ -1,5 +1,6 @@
 """``deuteron explain``: what Triton's compiler made of each kernel a script launches, and what to change.
 
+    import deuteron.explain
     result = deuteron.explain.run("script.py", targets=["cuda:90"])
     result.report.as_json()
 
@@ -11,8 +12,25 @@ profile; :mod:`.runner` is the whole journey as one call. Every touch of Triton 
 ``deuteron.triton`` (``jit_capture``, ``compiler``, ``tools``, ``targets``).
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from .errors import ExplainError, KernelCompileError
-from .report import ExplainReport
-from .runner import ExplainRun, compile_all, run
+
+if TYPE_CHECKING:
+    from .report import ExplainReport
+    from .runner import ExplainRun, compile_all, run
 
 __all__ = ["ExplainError", "ExplainReport", "ExplainRun", "KernelCompileError", "compile_all", "run"]
+
+# Loaded on first use (PEP 562): the command line imports the errors without the compiler's analyses.
+_LAZY = {"ExplainReport": ".report", "ExplainRun": ".runner", "compile_all": ".runner", "run": ".runner"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module, __name__), name)

@@ -33,6 +33,7 @@ class KernelSpans:
     """
 
     nodes: list[Node | None]  # per group: the node its kernels were filed under; None for groups left out
+    # (a GPU backend hands the spans over without nodes; the session that files the groups sets them)
     group_of: np.ndarray  # per kernel: its group
     start: np.ndarray
     end: np.ndarray

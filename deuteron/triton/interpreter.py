@@ -344,30 +344,48 @@ def _device_call_mend(interp: Any) -> list[Patch]:
     """Triton's ``InterpretedFunction.__call__`` (a device-function call: ``tl.max``, a user's @jit
     helper) patches ``triton.language`` through ``_patch_lang`` and never restores it, so after any
     interpreted launch a compile in the same process fails (``deuteron.check.run`` followed by
-    ``deuteron.explain.run``, say). The mend records the scopes ``_patch_lang`` makes during a
-    device call and restores them when the call returns, leaving Triton's own body untouched."""
+    ``deuteron.explain.run``, say). The mend records the scopes ``_patch_lang`` makes inside device
+    calls and restores them, last first, just before the enclosing launch restores its own scope
+    (``GridExecutor`` takes its scope from ``_patch_lang`` too and restores it in a ``finally``). So
+    the language is patched once per launch, as without Deuteron, and left as it was found.
+    A device call outside any launch is restored when it returns. Triton's own bodies are untouched."""
     patch_lang = getattr(interp, "_patch_lang", None)
     call = interp.InterpretedFunction.__dict__.get("__call__")
     if patch_lang is None or call is None:
         return []
-    scopes: list[Any] = []
-    calls = [0]  # device calls under way (they nest)
+    pending: list[Any] = []  # device-call scopes not restored yet, oldest first
+    depth = {"calls": 0, "launches": 0}
+
+    class LaunchScope:
+        """A launch's scope: restoring it restores the device calls' scopes made inside it first."""
+
+        def __init__(self, scope: Any) -> None:
+            self.scope, self.mark = scope, len(pending)
+
+        def restore(self) -> None:
+            depth["launches"] -= 1
+            while len(pending) > self.mark:
+                pending.pop().restore()
+            self.scope.restore()
 
     def _patch_lang(fn: Any) -> Any:
         scope = patch_lang(fn)
-        if calls[0]:
-            scopes.append(scope)
-        return scope
+        if depth["calls"]:
+            pending.append(scope)
+            return scope
+        depth["launches"] += 1
+        return LaunchScope(scope)
 
     def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        depth = len(scopes)
-        calls[0] += 1
+        mark = len(pending)
+        depth["calls"] += 1
         try:
             return call(self, *args, **kwargs)
         finally:
-            calls[0] -= 1
-            while len(scopes) > depth:
-                scopes.pop().restore()
+            depth["calls"] -= 1
+            if not depth["launches"]:  # no launch will restore it
+                while len(pending) > mark:
+                    pending.pop().restore()
 
     return [
         AttributePatch(interp, "_patch_lang", _patch_lang),

@@ -12,9 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from ...model.errors import DeuteronError
+from ...model.trace import KernelSpans
 from ..placement import LaunchContexts
 
 NAMES = ("auto", "interpreter", "cupti")
@@ -47,17 +46,7 @@ class SessionPort(Protocol):
 
     def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None: ...
 
-    def file_gpu_kernels(
-        self,
-        groups: list[KernelGroup | None],
-        group_of: np.ndarray,
-        start: np.ndarray,
-        end: np.ndarray,
-        device: np.ndarray,
-        stream: np.ndarray,
-        launch: np.ndarray,
-        thread: np.ndarray,
-    ) -> None: ...
+    def file_gpu_kernels(self, groups: list[KernelGroup | None], spans: KernelSpans) -> None: ...
 
     def add_device(self, device_type: str, device_id: str, row: dict[str, object]) -> None: ...
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ....model.metrics import COUNT, TIME
+from ....model.trace import KernelSpans
 from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
 from .. import BackendError, KernelGroup, SessionPort, launch_metadata_metrics
 from . import library, records
@@ -388,13 +389,16 @@ class CuptiBackend:
         )
         session.file_gpu_kernels(
             groups,
-            batch.group_of,
-            k["start"].astype(np.int64) - off,
-            k["end"].astype(np.int64) - off,
-            k["device"].astype(np.int64),
-            k["stream"].astype(np.int64),
-            launch,
-            idents,
+            KernelSpans(
+                [],
+                batch.group_of,
+                k["start"].astype(np.int64) - off,
+                k["end"].astype(np.int64) - off,
+                k["device"].astype(np.int64),
+                k["stream"].astype(np.int64),
+                launch,
+                idents,
+            ),
         )
 
     def _write_devices(self, session: SessionPort) -> None:
