@@ -12,7 +12,7 @@ and no finding. One warm-up launch of each variant first. Reported: the median s
 launch of each variant and their ratio, and the peak Python-traced memory (tracemalloc, which
 sees NumPy's buffers) of one more launch of each, untimed.
 
-Usage: ``python benchmarks/check_overhead.py [--launches N] [--only W] [--no-check]``
+Usage: ``python benchmarks/check_overhead.py [--launches N] [--only W] [--no-check] [--same-arithmetic]``
 """
 
 from __future__ import annotations
@@ -84,10 +84,24 @@ WORKLOADS = {
 }
 
 
+_PLAIN_OVERFLOW_ARITHMETIC = True
+
+
 def _plain(launch: Callable[[], None]) -> float:
-    t0 = time.perf_counter()
-    launch()
-    return time.perf_counter() - t0
+    """One launch without Deuteron. With --same-arithmetic, Triton's integer-overflow arithmetic is
+    off as it is under check (without debug it computes results nobody reads)."""
+    import dataclasses
+
+    from triton.runtime.interpreter import interpreter_builder
+
+    saved = interpreter_builder.options
+    interpreter_builder.options = dataclasses.replace(saved, sanitize_overflow=_PLAIN_OVERFLOW_ARITHMETIC)
+    try:
+        t0 = time.perf_counter()
+        launch()
+        return time.perf_counter() - t0
+    finally:
+        interpreter_builder.options = saved
 
 
 def _checked(launch: Callable[[], None], programs: int) -> float:
@@ -117,7 +131,15 @@ def main() -> int:
     parser.add_argument("--launches", type=int, default=6, help="timed launches per variant (default 6)")
     parser.add_argument("--only", choices=sorted(WORKLOADS), action="append")
     parser.add_argument("--no-check", action="store_true", help="exit 0 even if the target is missed")
+    parser.add_argument(
+        "--same-arithmetic",
+        action="store_true",
+        help="plain launches without Triton's unused overflow arithmetic, as under check: the "
+        "ratio is then the sanitizer's own cost",
+    )
     args = parser.parse_args()
+    global _PLAIN_OVERFLOW_ARITHMETIC
+    _PLAIN_OVERFLOW_ARITHMETIC = not args.same_arithmetic
     torch.manual_seed(0)
     print(f"deuteron {deuteron.__version__}, triton {triton.__version__}, Python {platform.python_version()}")
     print(f"{args.launches} launches per variant, interleaved in one process; s/launch (median [min-max])")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import sys
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any, TypeVar
 
 from .collect.session import Session, SessionError, disabled
 from .model.tree import Profile
+from .render.text import printable, say
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,14 +38,35 @@ def start(
     hook: str | None = None,
     command: list[str] | None = None,
 ) -> int:
-    """Start a session and make it active; returns its id (-1 when Deuteron is disabled)."""
+    """Start a session and make it active; returns its id (-1 when Deuteron is disabled).
+
+    ``NAME.hatchet`` is checked now (the folder exists and takes a file), and its path is fixed:
+    a later ``chdir`` does not move it."""
+    return _start(name, backend=backend, context=context, hook=hook, command=command, outputs=("hatchet",))
+
+
+def _start(
+    name: str | None,
+    *,
+    backend: str = "auto",
+    context: str = "shadow",
+    hook: str | None = None,
+    command: list[str] | None = None,
+    outputs: tuple[str, ...] = (),
+) -> int:
     global _next_id
     if disabled():
         return -1
     with _lock:
         sid = _next_id
         session = Session(
-            sid, name or "deuteron", backend=backend, context=context, hook=hook, command=command
+            sid,
+            name or "deuteron",
+            backend=backend,
+            context=context,
+            hook=hook,
+            command=command,
+            outputs=outputs,
         )
         _next_id += 1
         _sessions[sid] = session
@@ -95,19 +118,19 @@ def finalize(session: int | None = None, output_format: str | None = "hatchet") 
     """Stop the session(s) and write their profiles; returns the files written.
 
     ``output_format`` is ``"hatchet"``, ``"chrome_trace"``, both comma-separated, or None to
-    write nothing (the tree stays available through ``profile``).
-    """
+    write nothing (the tree stays available through ``profile``). A session is closed even when
+    its file cannot be written (OutputError then says why, once)."""
     written: list[Path] = []
     for s in _select(session):
         deactivate(s.id)
         try:
             s.backend.stop(s)
         finally:  # whatever the backend collected is written even when stopping it failed
-            if output_format:
-                written.extend(s.write(output_format))
             s.finalized = True
             with _lock:
                 _sessions.pop(s.id, None)
+            if output_format:
+                written.extend(s.write(output_format))
     return written
 
 
@@ -277,7 +300,8 @@ class profile:
         self.files: list[Path] = []
 
     def __enter__(self) -> profile:
-        self.session = start(self.name, **self.options)  # type: ignore[arg-type]
+        outputs = tuple(f.strip() for f in (self.output_format or "").split(",") if f.strip())
+        self.session = _start(self.name, outputs=outputs, **self.options)  # type: ignore[arg-type]
         self.result = current_profile(self.session)
         return self
 
@@ -304,6 +328,21 @@ class profile:
         render_profile(view.tree, view.columns, file=file)
 
 
+def _detach_in_child() -> None:
+    """A forked child (``os.fork``, a multiprocessing worker) inherits the parent's sessions; it must
+    never write over the parent's profile nor add to a copy nobody reads. So in the child every
+    session is closed without writing, and scopes there cost nothing, as outside any session."""
+    for s in list(_sessions.values()):
+        s.active = False
+        s.finalized = True
+    _sessions.clear()
+    _active.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_detach_in_child)
+
+
 @atexit.register
 def _finalize_forgotten() -> None:
     """A session left open at exit is written anyway: a profile is never lost silently."""
@@ -311,7 +350,10 @@ def _finalize_forgotten() -> None:
         try:
             files = finalize(s.id)
         except Exception as exc:  # the interpreter is shutting down; say what happened, do not raise
-            print(f"deuteron: could not write session {s.name!r} at exit: {exc}", file=sys.stderr)
+            say(f"deuteron: could not write session {s.name!r} at exit: {exc}")
             continue
         names = ", ".join(str(f) for f in files)
-        print(f"deuteron: session {s.name!r} was not finalized; wrote {names} at exit", file=sys.stderr)
+        print(
+            printable(f"deuteron: session {s.name!r} was not finalized; wrote {names} at exit"),
+            file=sys.stderr,
+        )

@@ -13,6 +13,7 @@ import os
 import runpy
 import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -128,8 +129,32 @@ def on_sigterm(signum: int, _frame: FrameType | None) -> None:
     raise Signalled(signum)
 
 
-def install_sigterm() -> object:
-    return signal.signal(signal.SIGTERM, on_sigterm)
+def _install() -> tuple[object, object] | None:
+    """While the target runs: SIGTERM raises Signalled, SIGINT raises KeyboardInterrupt (as in any
+    Python program). Only the main thread can set handlers; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return (
+        signal.signal(signal.SIGTERM, on_sigterm),
+        signal.signal(signal.SIGINT, signal.default_int_handler),
+    )
+
+
+def _restore(previous: tuple[object, object] | None) -> None:
+    if previous is not None:
+        signal.signal(signal.SIGTERM, previous[0])  # type: ignore[arg-type]
+        signal.signal(signal.SIGINT, previous[1])  # type: ignore[arg-type]
+
+
+def _reset_in_child() -> None:
+    """A forked child (a multiprocessing worker, say) does not inherit our SIGTERM handler: the
+    parent's target is not the child's, and a pool's terminate() must end it quietly."""
+    if signal.getsignal(signal.SIGTERM) is on_sigterm:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_in_child)
 
 
 def run_to_end(target: Target, stops: tuple[tuple[type[BaseException], str], ...] = ()) -> tuple[int, str]:
@@ -139,7 +164,7 @@ def run_to_end(target: Target, stops: tuple[tuple[type[BaseException], str], ...
     exceptions (found directly or as a cause) and what to say about them. A user's exception
     prints as Python would print it; our one-line ``TargetError`` (no such module) goes up.
     """
-    previous = install_sigterm()
+    previous = _install()
     try:
         return run(target), ""
     except SystemExit as exc:
@@ -157,4 +182,4 @@ def run_to_end(target: Target, stops: tuple[tuple[type[BaseException], str], ...
         traceback.print_exception(type(exc), exc, user_traceback(exc.__traceback__))
         return 1, f"the program raised {type(exc).__name__}"
     finally:
-        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+        _restore(previous)

@@ -15,6 +15,7 @@ from .model.devices import DeviceSpec, device_from_table_row, named_device
 from .model.errors import MetricError
 from .model.metrics import DERIVED_HELP, PROPERTY_METRICS, TIME, MetricSpec, parse_metric
 from .model.tree import Node, Profile
+from .render.text import printable
 
 
 @dataclass
@@ -58,10 +59,8 @@ def list_metrics(p: Profile) -> str:
     names = sorted(p.metric_names())
     lines = ["metrics in this profile:"]
     for n in names:
-        kind = p.kind(n)
-        lines.append(
-            f"  {n}  ({'inclusive' if kind == 'inc' else 'exclusive' if kind == 'exc' else 'property'})"
-        )
+        kind = {"inc": "inclusive", "exc": "exclusive"}.get(p.kind(n), "property")
+        lines.append(f"  {printable(n)}  ({kind})")
     lines.append("")
     lines.append(DERIVED_HELP)
     if not p.devices:
@@ -86,6 +85,8 @@ def parse_columns(
 
 def columns_of(profile: Profile, metrics: list[str], device: str | None = None) -> View:
     """The profile with just these columns, unfiltered (``deuteron.profile().show()``)."""
+    if not metrics:
+        raise MetricError("no metric to show; give one or more, e.g. time/ms,count")
     specs, override = parse_columns(metrics, profile.metric_names(), device, bool(profile.devices))
     shown = processors.derive(profile, specs, device_lookup(profile, override))
     return View(shown, [s.label for s in specs], signed=False)
@@ -105,8 +106,10 @@ def build(
     """The view of ``profile`` (minus ``base`` node by node, when given) under ``options``."""
     available = profile.metric_names() | (base.metric_names() if base else set())
     available -= PROPERTY_METRICS
-    if options.metrics:
+    if options.metrics is not None:
         names = [m for m in options.metrics if m.strip()]
+        if not names:
+            raise MetricError("-m names no metric; give one or more, e.g. -m time/ms,count")
     elif TIME in available:
         names = ["time/ms"]
     elif available:

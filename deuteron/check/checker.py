@@ -29,6 +29,7 @@ class Checker:
         self.memory = MemoryChecks(findings, races="race" in enabled, coverage="store-coverage" in enabled)
         self.nan = NanOrigins(findings) if "nan" in enabled else None
         self.bounds = "out-of-bounds" in enabled
+        self.asserts = "assert" in enabled
         self.recorder = recorder
         self.launches = 0
         self.programs = 0
@@ -96,6 +97,25 @@ class Checker:
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:
             self.nan.value(op, inputs, output, site)
+
+    def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
+        """A ``tl.device_assert`` that failed in some lanes of the running program."""
+        launch = self.launch
+        if not self.asserts or launch is None:
+            return
+        lanes = np.argwhere(failing)
+        program = self.pids[-1] if self.pids else None
+        first = [int(i) for i in lanes[0]] if lanes.size else []
+        self.findings.add(
+            "assert",
+            launch,
+            site,
+            f"tl.device_assert failed in {len(lanes)} lane(s): {message!r}"
+            + (f"; the first is lane {first}" if first else ""),
+            seq=len(self.pids) - 1,
+            program=program,
+            details={"message": message, "lanes": int(len(lanes)), "first_lane": first},
+        )
 
     def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None:
         self.launches += 1

@@ -1,39 +1,113 @@
-"""Store coverage: a tensor some program of a launch wrote, but where some elements no program wrote."""
+"""Store coverage: a tensor some program of a launch wrote, but where some elements no program wrote.
+
+Counted over the tensor's view: densely (a per-cell array seen through the view's strides) where the
+allocation is small or written all over, sparsely (each written cell placed in the view by its
+strides) where a launch wrote a few elements of a large allocation, so the cost follows the
+elements written, not the tensor's size.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..model.access import LaunchInfo
+from ..model.access import LaunchInfo, StorageArea, TensorArg
 from .findings import Findings
 from .shadow import Shadow, view_of
 
+DENSE_CELLS = 1 << 22  # up to this many cells a dense bool array (1 byte a cell) is the cheap way
+
 
 def unwritten(findings: Findings, launch: LaunchInfo, shadow: Shadow) -> None:
-    written = np.zeros(shadow.cells, dtype=bool)
-    if shadow.writer is not None:
-        written |= shadow.writer >= 0
-    if shadow.atomic is not None:
-        written |= shadow.atomic
+    dense = _dense_written(shadow)
+    cells: np.ndarray | None = None
     for t in shadow.area.tensors:
         tensor = launch.tensors[t]
-        hit = view_of(written, shadow.area, tensor)
-        if hit is None or hit.size == 0:
+        numel = int(np.prod(tensor.shape)) if tensor.shape else 1
+        counted = None
+        if dense is not None:
+            hit = view_of(dense, shadow.area, tensor)
+            if hit is not None and hit.size:
+                n_written = int(np.count_nonzero(hit))
+                first = int(np.flatnonzero(~hit)[0]) if n_written < hit.size else -1
+                counted = (n_written, first)
+        else:
+            if cells is None:
+                cells = shadow.written_cells()[0]
+            counted = _sparse_count(cells, shadow.area, tensor, numel)
+        if counted is None:
             continue
-        n_written = int(np.count_nonzero(hit))
-        if n_written == 0 or n_written == hit.size:
+        n_written, first = counted
+        if n_written == 0 or n_written == numel:
             continue  # not an output of this launch, or fully written
-        missing = hit.size - n_written
-        first = int(np.flatnonzero(~hit)[0])
+        missing = numel - n_written
         index = tuple(int(i) for i in np.unravel_index(first, tensor.shape)) if tensor.shape else ()
         findings.add(
             "store-coverage",
             launch,
             shadow.first_site,
-            f"{tensor.name} ({tensor.dtype}, shape {tensor.shape}): {missing} of {hit.size} elements "
-            f"({100 * missing / hit.size:.1f}%) were written by no program; "
+            f"{tensor.name} ({tensor.dtype}, shape {tensor.shape}): {missing} of {numel} elements "
+            f"({100 * missing / numel:.1f}%) were written by no program; "
             f"the first is {tensor.name}{list(index)}",
             tensor=tensor.name,
-            details={"unwritten": missing, "elements": int(hit.size), "first_unwritten": list(index)},
+            details={"unwritten": missing, "elements": numel, "first_unwritten": list(index)},
             programs=0,
         )
+
+
+def _dense_written(shadow: Shadow) -> np.ndarray | None:
+    """A bool per cell, when that is cheap or the allocation was written all over; else None."""
+    pagers = [p for p in (shadow.writes, shadow.atomics) if p is not None]
+    if shadow.cells > DENSE_CELLS and any(p.touched_pages < p.pages for p in pagers):
+        return None
+    written = np.zeros(shadow.cells, dtype=bool)
+    if shadow.writes is not None:
+        written |= shadow.writes.dense("writer") >= 0
+    if shadow.atomics is not None:
+        written |= shadow.atomics.dense("atomic")
+    return written
+
+
+def view_positions(tensor: TensorArg, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For element offsets from a view's first element: which lie on the view, and the view's
+    row-major flat index of those that do. None for views whose strides overlap or interleave
+    (their elements cannot be found by dividing through the strides)."""
+    shape, strides = tensor.shape, tensor.strides
+    dims = [d for d in range(len(shape)) if shape[d] > 1]
+    if any(strides[d] <= 0 for d in dims):
+        return None
+    dims.sort(key=lambda d: -strides[d])
+    for outer, inner in zip(dims, dims[1:], strict=False):
+        if strides[outer] < strides[inner] * shape[inner]:
+            return None
+    rem = offsets.copy()
+    on = rem >= 0
+    index = np.zeros((len(shape), offsets.size), dtype=np.int64)
+    for d in dims:
+        q = rem // strides[d]
+        on &= q < shape[d]
+        index[d] = q
+        rem = rem - q * strides[d]
+    on &= rem == 0
+    flat = np.ravel_multi_index(tuple(index[:, on]), shape) if shape else np.zeros(int(on.sum()), np.int64)
+    return on, flat
+
+
+def _sparse_count(
+    cells: np.ndarray, area: StorageArea, tensor: TensorArg, numel: int
+) -> tuple[int, int] | None:
+    """(elements of the view written, row-major index of the first one not written, -1 if none)."""
+    scale = tensor.element_size // area.granule
+    base = (tensor.data_ptr - area.start) // area.granule
+    if scale < 1 or base < 0:
+        return None
+    rel = cells - base
+    starts = rel[(rel >= 0) & (rel % scale == 0)] // scale  # an element counts by its first cell
+    found = view_positions(tensor, starts)
+    if found is None:
+        return None
+    flat = np.unique(found[1])
+    if flat.size == numel:
+        return numel, -1
+    gaps = np.flatnonzero(flat != np.arange(flat.size))
+    first = int(gaps[0]) if gaps.size else int(flat.size)
+    return int(flat.size), first

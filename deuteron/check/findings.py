@@ -13,8 +13,14 @@ from ..model.access import LaunchInfo, Site
 from ..model.finding import Finding, severity_rank
 from ..triton.interpreter import Abort
 
-KINDS = ("out-of-bounds", "race", "store-coverage", "nan")
-SEVERITY_OF = {"out-of-bounds": "error", "race": "error", "nan": "warning", "store-coverage": "info"}
+KINDS = ("out-of-bounds", "race", "store-coverage", "nan", "assert")
+SEVERITY_OF = {
+    "out-of-bounds": "error",
+    "race": "error",
+    "assert": "error",
+    "nan": "warning",
+    "store-coverage": "info",
+}
 
 
 class FindingLimitReached(Abort):

@@ -114,6 +114,10 @@ class Guard:
         for listener in self.listeners:
             listener.nonfinite(op, inputs, output, site)
 
+    def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
+        for listener in self.listeners:
+            listener.assert_failed(message, failing, site)
+
     def launch_end(self, error: BaseException | None) -> None:
         launch, self.launch = self.launch, None
         if launch is not None:

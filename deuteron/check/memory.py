@@ -51,8 +51,8 @@ class MemoryChecks:
         if kind == ATOMIC:  # atomics are never races; they do count as writes for coverage
             shadow.atomic_write(idx)
             return
-        if self.races and shadow.writer is not None:
-            before = shadow.writer[idx]
+        if self.races and shadow.writes is not None:
+            before = shadow.writers(idx)
             clash = (before >= 0) & (before != self.seq)
             if clash.any():
                 assert self.launch is not None
@@ -75,8 +75,8 @@ class MemoryChecks:
         if launch is None:
             return
         for shadow in self.shadows:
-            if shadow.writer is not None and self.races:
-                shadow.fold_reads()
+            if shadow.writes is not None and self.races:
+                shadow.finish_reads()
                 race_check.load_store(self.findings, launch, self.pids, shadow)
             if self.coverage and completed and shadow.written():
                 coverage_check.unwritten(self.findings, launch, shadow)

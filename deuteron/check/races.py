@@ -23,10 +23,9 @@ def store_store(
     others: np.ndarray,
     site: int,
 ) -> None:
-    assert shadow.wsite is not None
     tensor = tensor_at(launch, shadow.area, int(cells[0]) * shadow.area.granule)
     other = int(others[0])
-    other_site = launch.sites.get(int(shadow.wsite[cells[0]]))
+    other_site = launch.sites.get(shadow.write_site(int(cells[0])))
     offsets = element_offsets(shadow.area, tensor, cells)
     me = pids[seq]
     them = pids[other]
@@ -52,32 +51,35 @@ def store_store(
 def load_store(
     findings: Findings, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]], shadow: Shadow
 ) -> None:
-    writer, rmin, rmax = shadow.writer, shadow.rmin, shadow.rmax
-    if writer is None or rmin is None or rmax is None or shadow.rsite is None or shadow.wsite is None:
+    reads = shadow.reads
+    if reads is None or shadow.writes is None:
         return
-    read_and_written = (writer >= 0) & (rmax >= 0)
-    other = read_and_written & ((rmin != writer) | (rmax != writer))
-    cells = np.flatnonzero(other)
-    if cells.size == 0:
+    cells, writer, wsite = shadow.written_cells()
+    stored = writer >= 0  # atomics alone are never races
+    cells, writer, wsite = cells[stored], writer[stored], wsite[stored]
+    rmin, rmax = reads.get("rmin", cells), reads.get("rmax", cells)
+    other = (rmax >= 0) & ((rmin != writer) | (rmax != writer))
+    if not other.any():
         return
+    cells, writer, wsite, rmin, rmax = cells[other], writer[other], wsite[other], rmin[other], rmax[other]
+    rsite = reads.get("rsite", cells)
     # One finding per (read line, write line) pair, counted over the writing programs.
-    pairs = np.stack([shadow.rsite[cells], shadow.wsite[cells]], axis=1)
+    pairs = np.stack([rsite, wsite], axis=1)
     _, first, inverse = np.unique(pairs, axis=0, return_index=True, return_inverse=True)
     for group, at in enumerate(first):
         members = cells[inverse.reshape(-1) == group]
         cell = int(cells[at])
-        w = int(writer[cell])
-        r = int(rmin[cell]) if int(rmin[cell]) != w else int(rmax[cell])
-        rsite, wsite = int(shadow.rsite[cell]), int(shadow.wsite[cell])
+        w = int(writer[at])
+        r = int(rmin[at]) if int(rmin[at]) != w else int(rmax[at])
         tensor = tensor_at(launch, shadow.area, cell * shadow.area.granule)
         offsets = element_offsets(shadow.area, tensor, members)
-        read_at = launch.sites.get(rsite)
+        read_at = launch.sites.get(int(rsite[at]))
         read_line = read_at.line if read_at is not None else "?"
-        writer_programs = np.unique(writer[members])
+        writer_programs = np.unique(writer[inverse.reshape(-1) == group])
         findings.add(
             "race",
             launch,
-            wsite,
+            int(wsite[at]),
             f"{len(members)} element(s) of {tensor.name} are stored by one program and read by another: "
             f"element {offsets[0]} is stored by program {pids[w]} "
             f"and read by program {pids[r]} "

@@ -3,12 +3,14 @@ or around a whole program (``deuteron.check.run("script.py")``)."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from ..formats.files import OutputError, check_writable
 from ..model.finding import SEVERITIES, CheckReport
 from ..target import Target, run_to_end
 from ..triton import enable_interpreter_mode
@@ -36,11 +38,13 @@ class CheckFailed(AssertionError):
 
 @dataclass
 class CheckRun:
-    """A checked program: what was found, its own exit code, and why it ended early ("" if not)."""
+    """A checked program: what was found, its own exit code, why it ended early ("" if not), and
+    the outputs that could not be written (one line each; the findings are kept regardless)."""
 
     report: CheckReport
     exit_code: int
     ended_by: str
+    errors: list[str] = field(default_factory=list)
 
 
 class CheckSession:
@@ -67,10 +71,13 @@ class CheckSession:
             raise CheckError(f"raise_on must be one of {', '.join(SEVERITIES)} or None, not {raise_on!r}")
         self.findings = Findings(fail_fast=fail_fast)
         self.recorder = AccessRecorder(record_limit) if record is not None else None
-        self.record_path = Path(record) if record is not None else None
+        # Checked now and fixed as absolute, so neither a full check nor a chdir is wasted on it.
+        self.record_path = check_writable(record, "--record") if record is not None else None
+        self.output_error: OutputError | None = None
         self.checker = Checker(self.findings, checks, self.recorder)
         self.raise_on = raise_on
         self.active = False
+        self.owner = os.getpid()  # a forked child never writes the parent's record
 
     @property
     def report(self) -> CheckReport:
@@ -90,12 +97,16 @@ class CheckSession:
         return self
 
     def finish(self) -> CheckReport:
-        """Stop checking; write the record if asked. Never raises for findings (see __exit__)."""
+        """Stop checking; write the record if asked. Never raises, for findings or for a record that
+        cannot be written (``output_error`` says why; see __exit__)."""
         if self.active:
             GUARD.remove(self.checker)
             self.active = False
-        if self.recorder is not None and self.record_path is not None:
-            self.recorder.write(self.record_path)
+        if self.recorder is not None and self.record_path is not None and os.getpid() == self.owner:
+            try:
+                self.recorder.write(self.record_path)
+            except OutputError as exc:
+                self.output_error = exc
         return self.report
 
     def __enter__(self) -> CheckSession:
@@ -112,7 +123,12 @@ class CheckSession:
                 stacklevel=2,
             )
         if exc is None and self.raise_on is not None and report.at_least(self.raise_on):
-            raise CheckFailed(report, self.raise_on)
+            failed = CheckFailed(report, self.raise_on)
+            if self.output_error is not None:
+                failed.args = (f"{failed.args[0]}\n  and {self.output_error}",)
+            raise failed
+        if exc is None and self.output_error is not None:
+            raise self.output_error
 
     @staticmethod
     def run(
@@ -138,4 +154,5 @@ class CheckSession:
             code, ended_by = run_to_end(target, stops=((FindingLimitReached, FAIL_FAST_STOP),))
         finally:
             report = session.finish()
-        return CheckRun(report, code, ended_by)
+        errors = [str(session.output_error)] if session.output_error is not None else []
+        return CheckRun(report, code, ended_by, errors)

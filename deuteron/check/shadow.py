@@ -1,10 +1,11 @@
-"""Shadow memory: per allocation, who last wrote each element and who read it, in a few int32.
+"""Shadow memory: per allocation, who last wrote each element and who read it.
 
-Memory stays bounded by the tensors' sizes, not by how many accesses a launch makes: each
-written allocation gets a shadow of a few int32 per element (last writer program, its line;
-first and last reader program, the first reader's line). Reads are buffered per allocation and
-folded into the shadow only if the allocation is ever written in the launch (inputs that are only
-read never get a shadow), or when the buffer outgrows the allocation.
+Memory follows the elements a launch touches, not the tensors' sizes: every field lives in pages
+allocated on first touch (:mod:`.paged`). Writes record the last writer program and its line;
+atomics a flag. Reads are buffered, then folded into a read shadow (first and last reader, the
+first reader's line) only where the launch writes: reads of cells nobody writes cannot race, so
+an input that is only read never gets a shadow. A buffer that piles up before the allocation is
+written is kept compactly, as runs of consecutive cells.
 
 Programs run one after another in the interpreter, so the sequence number of the running program
 only grows; that is what lets a min and a max stand in for "the set of readers".
@@ -17,94 +18,218 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.access import LaunchInfo, StorageArea, TensorArg
+from .paged import Paged
 
 NO_READER = np.iinfo(np.int32).max
 SHOWN = 8  # element offsets shown in a message
+# Pending read lanes kept per allocation before they are folded or compacted (8 bytes each).
+PENDING_BUDGET = 1 << 22
+
+# (cells, program, site): a read as shadow-cell indices (int64)
+_Read = tuple[np.ndarray, int, int]
+# (addresses, program, site, cells per element): a read as it came, indexed only if it is kept
+_Raw = tuple[np.ndarray, int, int, int]
+# (first cells, run lengths, program, site): a buffered read compacted into runs
+_Runs = tuple[np.ndarray, np.ndarray, int, int]
+
+
+def _runs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique cells as runs of consecutive cells: (first cell of each run, its length)."""
+    u = np.unique(cells)
+    breaks = np.flatnonzero(np.diff(u) != 1) + 1
+    starts = u[np.concatenate(([0], breaks))]
+    ends = np.concatenate((breaks, [u.size]))
+    return starts, np.diff(np.concatenate(([0], ends)))
+
+
+def _expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    if not len(starts):
+        return np.zeros(0, np.int64)
+    total = int(lengths.sum())
+    offsets = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(starts, lengths) + offsets
 
 
 class Shadow:
     __slots__ = (
         "area",
-        "writer",
-        "wsite",
-        "atomic",
-        "rmin",
-        "rmax",
-        "rsite",
+        "writes",
+        "atomics",
+        "reads",
         "pending",
         "pending_lanes",
+        "runs",
+        "run_count",
         "first_site",
     )
 
     def __init__(self, area: StorageArea) -> None:
         self.area = area
-        self.writer: np.ndarray | None = None
-        self.wsite: np.ndarray | None = None
-        self.atomic: np.ndarray | None = None
-        self.rmin: np.ndarray | None = None
-        self.rmax: np.ndarray | None = None
-        self.rsite: np.ndarray | None = None
-        self.pending: list[tuple[np.ndarray, int, int, int]] = []  # addresses, program, site, cells each
+        self.writes: Paged | None = None  # writer (program seq), wsite
+        self.atomics: Paged | None = None  # atomic (bool)
+        self.reads: Paged | None = None  # rmin, rmax, rsite
+        self.pending: list[_Raw] = []
         self.pending_lanes = 0
+        self.runs: list[_Runs] = []
+        self.run_count = 0
         self.first_site = -1
 
     @property
     def cells(self) -> int:
         return max(1, self.area.nbytes // self.area.granule)
 
+    @property
+    def rmin(self) -> Paged | None:
+        """The read shadow (first reader, last reader, first reader's line); None until reads fold."""
+        return self.reads
+
     def index(self, addresses: np.ndarray, span: int = 1) -> np.ndarray:
         """Shadow cells of the accessed elements; an element wider than a cell covers ``span`` cells."""
         offsets = addresses - np.uint64(self.area.start)
-        idx = (offsets // np.uint64(self.area.granule)).astype(np.intp)
+        idx = (offsets // np.uint64(self.area.granule)).astype(np.int64)
         if span > 1:
             idx = np.minimum((idx[:, None] + np.arange(span)).reshape(-1), self.cells - 1)
         return idx
 
     def written(self) -> bool:
-        return self.writer is not None or self.atomic is not None
+        return self.writes is not None or self.atomics is not None
+
+    # --- reads -----------------------------------------------------------------------------------
 
     def read(self, addresses: np.ndarray, seq: int, site: int, span: int) -> None:
-        """Buffer a read; fold the buffer into the shadow once it would outgrow it."""
+        """Buffer a read as it came (most are dropped unread at the end of the launch: inputs that
+        are never written); fold or compact the buffer once it would outgrow its budget."""
         self.pending.append((addresses, seq, site, span))
-        self.pending_lanes += addresses.size
-        if self.pending_lanes > 4 * self.cells + 65536:
+        self.pending_lanes += addresses.size * span
+        if self.pending_lanes > 4 * self.cells + 65536:  # never bigger than a dense shadow would be
             self.fold_reads()
+        elif self.pending_lanes > PENDING_BUDGET:
+            self._compact()
 
-    def fold_reads(self) -> None:
-        if not self.pending:
-            return
-        if self.rmin is None:
-            n = self.cells
-            self.rmin = np.full(n, NO_READER, dtype=np.int32)
-            self.rmax = np.full(n, -1, dtype=np.int32)
-            self.rsite = np.full(n, -1, dtype=np.int32)
-        assert self.rmax is not None and self.rsite is not None
-        chunks = [self.index(a, span) for a, _, _, span in self.pending]
-        counts = [len(c) for c in chunks]
-        idx = np.concatenate(chunks)
-        seqs = np.repeat(np.array([s for _, s, _, _ in self.pending], dtype=np.int32), counts)
-        sites = np.repeat(np.array([s for _, _, s, _ in self.pending], dtype=np.int32), counts)
+    def _compact(self) -> None:
+        """Fold what lands on written pages now; keep the rest as runs of cells (most reads are
+        contiguous blocks, so a run per read instead of a lane per element)."""
+        if self.writes is not None:
+            self.fold_reads(only_written=True)
+        for addresses, seq, site, span in self.pending:
+            starts, lengths = _runs(self.index(addresses, span))
+            self.runs.append((starts, lengths, seq, site))
+            self.run_count += len(starts)
         self.pending.clear()
         self.pending_lanes = 0
-        before = self.rmin[idx]
+        if self.run_count > PENDING_BUDGET:  # scattered reads do not compact: fold them all
+            self.fold_reads()
+
+    def fold_reads(self, only_written: bool = False) -> None:
+        """Fold buffered reads into the read shadow; with ``only_written``, only those on pages
+        the launch writes (the others stay buffered). At the end of a launch the rest is dropped."""
+        entries: list[_Read] = [(self.index(a, span), seq, site) for a, seq, site, span in self.pending]
+        entries += [(_expand(starts, lengths), seq, site) for starts, lengths, seq, site in self.runs]
+        keep: list[_Raw] = []
+        if only_written:
+            writes = self.writes
+            folded: list[_Read] = []
+            for cells, seq, site in entries:
+                on = writes.has_page(cells) if writes is not None else np.zeros(cells.size, bool)
+                if on.any():
+                    folded.append((cells[on], seq, site))
+                if not on.all():  # kept as addresses of whole cells (one cell per element)
+                    off = cells[~on].astype(np.uint64) * np.uint64(self.area.granule)
+                    keep.append((off + np.uint64(self.area.start), seq, site, 1))
+            entries = folded
+        self.pending = keep
+        self.pending_lanes = sum(a.size for a, _, _, _ in keep)
+        self.runs.clear()
+        self.run_count = 0
+        entries = [e for e in entries if e[0].size]
+        if not entries:
+            return
+        if self.reads is None:
+            self.reads = Paged(
+                self.cells, {"rmin": (np.int32, NO_READER), "rmax": (np.int32, -1), "rsite": (np.int32, -1)}
+            )
+        counts = [c.size for c, _, _ in entries]
+        idx = np.concatenate([c for c, _, _ in entries])
+        seqs = np.repeat(np.array([s for _, s, _ in entries], dtype=np.int32), counts)
+        sites = np.repeat(np.array([s for _, _, s in entries], dtype=np.int32), counts)
+        pos = self.reads.locate(idx)
+        rmin, rmax, rsite = (self.reads.pools[k] for k in ("rmin", "rmax", "rsite"))
+        before = rmin[pos]
         fresh = before == NO_READER
         # Assigning in reverse makes the earliest read of a repeated cell the one that sticks.
-        self.rmin[idx[::-1]] = np.minimum(before, seqs)[::-1]
-        self.rsite[idx[fresh][::-1]] = sites[fresh][::-1]
-        self.rmax[idx] = seqs  # sequence numbers only grow, so the last assignment is the max
+        rmin[pos[::-1]] = np.minimum(before, seqs)[::-1]
+        rsite[pos[fresh][::-1]] = sites[fresh][::-1]
+        rmax[pos] = seqs  # sequence numbers only grow, so the last assignment is the max
+
+    def finish_reads(self) -> None:
+        """End of launch: fold the reads of written cells' pages; drop the rest (they cannot race)."""
+        if self.writes is not None and (self.pending or self.runs):
+            self.fold_reads(only_written=True)
+        self.pending.clear()
+        self.runs.clear()
+        self.pending_lanes = self.run_count = 0
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    def writers(self, idx: np.ndarray) -> np.ndarray:
+        """The program that last wrote each cell (-1: none)."""
+        if self.writes is None:
+            return np.full(idx.shape, -1, dtype=np.int32)
+        return self.writes.get("writer", idx)
+
+    def write_site(self, cell: int) -> int:
+        if self.writes is None:
+            return -1
+        return int(self.writes.get("wsite", np.array([cell], dtype=np.int64))[0])
 
     def write(self, idx: np.ndarray, seq: int, site: int) -> None:
-        if self.writer is None:
-            self.writer = np.full(self.cells, -1, dtype=np.int32)
-            self.wsite = np.full(self.cells, -1, dtype=np.int32)
-        assert self.wsite is not None
-        self.writer[idx] = seq
-        self.wsite[idx] = site
+        if self.writes is None:
+            self.writes = Paged(self.cells, {"writer": (np.int32, -1), "wsite": (np.int32, -1)})
+        pos = self.writes.locate(idx)
+        self.writes.pools["writer"][pos] = seq
+        self.writes.pools["wsite"][pos] = site
 
     def atomic_write(self, idx: np.ndarray) -> None:
-        if self.atomic is None:
-            self.atomic = np.zeros(self.cells, dtype=bool)
-        self.atomic[idx] = True
+        if self.atomics is None:
+            self.atomics = Paged(self.cells, {"atomic": (np.bool_, False)})
+        pos = self.atomics.locate(idx)  # first: locating may grow (replace) the pools
+        self.atomics.pools["atomic"][pos] = True
+
+    def written_cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every written cell (sorted), its last writer (-1 for atomics only) and that write's site."""
+        cells: list[np.ndarray] = []
+        writer: list[np.ndarray] = []
+        wsite: list[np.ndarray] = []
+        if self.writes is not None:
+            size = self.writes.size
+            for start, slot in zip(*self.writes.touched(), strict=True):
+                w = self.writes.pools["writer"][slot * size : (slot + 1) * size]
+                hit = np.flatnonzero(w >= 0)
+                cells.append(hit + start)
+                writer.append(w[hit])
+                wsite.append(self.writes.pools["wsite"][slot * size + hit])
+        if self.atomics is not None:
+            size = self.atomics.size
+            for start, slot in zip(*self.atomics.touched(), strict=True):
+                hit = np.flatnonzero(self.atomics.pools["atomic"][slot * size : (slot + 1) * size])
+                cells.append(hit + start)
+                writer.append(np.full(hit.size, -1, np.int32))
+                wsite.append(np.full(hit.size, -1, np.int32))
+        if not cells:
+            empty = np.zeros(0, np.int64)
+            return empty, empty.astype(np.int32), empty.astype(np.int32)
+        c, w, s = np.concatenate(cells), np.concatenate(writer), np.concatenate(wsite)
+        order = np.argsort(c, kind="stable")
+        c, w, s = c[order], w[order], s[order]
+        # a cell both stored and atomically written counts once, with its store's writer
+        first = np.concatenate(([True], c[1:] != c[:-1]))
+        return c[first], w[first], s[first]
+
+    def memory(self) -> int:
+        """Bytes the shadow holds now (for the benchmarks)."""
+        total = sum(p.nbytes() for p in (self.writes, self.atomics, self.reads) if p is not None)
+        total += sum(a.nbytes for a, _, _, _ in self.pending)
+        return total + sum(s.nbytes + n.nbytes for s, n, _, _ in self.runs)
 
 
 def show(offsets: np.ndarray) -> str:

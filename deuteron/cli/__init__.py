@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from .. import __version__
 from ..model.errors import DeuteronError
+from ..render.text import printable
 from . import check, explain, run, view
 
 
@@ -48,7 +49,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args))
     except DeuteronError as exc:
-        print(f"deuteron: error: {exc}", file=sys.stderr)
+        print(f"deuteron: error: {printable(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `deuteron view ... | head`
         return 0
+    except OSError as exc:  # ours (the target's own errors end inside the target's run): one line
+        print(f"deuteron: error: {printable(exc)}", file=sys.stderr)
+        return 2

@@ -7,14 +7,18 @@ exit code is 1. The report goes to stderr, so the target's stdout stays its own.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
 from ..check.errors import CheckError
 from ..check.findings import KINDS
 from ..check.recorder import DEFAULT_LIMIT
+from ..formats.files import OutputError, check_writable
 from ..model.finding import SEVERITIES
-from .target import USAGE, add_target_arguments, parse_target, unwritable
+from ..render.text import printable, say
+from ..signals import Deferred
+from .target import USAGE, add_target_arguments, parse_target
 
 
 def add_parser(sub: Any) -> None:
@@ -62,17 +66,9 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=check_command)
 
 
-def _writable(path: str | None, option: str) -> None:
-    problem = unwritable(path, option)
-    if problem is not None:
-        raise CheckError(problem)
-
-
 def check_command(args: argparse.Namespace) -> int:
     # The sanitizer's machinery is imported when it runs, so other commands start fast.
     from ..check.session import CheckSession
-    from ..formats import check_json
-    from ..render.check_report import render
 
     target = parse_target(args)
     checks = [c.strip() for c in args.checks.split(",") if c.strip()]
@@ -81,13 +77,30 @@ def check_command(args: argparse.Namespace) -> int:
         raise CheckError(
             f"--checks: unknown check {', '.join(unknown) or '(none given)'}; choose from {', '.join(KINDS)}"
         )
-    _writable(args.json, "--json")
-    _writable(args.record, "--record")
+    # Checked before the target runs, and fixed as absolute paths (the target may chdir).
+    json_path = check_writable(args.json, "--json") if args.json else None
+    record_path = check_writable(args.record, "--record") if args.record else None
     if args.record_limit < 0:
         raise CheckError("--record-limit must be 0 or more")
-    result = CheckSession.run(
-        target, checks=checks, fail_fast=args.fail_fast, record=args.record, record_limit=args.record_limit
-    )
+    owner = os.getpid()
+    with Deferred(redeliver=False, note="finishing the report first") as late:
+        result = CheckSession.run(
+            target,
+            checks=checks,
+            fail_fast=args.fail_fast,
+            record=record_path,
+            record_limit=args.record_limit,
+        )
+        if os.getpid() != owner:
+            return result.exit_code  # a child the target forked: the report is the parent's
+        code = _report(result, json_path, args)
+    return late.exit_code if late.exit_code is not None else code
+
+
+def _report(result: Any, json_path: Any, args: argparse.Namespace) -> int:
+    from ..formats import check_json
+    from ..render.check_report import render
+
     report = result.report
     render(report, file=sys.stderr, color=False if args.no_color else None)
     if report.launches == 0:
@@ -96,13 +109,23 @@ def check_command(args: argparse.Namespace) -> int:
             "imported with TRITON_INTERPRET unset before the check began)",
             file=sys.stderr,
         )
-    written = [args.record] if args.record else []
-    if args.json:
-        written.insert(0, check_json.write(report, args.json))
+    errors = list(result.errors)
+    written = [str(args.record)] if args.record and not errors else []
+    if json_path is not None:
+        try:
+            check_json.write(report, json_path)
+            written.insert(0, str(args.json))
+        except OutputError as exc:
+            errors.append(str(exc))
     if written:
-        print(f"deuteron check: wrote {', '.join(str(p) for p in written)}", file=sys.stderr)
+        say(f"deuteron check: wrote {', '.join(written)}")
     if result.ended_by:
-        print(f"deuteron check: {result.ended_by}; the report covers what ran until then", file=sys.stderr)
+        print(
+            printable(f"deuteron check: {result.ended_by}; the report covers what ran until then"),
+            file=sys.stderr,
+        )
+    for error in errors:
+        say(f"deuteron: error: {error}")
     if args.fail_on != "never" and report.at_least(args.fail_on):
         return 1
-    return result.exit_code
+    return result.exit_code or (1 if errors else 0)

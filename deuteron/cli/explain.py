@@ -6,11 +6,14 @@ mix, the IR stages mapped to source lines, and findings with concrete fixes.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 from ..explain.errors import ExplainError
-from .target import USAGE, add_target_arguments, parse_target, unwritable
+from ..formats.files import OutputError, check_writable
+from ..render.text import say
+from .target import USAGE, add_target_arguments, parse_target
 
 if TYPE_CHECKING:
     from ..explain.report import ExplainReport
@@ -75,14 +78,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=explain_command)
 
 
-def _writable(path: str | None, option: str) -> None:
-    problem = unwritable(path, option)
-    if problem is not None:
-        raise ExplainError(problem)
-
-
 def _note(text: str) -> None:
-    print(f"deuteron explain: {text}", file=sys.stderr)
+    say(f"deuteron explain: {text}")
 
 
 class _Spinner:
@@ -113,8 +110,9 @@ def explain_command(args: argparse.Namespace) -> int:
     targets = [t for t in args.gpu_target.split(",") if t.strip()] if args.gpu_target else None
     if args.line is not None and args.line < 1:
         raise ExplainError("--line must be 1 or more")
-    _writable(args.json, "--json")
+    json_path = check_writable(args.json, "--json") if args.json else None  # before the target runs
     spinner = _Spinner()
+    owner = os.getpid()
     try:
         result = explain_run(
             target,
@@ -128,14 +126,21 @@ def explain_command(args: argparse.Namespace) -> int:
         )
     finally:
         spinner.stop()
+    if os.getpid() != owner:
+        return result.exit_code  # a child the target forked: the report is the parent's
     report = result.report
     out = sys.stdout
     if args.stage or args.line is not None or args.passes or args.pass_name:
         _render_views(report, args, out)
     else:
         render(report.as_json(), file=out, color=False if args.no_color else None)
-    if args.json:
-        print(f"deuteron explain: wrote {report.write_json(args.json)}", file=sys.stderr)
+    failed = ""
+    if json_path is not None:
+        try:
+            report.write_json(json_path)
+            say(f"deuteron explain: wrote {args.json}")
+        except OutputError as exc:
+            failed = str(exc)
     if result.ended_by:
         print(
             f"deuteron explain: {result.ended_by}; the report covers the kernels launched until then",
@@ -143,8 +148,11 @@ def explain_command(args: argparse.Namespace) -> int:
         )
     if report.errors:
         for e in report.errors:
-            print(f"deuteron: error: {e}", file=sys.stderr)
+            say(f"deuteron: error: {e}")
         return 2
+    if failed:
+        say(f"deuteron: error: {failed}")
+        return result.exit_code or 1
     return 1 if result.ended_by else result.exit_code
 
 

@@ -8,6 +8,8 @@ SIGINT/SIGTERM (then the exit code is 128 + the signal number, as a shell would 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from typing import Any
 
@@ -16,6 +18,9 @@ from ..collect.backends import NAMES as BACKENDS
 from ..collect.backends import resolve
 from ..collect.context import CONTEXTS
 from ..collect.session import disabled
+from ..formats.files import OutputError
+from ..render.text import printable, say
+from ..signals import Deferred
 from ..target import Target, exit_code, run_to_end
 from ..target import run as run_target
 from ..triton import enable_interpreter_mode
@@ -69,17 +74,46 @@ def run_command(args: argparse.Namespace) -> int:
     if backend.name == "interpreter":
         enable_interpreter_mode()  # before the target imports triton
     command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target.name, *target.args]
-    sid = api.start(args.name, backend=backend.name, context=args.context, hook=args.hook, command=command)
-    try:
-        code, ended_by = run_to_end(target)
-    finally:  # a profile is never lost: also written when the module is missing
-        formats = "hatchet,chrome_trace" if args.trace else "hatchet"
-        files = api.finalize(sid, formats)
+    formats = ("hatchet", "chrome_trace") if args.trace else ("hatchet",)
+    # The output files are checked (and their paths fixed) here, before the target runs.
+    sid = api._start(
+        args.name,
+        backend=backend.name,
+        context=args.context,
+        hook=args.hook,
+        command=command,
+        outputs=formats,
+    )
+    failure = ""
+    files = []
+    owner = os.getpid()
+    # From here until the profile is on disk, SIGINT/SIGTERM outside the target are noted, not obeyed.
+    with Deferred(redeliver=False, note="finishing the profile first") as late:
+        try:
+            code, ended_by = run_to_end(target)
+        finally:  # a profile is never lost: also written when the module is missing
+            if os.getpid() == owner:
+                try:
+                    files = api.finalize(sid, ",".join(formats))
+                except OutputError as exc:
+                    failure = str(exc)
+    if os.getpid() != owner:
+        return code  # a child the target forked ends as it chose: the profile is the parent's
     names = ", ".join(str(f) for f in files)
+    if failure:
+        say(f"deuteron: error: {failure}")
+        return code or 1
+    if late.exit_code is not None:
+        name = signal.Signals(late.received[0]).name
+        print(
+            printable(f"deuteron: {name} arrived while the profile was written; wrote {names}"),
+            file=sys.stderr,
+        )
+        return late.exit_code
     if ended_by:
-        print(f"deuteron: {ended_by}; wrote the partial profile to {names}", file=sys.stderr)
+        say(f"deuteron: {ended_by}; wrote the partial profile to {names}")
     else:
-        print(f"deuteron: wrote {names}", file=sys.stderr)
+        say(f"deuteron: wrote {names}")
     return code
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..target import Target
 
@@ -17,15 +16,3 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
 
 def parse_target(args: argparse.Namespace) -> Target:
     return Target.parse(args.target, module=args.module)
-
-
-def unwritable(path: str | None, option: str) -> str | None:
-    """Why an output file cannot be written, found before the target runs (not after); None if it can."""
-    if path is None:
-        return None
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        return f"{option} {path}: folder {folder} does not exist"
-    if os.path.isdir(path):
-        return f"{option} {path} is a folder; give a file name"
-    return None

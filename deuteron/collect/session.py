@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..formats.files import OutputError, check_writable
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
@@ -53,13 +54,23 @@ class Session:
         context: str = "shadow",
         hook: str | None = None,
         command: list[str] | None = None,
+        outputs: tuple[str, ...] = (),
     ) -> None:
+        """``outputs``: the formats this session will write; their files are checked now, before
+        any work, and the output path is fixed here (absolute), so a later chdir does not move it."""
         if context not in CONTEXTS:
             raise SessionError(f"unknown context {context!r}; choose one of: {', '.join(CONTEXTS)}")
         if hook not in HOOKS:
             raise SessionError(f"unknown hook {hook!r}; choose None or 'triton'")
         self.id = sid
         self.name = name
+        self.base = Path(os.path.abspath(name))
+        self._relative_to = None if os.path.isabs(name) else os.getcwd()
+        for target in output.paths(self.base, list(outputs)):
+            try:
+                check_writable(target)
+            except OutputError as exc:
+                raise SessionError(f"cannot write the profile: {exc}") from None
         self.context = context
         self.hook = hook
         self.backend: Backend = resolve(backend)
@@ -204,8 +215,20 @@ class Session:
             formats = output.parse_formats(output_format)
         except ValueError as exc:
             raise SessionError(str(exc)) from None
-        base = Path(path) if path is not None else Path(self.name)
+        base = Path(path) if path is not None else self.base
         with self.lock:
             self.profile.metadata["end_time"] = time.time()
             self.profile.metadata["dropped_trace_events"] = self.dropped_events
-            return output.write(self.profile, formats, base, self.trace_events)
+            written = output.write(self.profile, formats, base, self.trace_events)
+        return [self._as_named(p) for p in written]
+
+    def _as_named(self, path: Path) -> Path:
+        """A written file as the user named it: relative while the working folder is the one the
+        session started in (and the name was relative), absolute otherwise."""
+        if (
+            self._relative_to is not None
+            and os.getcwd() == self._relative_to
+            and path.parent == self.base.parent
+        ):
+            return Path(os.path.relpath(path, self._relative_to))
+        return path

@@ -89,8 +89,11 @@ def _explain(
     progress: Progress | None,
 ) -> ExplainRun:
     capture = Capture(chosen or [default_target()])
+    owner = os.getpid()
     with capture:
         code, ended_by = run_to_end(target)
+    if os.getpid() != owner:  # a child the target forked: the explaining is the parent's
+        return ExplainRun(ExplainReport(), code, ended_by)
     for text in capture.errors:
         if note is not None:
             note(text)

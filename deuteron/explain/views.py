@@ -7,6 +7,7 @@ import difflib
 import linecache
 from typing import IO
 
+from ..render.text import printable
 from .analysis import KernelAnalysis
 from .compiler import ir_after
 from .stages import IRLine, at_line, source_line
@@ -20,11 +21,11 @@ def render_stage(a: KernelAnalysis, stage: str, line: int | None, file: IO[str])
     if line is not None:
         src = linecache.getline(a.spec.file, line).strip()
         head += f", source line {line}: {src}" if src else f", source line {line}"
-    print(f"// {head} ({len(shown)} of {len(lines)} lines)", file=file)
+    print(printable(f"// {head} ({len(shown)} of {len(lines)} lines)"), file=file)
     for ir in shown:
         src_line = source_line(ir, a.spec.file)
         tag = f"{src_line:>5}" if src_line is not None else "     "
-        print(f"{tag} | {ir.text}", file=file)
+        print(f"{tag} | {printable(ir.text)}", file=file)
     return len(shown)
 
 
@@ -57,4 +58,4 @@ def render_passes(a: KernelAnalysis, which: str | None, file: IO[str]) -> None:
     if not diff:
         print("// (the pass changed nothing)", file=file)
     for row in diff:
-        print(row, file=file)
+        print(printable(row), file=file)

@@ -21,12 +21,14 @@ and ``dropped_lanes`` says how many were left out. Out-of-bounds lanes are in th
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import FormatError
+from . import FormatError, jsonio
+from .files import MAX_BYTES_ENV, atomic_open, max_bytes, regular_file
 
 FORMAT = "deuteron-access-record"
 VERSION = 1
@@ -43,28 +45,121 @@ ROW = np.dtype(
 )
 
 
+MEMBERS = {"header.npy", "accesses.npy", "offsets.npy"}
+
+
 def write(header: dict[str, Any], accesses: np.ndarray, offsets: np.ndarray, path: str | Path) -> Path:
-    """Write a record; ``header`` gets the format's name and version."""
-    path = Path(path)
+    """Write a record atomically; ``header`` gets the format's name and version."""
     full = {"format": FORMAT, "version": VERSION, **header}
-    with path.open("wb") as f:
+    with atomic_open(path, "wb") as f:
         np.savez_compressed(
             f,
             header=np.frombuffer(json.dumps(full).encode(), dtype=np.uint8),
             accesses=accesses.astype(ROW, copy=False),
             offsets=offsets.astype(np.int64, copy=False),
         )
-    return path
+    return Path(path)
 
 
 def read(path: str | Path) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
-    """Read a record back (header, accesses, offsets); raises FormatError if it is not one."""
+    """Read a record back (header, accesses, offsets); FormatError (a ValueError) if it is not one.
+
+    Hostile files are expected: the zip's members, their uncompressed sizes (checked against the
+    size limit before anything is inflated), every array's dtype and shape, the header's fields and
+    every row's indices are checked."""
+    regular_file(path, "deuteron access record")
+    bad = f"{path} is not a deuteron access record"
     try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+            names = {info.filename for info in infos}
+            if names != MEMBERS or len(infos) != len(MEMBERS):
+                raise FormatError(f"{bad} (members {sorted(names)[:5]}, expected {sorted(MEMBERS)})")
+            total = sum(info.file_size for info in infos)
+            if total > max_bytes():
+                raise FormatError(
+                    f"{bad}: it would inflate to {total:,} bytes, more than the limit of {max_bytes():,} "
+                    f"(raise it with {MAX_BYTES_ENV}=BYTES)"
+                )
         with np.load(path, allow_pickle=False) as data:
-            header = json.loads(bytes(data["header"]).decode())
-            accesses, offsets = data["accesses"], data["offsets"]
-    except (OSError, KeyError, ValueError, json.JSONDecodeError) as exc:
-        raise FormatError(f"{path} is not a deuteron access record ({exc})") from None
-    if header.get("format") != FORMAT:
-        raise FormatError(f"{path} is not a deuteron access record (format {header.get('format')!r})")
+            raw_header, accesses, offsets = data["header"], data["accesses"], data["offsets"]
+    except FormatError:
+        raise
+    except Exception as exc:  # zipfile, zlib and NumPy on hostile bytes: any failure means "not a record"
+        raise FormatError(f"{bad} ({type(exc).__name__}: {str(exc)[:200]})") from None
+    if raw_header.dtype != np.uint8 or raw_header.ndim != 1:
+        raise FormatError(f"{bad}: its header is not UTF-8 JSON bytes")
+    if accesses.dtype != ROW or accesses.ndim != 1:
+        raise FormatError(f"{bad}: its accesses have dtype {accesses.dtype}, shape {accesses.shape}")
+    if offsets.dtype != np.int64 or offsets.ndim != 1:
+        raise FormatError(f"{bad}: its offsets have dtype {offsets.dtype}, shape {offsets.shape}")
+    try:
+        header = jsonio.loads(raw_header.tobytes())
+    except jsonio.JSONError as exc:
+        raise FormatError(f"{bad}: its header is not JSON ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        found = header.get("format") if isinstance(header, dict) else type(header).__name__
+        raise FormatError(f"{bad} (format {found!r})")
+    _check_header(header, bad)
+    _check_rows(header, accesses, offsets, bad)
     return header, accesses, offsets
+
+
+def _is_int(value: Any, low: int = 0, high: int = 1 << 62) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+
+
+def _check_header(header: dict[str, Any], bad: str) -> None:
+    if not _is_int(header.get("version"), 1, 1 << 20) or header["version"] > VERSION:
+        raise FormatError(f"{bad}: version {header.get('version')!r} (this Deuteron reads up to {VERSION})")
+    sites, launches = header.get("sites"), header.get("launches")
+    if not isinstance(sites, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("file"), str) and _is_int(s.get("line")) for s in sites
+    ):
+        raise FormatError(f"{bad}: its sites are damaged")
+    if not isinstance(launches, list):
+        raise FormatError(f"{bad}: its launches are damaged")
+    for i, launch in enumerate(launches):
+        if not isinstance(launch, dict):
+            raise FormatError(f"{bad}: launch {i} is damaged")
+        storages, tensors, programs = launch.get("storages"), launch.get("tensors"), launch.get("programs")
+        if not isinstance(storages, list) or not all(
+            isinstance(s, dict) and _is_int(s.get("nbytes")) and _is_int(s.get("granule"), 1)
+            for s in storages
+        ):
+            raise FormatError(f"{bad}: the storages of launch {i} are damaged")
+        if not isinstance(tensors, list) or not all(
+            isinstance(t, dict)
+            and isinstance(t.get("name"), str)
+            and isinstance(t.get("shape"), list)
+            and all(_is_int(n) for n in t["shape"])
+            and _is_int(t.get("storage"), 0, len(storages) - 1)
+            for t in tensors
+        ):
+            raise FormatError(f"{bad}: the tensors of launch {i} are damaged")
+        if not isinstance(programs, list) or not all(
+            isinstance(p, list) and len(p) == 3 and all(_is_int(x) for x in p) for p in programs
+        ):
+            raise FormatError(f"{bad}: the programs of launch {i} are damaged")
+
+
+def _check_rows(header: dict[str, Any], accesses: np.ndarray, offsets: np.ndarray, bad: str) -> None:
+    """Every row's indices point inside the header's lists and the offsets array."""
+    if not len(accesses):
+        return
+    launches = header["launches"]
+    launch = accesses["launch"].astype(np.int64)
+    if int(launch.max()) >= len(launches):
+        raise FormatError(f"{bad}: a row names launch {int(launch.max())} of {len(launches)}")
+    programs = np.array([len(x["programs"]) for x in launches], dtype=np.int64)
+    storages = np.array([len(x["storages"]) for x in launches], dtype=np.int64)
+    if np.any(accesses["program"] >= programs[launch]) or np.any(accesses["storage"] >= storages[launch]):
+        raise FormatError(f"{bad}: a row names a program or storage its launch does not have")
+    if np.any(accesses["kind"] > 2):
+        raise FormatError(f"{bad}: a row has an unknown access kind")
+    site = accesses["site"]
+    if np.any((site < -1) | (site >= len(header["sites"]))):
+        raise FormatError(f"{bad}: a row names a site the header does not have")
+    end = accesses["start"].astype(np.uint64) + accesses["count"].astype(np.uint64)
+    if np.any(end > np.uint64(len(offsets))):
+        raise FormatError(f"{bad}: a row's lanes run past the end of the offsets")

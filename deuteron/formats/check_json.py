@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..model.finding import SEVERITIES, CheckReport, Finding
+from . import FormatError, load_json
+from .files import atomic_write
 
 FORMAT = "deuteron-check"
 VERSION = 1
@@ -49,8 +51,60 @@ def to_json(report: CheckReport) -> dict[str, Any]:
 
 
 def write(report: CheckReport, path: str | os.PathLike[str]) -> Path:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(to_json(report), indent=1) + "\n")
-    os.replace(tmp, path)
-    return path
+    """Write atomically (see :func:`deuteron.formats.files.atomic_write`)."""
+    return atomic_write(path, json.dumps(to_json(report), indent=1, default=str) + "\n")
+
+
+_FINDING_FIELDS = {"kind": str, "severity": str, "kernel": str, "file": str, "message": str}
+
+
+def read(path: str | os.PathLike[str]) -> CheckReport:
+    """A check report back from its JSON; FormatError names the first thing that is not right."""
+    data = load_json(path, "deuteron check report")
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise FormatError(f"{path}: not a deuteron check report (no format {FORMAT!r})")
+    findings = data.get("findings")
+    if not isinstance(findings, list):
+        raise FormatError(f"{path}: the check report has no findings list")
+    out = []
+    for i, f in enumerate(findings):
+        if not isinstance(f, dict) or any(not isinstance(f.get(k), t) for k, t in _FINDING_FIELDS.items()):
+            raise FormatError(f"{path}: finding {i} is damaged (kind, severity, kernel, file, message)")
+        if f["severity"] not in SEVERITIES:
+            raise FormatError(f"{path}: finding {i} has an unknown severity {f['severity'][:20]!r}")
+        program = f.get("program")
+        if program is not None and not (
+            isinstance(program, list) and len(program) == 3 and all(_count(x) for x in program)
+        ):
+            raise FormatError(f"{path}: finding {i} has a damaged program id")
+        line, col = f.get("line"), f.get("column")
+        if (line is not None and not _count(line)) or (col is not None and not _count(col)):
+            raise FormatError(f"{path}: finding {i} has a damaged line or column")
+        details = f.get("details", {})
+        out.append(
+            Finding(
+                kind=f["kind"],
+                severity=f["severity"],
+                message=f["message"],
+                file=f["file"],
+                line=line,
+                kernel=f["kernel"],
+                col=col,
+                program=(program[0], program[1], program[2]) if program is not None else None,
+                tensor=f.get("tensor") if isinstance(f.get("tensor"), str) else None,
+                details=details if isinstance(details, dict) else {},
+                programs=int(f["programs"]) if _count(f.get("programs")) else 1,
+                launches=int(f["launches"]) if _count(f.get("launches")) else 1,
+            )
+        )
+    counts = [data.get(k, 0) for k in ("launches", "programs", "failed_launches")]
+    if not all(_count(c) for c in counts):
+        raise FormatError(f"{path}: the check report's counts are damaged")
+    kernels = data.get("kernels", {})
+    if not isinstance(kernels, dict) or not all(_count(v) for v in kernels.values()):
+        raise FormatError(f"{path}: the check report's kernels are damaged")
+    return CheckReport(out, counts[0], counts[1], counts[2], dict(kernels))
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 62

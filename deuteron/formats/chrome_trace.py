@@ -13,9 +13,11 @@ from typing import Any
 
 from ..model.trace import TraceEvent
 from . import FormatError, load_json
+from .files import atomic_write
 
 FORMAT = "deuteron-chrome-trace"
 VERSION = 1
+_LARGEST_US = 1e15  # about 30 years in microseconds: beyond it a time is damage, not data
 
 
 def to_json(
@@ -75,13 +77,13 @@ def to_json(
     return {"displayTimeUnit": "us", "otherData": {"format": FORMAT, "version": VERSION}, "traceEvents": out}
 
 
+def text(events: Iterable[TraceEvent], **kwargs: Any) -> str:
+    return json.dumps(to_json(events, **kwargs), separators=(",", ":"), default=str)
+
+
 def write(events: Iterable[TraceEvent], path: str | os.PathLike[str], **kwargs: Any) -> Path:
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(to_json(events, **kwargs), f, separators=(",", ":"), default=str)
-    os.replace(tmp, target)
-    return target
+    """Write atomically (see :func:`deuteron.formats.files.atomic_write`)."""
+    return atomic_write(path, text(events, **kwargs))
 
 
 def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
@@ -99,8 +101,10 @@ def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
         try:
             ts, dur = float(ev["ts"]), float(ev.get("dur", 0.0))
             name = str(ev["name"])
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, OverflowError):
             raise FormatError(f"{path}: trace event {i} lacks a name, ts or dur") from None
+        if not (abs(ts) <= _LARGEST_US and 0 <= dur <= _LARGEST_US):
+            raise FormatError(f"{path}: trace event {i} has a ts or dur out of range ({ts:.3g}, {dur:.3g})")
         raw_args = ev.get("args")
         args: dict[str, Any] = dict(raw_args) if isinstance(raw_args, dict) else {}
         stack = args.pop("call_stack", [])

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..model.finding import Finding
 from . import FormatError, load_json
+from .files import atomic_write
 
 FORMAT = "deuteron-explain"
 VERSION = 1
@@ -31,13 +32,13 @@ def document(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(body: dict[str, Any], path: str | os.PathLike[str]) -> Path:
-    p = Path(path)
-    p.write_text(json.dumps(document(body), indent=1, default=str) + "\n", encoding="utf-8")
-    return p
+    """Write atomically (see :func:`deuteron.formats.files.atomic_write`)."""
+    return atomic_write(path, json.dumps(document(body), indent=1, default=str) + "\n")
 
 
 def read(path: str | os.PathLike[str]) -> dict[str, Any]:
-    data = load_json(path)
+    """The document back from its JSON (its shape checked at the top; the renderer reads it)."""
+    data = load_json(path, "deuteron explain report")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise FormatError(f"{path}: not a deuteron explain report (no format {FORMAT!r})")
     if not isinstance(data.get("kernels"), list):

@@ -9,6 +9,7 @@ graph, and plain hatchet shows it as an empty frame, so neither tool is disturbe
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -17,7 +18,8 @@ from typing import Any
 
 from ..model.metrics import INC, KINDS
 from ..model.tree import Node, Profile
-from . import FormatError, deep_json, load_json
+from . import FormatError, jsonio, load_json
+from .files import atomic_write
 
 METADATA_FRAME = "deuteron:metadata"
 METADATA_TYPE = "metadata"
@@ -28,13 +30,23 @@ VERSION = 1
 _ROOT_COLUMNS = ("bytes", "count", "flops", "time (ns)")
 
 
-def _node_json(node: Node) -> dict[str, Any]:
+_dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=str).encode
+
+
+def _fields(node: Node) -> dict[str, Any]:
     metrics = {k: v for k, v in node.metrics.items() if v.__class__ is not float or math.isfinite(v)}
-    return {"frame": {"name": node.name, "type": node.type}, "metrics": metrics, "children": []}
+    return {"frame": {"name": node.name, "type": node.type}, "metrics": metrics}
 
 
-def to_json(profile: Profile) -> list[Any]:
-    root_json = _node_json(profile.root)
+def _metadata_leaf(profile: Profile) -> Node:
+    """The metric-less leaf that carries our run metadata and metric kinds (see the module's doc)."""
+    leaf = Node(METADATA_FRAME, METADATA_TYPE)
+    leaf.metrics = {}
+    return leaf
+
+
+def chunks(profile: Profile) -> list[str]:
+    """The file's text in pieces: ``[tree, device table]``, written without recursion."""
     string_valued: set[str] = set()
     all_names: set[str] = set()
     for node in profile.root.walk():
@@ -43,45 +55,50 @@ def to_json(profile: Profile) -> list[Any]:
             if isinstance(value, str):
                 string_valued.add(name)
     numeric = sorted(n for n in all_names - string_valued if profile.kind(n) == INC)
+    root_metrics = dict(profile.root.metrics)
     for name in (*_ROOT_COLUMNS, *numeric):
-        root_json["metrics"].setdefault(name, 0)
-    stack = [(profile.root, root_json)]
-    while stack:
-        node, out = stack.pop()
-        for child in node.children.values():
-            cj = _node_json(child)
-            out["children"].append(cj)
-            stack.append((child, cj))
-    meta_frame: dict[str, Any] = {"name": METADATA_FRAME, "type": METADATA_TYPE}
-    meta_frame["deuteron"] = json.dumps(
+        root_metrics.setdefault(name, 0)
+    meta = json.dumps(
         {"format": FORMAT, "version": VERSION, "metadata": profile.metadata, "kinds": profile.kinds},
         sort_keys=True,
         default=str,
     )
-    root_json["children"].append({"frame": meta_frame, "metrics": {}, "children": []})
-    return [root_json, profile.devices]
+    meta_leaf = _metadata_leaf(profile)
+    root = profile.root
+
+    def fields(node: Node) -> dict[str, Any]:
+        if node is root:
+            out = _fields(node)
+            out["metrics"] = {
+                k: v for k, v in root_metrics.items() if v.__class__ is not float or math.isfinite(v)
+            }
+            return out
+        if node is meta_leaf:
+            return {"frame": {"name": METADATA_FRAME, "type": METADATA_TYPE, "deuteron": meta}, "metrics": {}}
+        return _fields(node)
+
+    def children(node: Node) -> list[Node]:
+        kids = list(node.children.values())
+        return [*kids, meta_leaf] if node is root else kids
+
+    return ["[", *jsonio.tree_chunks(root, fields, children, dumps=_dumps), ",", _dumps(profile.devices), "]"]
 
 
 def write(profile: Profile, path: str | os.PathLike[str]) -> Path:
-    """Write atomically: a crash mid-write never leaves a truncated profile behind."""
-    target = Path(path)
-    tmp = target.with_name(target.name + ".tmp")
-    # dumps (not dump) takes json's C encoder: several times faster on large trees.
-    with deep_json():
-        text = json.dumps(to_json(profile), separators=(",", ":"), allow_nan=False, default=_as_text)
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, target)
-    return target
-
-
-def _as_text(value: object) -> str:
-    # Metric values are plain numbers and strings by construction; anything else is shown, not lost.
-    return str(value)
+    """Write atomically, at any depth: a crash or a full disk never leaves a truncated profile."""
+    return atomic_write(path, "".join(chunks(profile)))
 
 
 def read(path: str | os.PathLike[str]) -> Profile:
-    return from_json(load_json(path), str(path))
+    # Building a tree makes objects by the hundred thousand and none of them cycles: the cycle
+    # collector would rescan the growing tree again and again, doubling the time (measured).
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return from_json(load_json(path), str(path))
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def from_json(data: Any, where: str = "profile") -> Profile:
@@ -96,7 +113,6 @@ def from_json(data: Any, where: str = "profile") -> Profile:
     first = _check_node(data[0], where, "root")
     profile.root = Node(first["frame"]["name"], str(first["frame"].get("type", "function")))
     _take_metrics(profile.root, first["metrics"], string_metrics, where)
-    ok_classes = _METRIC_CLASSES
     stack = [(first, profile.root)]
     while stack:
         src, dst = stack.pop()
@@ -117,7 +133,7 @@ def from_json(data: Any, where: str = "profile") -> Profile:
                 continue
             key = (name, ntype if ntype.__class__ is str else str(ntype))
             node = children.get(key)
-            if node is None and {v.__class__ for v in metrics.values()} <= ok_classes:
+            if node is None and _plain(metrics):
                 node = children[key] = Node(key[0], key[1])
                 node.metrics = dict(metrics)
                 for mname, value in metrics.items():
@@ -137,7 +153,19 @@ def from_json(data: Any, where: str = "profile") -> Profile:
     return profile
 
 
-_METRIC_CLASSES = frozenset({int, float, str})
+# The largest magnitude a metric may have: beyond it (or not finite) a value is damage, not data.
+LARGEST = 1e300
+
+
+def _plain(metrics: dict[str, Any]) -> bool:
+    """Whether every value is a string or a finite number within range (the fast path's test)."""
+    for v in metrics.values():
+        c = v.__class__
+        if c is str:
+            continue
+        if (c is not int and c is not float) or not (-LARGEST <= v <= LARGEST):
+            return False
+    return True
 
 
 def _take_metrics(node: Node, metrics: dict[str, Any], string_metrics: set[str], where: str) -> None:
@@ -146,6 +174,14 @@ def _take_metrics(node: Node, metrics: dict[str, Any], string_metrics: set[str],
             raise FormatError(f"{where}: metric {name!r} of frame {node.name!r} is not a number or string")
         if isinstance(value, str):
             string_metrics.add(name)
+        elif not -LARGEST <= value <= LARGEST:
+            shown = (
+                f"{value:.3g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+            )
+            raise FormatError(
+                f"{where}: metric {name!r} of frame {node.name!r} is {shown}, "
+                "not a finite number within ±1e300"
+            )
         node.add(name, value)
 
 
@@ -160,8 +196,8 @@ def _apply_metadata(profile: Profile, meta_json: object, where: str) -> None:
     if not isinstance(meta_json, str):
         raise FormatError(f"{where}: the deuteron metadata frame is damaged")
     try:
-        meta = json.loads(meta_json)
-    except json.JSONDecodeError:
+        meta = jsonio.loads(meta_json)
+    except jsonio.JSONError:
         raise FormatError(f"{where}: the deuteron metadata frame is not valid JSON") from None
     if not isinstance(meta, dict):
         raise FormatError(f"{where}: the deuteron metadata frame is damaged")
@@ -187,8 +223,27 @@ def _check_node(node: Any, where: str, what: str) -> dict[str, Any]:
     return node
 
 
+# Device-table fields the roofline reads, and the ranges a real device has.
+_DEVICE_FIELDS = {"num_sms": 1e6, "clock_rate": 1e9, "memory_clock_rate": 1e9, "bus_width": 1e6}
+
+
 def _check_devices(devices: dict[str, Any], where: str) -> dict[str, dict[str, dict[str, object]]]:
     for dtype, rows in devices.items():
         if not isinstance(rows, dict) or not all(isinstance(r, dict) for r in rows.values()):
             raise FormatError(f"{where}: device table entry {dtype!r} must map device ids to objects")
+        for dev_id, row in rows.items():
+            for field, most in _DEVICE_FIELDS.items():
+                value = row.get(field)
+                if value is None:
+                    continue
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+                    raise FormatError(
+                        f"{where}: device {dtype} {dev_id}: {field} must be a number above 0 and at most "
+                        f"{most:g}, not {str(value)[:40]}"
+                    )
+            arch = row.get("arch")
+            if arch is not None and (
+                not isinstance(arch, (str, int)) or isinstance(arch, bool) or len(str(arch)) > 32
+            ):
+                raise FormatError(f"{where}: device {dtype} {dev_id}: arch must be a short string")
     return devices

@@ -8,6 +8,7 @@ import os
 from typing import IO
 
 from ..model.finding import CheckReport, Finding
+from .text import printable
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
@@ -23,14 +24,14 @@ def render(report: CheckReport, file: IO[str] | None = None, color: bool | None 
         head = Text()
         head.append(f"{f.severity:<7}", style=_STYLE[f.severity])
         head.append(f" {f.kind}", style="bold")
-        head.append(f"  {f.kernel}  {_short(f.file)}:{f.line}")
+        head.append(f"  {printable(f.kernel)}  {printable(_short(f.file))}:{f.line}")
         scope = f"{f.programs} program{'s' if f.programs != 1 else ''}" if f.programs else ""
         if f.launches > 1:
             scope += f"{' in ' if scope else ''}{f.launches} launches"
         if scope:
             head.append(f"  ({scope})", style="dim")
         console.print(head)
-        console.print(Text("  " + f.message))
+        console.print(Text("  " + printable(f.message)))
         for line in _source(f):
             console.print(Text(line, style="dim" if line.lstrip().startswith("|") else ""))
         if f.program is not None:
@@ -57,7 +58,7 @@ def _source(f: Finding) -> list[str]:
     if not text:
         return []
     gutter = f"  {f.line:>5} | "
-    lines = [gutter + text]
+    lines = [gutter + printable(text)]
     if f.col is not None:
         width = max(1, (f.end_col if f.end_col is not None else len(text)) - f.col)
         lines.append(" " * (len(gutter) - 2) + "| " + " " * f.col + "^" * width)

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.text import Text
 
 from ..model.tree import KERNEL, STATE, Node, Profile
+from .text import _TABLE as _SAFE
+from .text import printable
 
 _STYLE = {KERNEL: "bold green", STATE: "magenta"}
 
@@ -40,7 +42,8 @@ def _walk(p: Profile) -> tuple[list[Node], list[str], list[str]]:
         nodes.append(node)
         branches.append(branch)
         mark = node.metrics.get("diff")
-        labels.append(f"{node.name}  [{mark}]" if mark else node.name)
+        name = node.name.translate(_SAFE)
+        labels.append(f"{name}  [{mark}]" if mark else name)
         kids = list(node.children.values())
         if kids:
             last = kids.pop()
@@ -78,7 +81,7 @@ def render_profile(
     formatted = [_format_column([n.metrics.get(c) for n in nodes], signed) for c in columns]
     widths = [max(len(c), *map(len, col)) for c, col in zip(columns, formatted, strict=True)]
     padded = [list(map(str.rjust, col, repeat(w))) for col, w in zip(formatted, widths, strict=True)]
-    header = "  ".join(c.rjust(w) for c, w in zip(columns, widths, strict=True)) + "  name"
+    header = "  ".join(printable(c).rjust(w) for c, w in zip(columns, widths, strict=True)) + "  name"
     use_color = color if color is not None else (out.isatty() if hasattr(out, "isatty") else False)
     if not use_color:
         trees = list(map(str.__add__, branches, labels))

@@ -11,6 +11,8 @@ import linecache
 import os
 from typing import IO, Any
 
+from .text import printable
+
 _STYLE = {"warning": "bold yellow", "info": "bold cyan"}
 
 
@@ -46,7 +48,7 @@ def _render_ranking(console: Any, doc: dict[str, Any]) -> None:
     for col in ("kernel", "time/ms", "calls", "TFLOP/s", "GB/s", "util", "bound", "opportunity/ms"):
         table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
     for c in doc["ranking"]:
-        name = c["name"] if c["launched"] else f"{c['name']} (not launched by this run)"
+        name = printable(c["name"]) if c["launched"] else f"{printable(c['name'])} (not launched by this run)"
         table.add_row(
             name,
             f"{c['time_ns'] / 1e6:.3f}",
@@ -66,12 +68,12 @@ def _render_kernel(console: Any, k: dict[str, Any]) -> None:
     launches = k["launches"]
     console.print()
     console.print(
-        f"[bold]{escape(k['name'])}[/bold]  {k['target']}  "
+        f"[bold]{escape(printable(k['name']))}[/bold]  {escape(printable(k['target']))}  "
         f"num_warps={k['num_warps']} num_stages={k['num_stages']}  "
         f"{launches} launch{'es' if launches != 1 else ''}  "
-        f"[dim]{escape(os.path.relpath(k['file']))}:{k['line']}[/dim]"
+        f"[dim]{escape(printable(os.path.relpath(k['file'])))}:{k['line']}[/dim]"
     )
-    console.print(f"  args: {escape(', '.join(k['args']))}")
+    console.print(f"  args: {escape(printable(', '.join(k['args'])))}")
     occ = k["occupancy"]
     occ_text = (
         (
@@ -113,10 +115,9 @@ def _render_kernel(console: Any, k: dict[str, Any]) -> None:
         style = _STYLE.get(f["severity"], "bold")
         line = f["line"]
         where = f"line {line}" if line else "kernel"
-        console.print(
-            f"  [{style}]{f['severity']}[/{style}] {where} [bold]{f['kind']}[/bold]: {escape(f['message'])}"
-        )
+        message = escape(printable(f["message"]))
+        console.print(f"  [{style}]{f['severity']}[/{style}] {where} [bold]{f['kind']}[/bold]: {message}")
         if line:
             text = linecache.getline(k["file"], line).rstrip()
             if text:
-                console.print(f"      [dim]{line:>5} │[/dim] {escape(text)}")
+                console.print(f"      [dim]{line:>5} │[/dim] {escape(printable(text))}")

@@ -1,4 +1,6 @@
-"""The viewer's ``--json``: the shown tree with its columns, for scripts and the web UI."""
+"""The viewer's ``--json``: the shown tree with its columns, for scripts and the web UI.
+
+Written without recursion (any depth), NaN as null."""
 
 from __future__ import annotations
 
@@ -6,32 +8,22 @@ import json
 import math
 from typing import IO, Any
 
+from ..formats.jsonio import tree_chunks
 from ..model.tree import Node, Profile
 
 
 def _clean(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
+    if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
 
 
 def render_json(p: Profile, columns: list[str], file: IO[str]) -> None:
-    def node_json(n: Node) -> dict[str, Any]:
-        return {
-            "name": n.name,
-            "type": n.type,
-            "metrics": {k: _clean(v) for k, v in n.metrics.items()},
-            "children": [],
-        }
+    def fields(n: Node) -> dict[str, Any]:
+        return {"name": n.name, "type": n.type, "metrics": {k: _clean(v) for k, v in n.metrics.items()}}
 
-    root = node_json(p.root)
-    stack = [(p.root, root)]
-    while stack:
-        src, dst = stack.pop()
-        for child in src.children.values():
-            cj = node_json(child)
-            dst["children"].append(cj)
-            stack.append((child, cj))
-    meta = dict(p.metadata)
-    json.dump({"columns": columns, "metadata": meta, "devices": p.devices, "tree": root}, file, default=str)
-    file.write("\n")
+    head = json.dumps({"columns": columns, "metadata": dict(p.metadata), "devices": p.devices}, default=str)
+    file.write(head[:-1] + ', "tree": ')
+    for chunk in tree_chunks(p.root, fields, lambda n: list(n.children.values())):
+        file.write(chunk)
+    file.write("}\n")

@@ -35,8 +35,9 @@ class AttributePatch:
       so an inherited one shows through);
     - an instance whose class defines ``attr`` as a data descriptor (Triton's knobs): the value is
       read and set through the descriptor, as Triton's own code does;
-    - any other instance (the interpreter's builder): the value shadows the class's attribute in
-      the instance's ``__dict__`` and is popped again on restore.
+    - any other instance (the interpreter's builder, its frozen options dataclass): the value is
+      written to the instance's ``__dict__`` (shadowing the class's attribute, and bypassing a frozen
+      dataclass's ``__setattr__``) and taken out again on restore.
     """
 
     __slots__ = ("owner", "attr", "value", "_saved")

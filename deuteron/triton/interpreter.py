@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..model.access import ATOMIC, LOAD, STORE, SiteTable
-from . import sites, unsupported
+from . import device_calls, sites, unsupported
 from .hooks import MANAGER, AttributePatch, Patch
 
 _WRAPPED = (
@@ -118,6 +118,10 @@ class Sanitizer(Protocol):
         ...
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
+
+    def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
+        """A ``tl.device_assert`` whose condition is false in the lanes ``failing`` (bool)."""
+        ...
 
     def launch_end(self, error: BaseException | None) -> None: ...
 
@@ -318,7 +322,7 @@ def _base_patches(interp: Any) -> list[Patch]:
             return _recorded_run(orig_run, builder, self, args, grid, kwargs)
 
     patches: list[Patch] = [
-        *_device_call_mend(interp),
+        *device_calls.mend(interp),
         AttributePatch(builder, "create_masked_load", create_masked_load),
         AttributePatch(builder, "create_masked_store", create_masked_store),
         AttributePatch(builder, "create_dot", create_dot),
@@ -338,79 +342,6 @@ def _base_patches(interp: Any) -> list[Patch]:
 
         patches.append(AttributePatch(interp, "_patch_lang_tensor", _patch_lang_tensor))
     return patches
-
-
-def _device_call_mend(interp: Any) -> list[Patch]:
-    """Triton's ``InterpretedFunction.__call__`` (a device-function call: ``tl.max``, a user's @jit
-    helper) patches ``triton.language`` through ``_patch_lang`` and never restores it, so after any
-    interpreted launch a compile in the same process fails (``deuteron.check.run`` followed by
-    ``deuteron.explain.run``, say). The mend:
-
-    - inside a launch, patches the language for a device call's module once (the first call from
-      that module; later calls would only swap in equivalent functions), and restores those patches,
-      last first, just before the launch restores its own scope (``GridExecutor`` takes its scope
-      from ``_patch_lang`` too and restores it in a ``finally``);
-    - outside any launch, restores a device call's patches when it returns.
-
-    So the language is left as it was found, and a launch with many device calls does less work
-    than without Deuteron. Triton's own function bodies are untouched."""
-    patch_lang = getattr(interp, "_patch_lang", None)
-    call = interp.InterpretedFunction.__dict__.get("__call__")
-    if patch_lang is None or call is None:
-        return []
-    pending: list[Any] = []  # device-call scopes not restored yet, oldest first
-    patched: set[int] = set()  # modules (by globals) whose device calls this launch has patched for
-    depth = {"calls": 0, "launches": 0}
-
-    class Unchanged:
-        def restore(self) -> None:
-            pass
-
-    unchanged = Unchanged()
-
-    class LaunchScope:
-        """A launch's scope: restoring it restores the device calls' scopes made inside it first."""
-
-        def __init__(self, scope: Any) -> None:
-            self.scope, self.mark = scope, len(pending)
-
-        def restore(self) -> None:
-            depth["launches"] -= 1
-            while len(pending) > self.mark:
-                pending.pop().restore()
-            if not depth["launches"]:
-                patched.clear()
-            self.scope.restore()
-
-    def _patch_lang(fn: Any) -> Any:
-        if not depth["calls"]:
-            scope = patch_lang(fn)
-            depth["launches"] += 1
-            return LaunchScope(scope)
-        if depth["launches"]:
-            module = id(getattr(fn, "__globals__", fn))
-            if module in patched:
-                return unchanged
-            patched.add(module)
-        scope = patch_lang(fn)
-        pending.append(scope)
-        return scope
-
-    def __call__(self: Any, *args: Any, **kwargs: Any) -> Any:
-        mark = len(pending)
-        depth["calls"] += 1
-        try:
-            return call(self, *args, **kwargs)
-        finally:
-            depth["calls"] -= 1
-            if not depth["launches"]:  # no launch will restore it
-                while len(pending) > mark:
-                    pending.pop().restore()
-
-    return [
-        AttributePatch(interp, "_patch_lang", _patch_lang),
-        AttributePatch(interp.InterpretedFunction, "__call__", __call__),
-    ]
 
 
 def _recorded_run(
@@ -494,10 +425,28 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
         if s.checking and sanitizer is not None:
             sanitizer.program_begin((int(x), int(y), int(z)))
 
+    orig_assert = getattr(cls, "create_assert", None)
+
+    def create_assert(condition: Any, message: Any, *rest: Any) -> Any:
+        sanitizer = s.sanitizer
+        if not s.checking or sanitizer is None or orig_assert is None:
+            return orig_assert(builder, condition, message, *rest) if orig_assert is not None else None
+        failing = ~np.asarray(getattr(condition, "data", condition), dtype=bool)
+        if failing.any():
+            sanitizer.assert_failed(str(message), failing, sites.current_site())
+        return None  # a finding, not an exception: the launch goes on and is checked to the end
+
     patches: list[Patch] = [
         AttributePatch(builder, "set_grid_dim", set_grid_dim),
         AttributePatch(builder, "set_grid_idx", set_grid_idx),
+        # tl.device_assert only reaches the builder with debug on. The integer-overflow asserts that
+        # debug would also add stay off (they fire on intentional wrap-around, e.g. Philox); without
+        # debug they only cost time.
+        AttributePatch(builder.options, "debug", True),
+        AttributePatch(builder.options, "sanitize_overflow", False),
     ]
+    if orig_assert is not None:
+        patches.append(AttributePatch(builder, "create_assert", create_assert))
     for name, label in _FLOAT_OPS.items():
         orig_op = getattr(cls, name, None)
         if orig_op is not None:
