@@ -17,9 +17,7 @@ from deuteron.formats import chrome_trace, hatchet
 from tests.conftest import EXAMPLES, PROTON_FIXTURES, REPO, run_cli
 from tests.helpers import ADD_KERNEL_SOURCE, find, kernels
 
-KERNEL_SCRIPT = (
-    ADD_KERNEL_SOURCE
-    + """
+KERNEL_SCRIPT = ADD_KERNEL_SOURCE + """
 import sys, json, time, os
 import deuteron
 
@@ -29,7 +27,6 @@ def add(n=300):
     add_kernel[(triton.cdiv(n, 128),)](x, y, out, n, BLOCK=128)
     assert torch.allclose(out, x + y)
 """
-)
 
 
 def _script(tmp_path: Path, body: str, name: str = "job.py") -> Path:

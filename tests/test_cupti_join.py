@@ -46,15 +46,8 @@ ENTRY_COLUMNS = ("kind", "key", "ctx", "ts", "state", "meta", "thread")
 KEY = tuple[int, ...]
 KERNEL_FIELDS: tuple[str, ...] = KERNEL_DTYPE.names or ()
 ENTRY_FIELDS: tuple[str, ...] = ENTRY_DTYPE.names or ()
-CONSTANTS = (
-    "ENTRY_LAUNCH",
-    "ENTRY_GRAPH_LAUNCH",
-    "ENTRY_GRAPH_NODE",
-    "ENTRY_GRAPH_CLONE",
-    "CTX_OTHER_THREAD",
-    "CTX_PAUSED",
-    "KERNEL_RECORD_BYTES",
-)
+CONSTANTS = ("ENTRY_LAUNCH", "ENTRY_GRAPH_LAUNCH", "ENTRY_GRAPH_NODE", "ENTRY_GRAPH_CLONE",
+             "CTX_OTHER_THREAD", "CTX_PAUSED", "KERNEL_RECORD_BYTES")
 
 
 def entries_of(*rows: tuple[int, ...]) -> np.ndarray:
@@ -168,45 +161,16 @@ def test_kernel_dtype_matches_the_cupti_header(tmp_path: Path, version: int) -> 
     headers = [h for h in ("cupti_activity.h", "cupti_activity_deprecated.h") if (include / h).is_file()]
     if not any(f"}} {struct_name};" in (include / h).read_text(errors="replace") for h in headers):
         pytest.skip(f"{struct_name} is not declared in {include}")
-    c_fields = dict(
-        zip(
-            KERNEL_FIELDS,
-            [
-                "kind",
-                "registersPerThread",
-                "start",
-                "end",
-                "deviceId",
-                "contextId",
-                "streamId",
-                "gridX",
-                "gridY",
-                "gridZ",
-                "blockX",
-                "blockY",
-                "blockZ",
-                "staticSharedMemory",
-                "dynamicSharedMemory",
-                "localMemoryPerThread",
-                "correlationId",
-                "name",
-                "graphNodeId",
-                "graphId",
-            ],
-            strict=True,
-        )
-    )
+    c_fields = dict(zip(KERNEL_FIELDS, [
+        "kind", "registersPerThread", "start", "end", "deviceId", "contextId", "streamId", "gridX", "gridY",
+        "gridZ", "blockX", "blockY", "blockZ", "staticSharedMemory", "dynamicSharedMemory",
+        "localMemoryPerThread", "correlationId", "name", "graphNodeId", "graphId"], strict=True))
     prints = "".join(
         f'printf("{py} %zu\\n{py}.size %zu\\n", offsetof(T, {c}), sizeof(((T *)0)->{c}));'
-        for py, c in c_fields.items()
-    )
-    got = compile_and_run(
-        tmp_path,
-        "#include <stdio.h>\n#include <stddef.h>\n"
-        + "".join(f"#include <{h}>\n" for h in headers)
-        + f"typedef {struct_name} T;\nint main(void) {{ {prints} return 0; }}\n",
-        include,
-    )
+        for py, c in c_fields.items())
+    got = compile_and_run(tmp_path, "#include <stdio.h>\n#include <stddef.h>\n"
+                          + "".join(f"#include <{h}>\n" for h in headers)
+                          + f"typedef {struct_name} T;\nint main(void) {{ {prints} return 0; }}\n", include)
     fields = KERNEL_DTYPE.fields
     assert fields is not None
     for name in KERNEL_FIELDS:
@@ -224,25 +188,15 @@ def test_entry_dtype_and_constants_match_the_shim(tmp_path: Path) -> None:
     prints = "".join(f'printf("{n} %zu\\n", offsetof(Entry, {n}));' for n in names)
     prints += 'printf("size %zu\\n", sizeof(Entry));'
     prints += "".join(f'printf("{c} %llu\\n", (unsigned long long){c});' for c in CONSTANTS)
-    got = compile_and_run(
-        tmp_path,
-        "#include <stdio.h>\n#include <stddef.h>\n#include <stdint.h>\n"
-        f"{defines}\n{enum.group(0)}\n{entry.group(0)}\n"
-        f"int main(void) {{ {prints} return 0; }}\n",
-    )
+    got = compile_and_run(tmp_path, "#include <stdio.h>\n#include <stddef.h>\n#include <stdint.h>\n"
+                          f"{defines}\n{enum.group(0)}\n{entry.group(0)}\n"
+                          f"int main(void) {{ {prints} return 0; }}\n")
     fields = ENTRY_DTYPE.fields
     assert fields is not None
     assert {n: got[n] for n in names} == {n: fields[n][1] for n in names}
     assert got["size"] == records.ENTRY_BYTES
-    assert [got[c] for c in CONSTANTS] == [
-        LAUNCH,
-        GRAPH_LAUNCH,
-        GRAPH_NODE,
-        GRAPH_CLONE,
-        CTX_OTHER_THREAD,
-        CTX_PAUSED,
-        records.KERNEL_RECORD_BYTES,
-    ]
+    assert [got[c] for c in CONSTANTS] == [LAUNCH, GRAPH_LAUNCH, GRAPH_NODE, GRAPH_CLONE, CTX_OTHER_THREAD,
+                                           CTX_PAUSED, records.KERNEL_RECORD_BYTES]
 
 
 # --- join ------------------------------------------------------------------------------------------
@@ -250,27 +204,12 @@ def test_entry_dtype_and_constants_match_the_shim(tmp_path: Path) -> None:
 
 def test_groups_are_exact_and_unmatched_kernels_are_counted() -> None:
     join = Join()
-    join.add_entries(
-        entries_of(  # out of key order, as threads hand them over
-            (LAUNCH, 6, 16, 506),
-            (LAUNCH, 3, 17, 503, 1),
-            (LAUNCH, 1, 16, 501),
-            (LAUNCH, 5, 16, 505),
-            (LAUNCH, 2, 16, 502, 0, 0, 1),
-            (LAUNCH, 4, 16, 504, 0, 2, 2),
-        )
-    )
-    batch = join.match(
-        kernels_of(
-            k(1, dur=10),
-            k(2, dur=20),
-            k(3, dur=40),
-            k(4, dur=80),
-            k(5, dur=160, device=1),
-            k(99, name=222, dur=320),
-            k(98, name=222, start=900, end=800),
-        )
-    )  # end before start: no time
+    join.add_entries(entries_of(  # out of key order, as threads hand them over
+        (LAUNCH, 6, 16, 506), (LAUNCH, 3, 17, 503, 1), (LAUNCH, 1, 16, 501), (LAUNCH, 5, 16, 505),
+        (LAUNCH, 2, 16, 502, 0, 0, 1), (LAUNCH, 4, 16, 504, 0, 2, 2)))
+    batch = join.match(kernels_of(
+        k(1, dur=10), k(2, dur=20), k(3, dur=40), k(4, dur=80), k(5, dur=160, device=1),
+        k(99, name=222, dur=320), k(98, name=222, start=900, end=800)))  # end before start: no time
     assert groups(batch) == {
         (16, 0, 0, 0, 111, 0): (2, 30),
         (17, 0, 1, 0, 111, 0): (1, 40),
@@ -287,40 +226,18 @@ def test_groups_are_exact_and_unmatched_kernels_are_counted() -> None:
 
 def test_graph_kernels_get_their_capture_context_through_clones() -> None:
     join = Join()
-    join.add_entries(
-        entries_of(
-            (GRAPH_NODE, 100, 20),
-            (GRAPH_NODE, 101, 21, 0, 3),
-            (GRAPH_CLONE, 200, 100),
-            (GRAPH_CLONE, 300, 200),
-            (GRAPH_CLONE, 400, 401),
-            (GRAPH_CLONE, 401, 400),  # a cycle must end, as an unknown capture
-            (GRAPH_NODE, 500, 30),
-            (GRAPH_CLONE, 500, 100),  # reported at instantiation: the original wins
-            (GRAPH_LAUNCH, 50, 16, 77),
-            (LAUNCH, 51, 16),
-        )
-    )
-    batch = join.match(
-        kernels_of(
-            k(50, graph_node=100),
-            k(50, graph_node=200),
-            k(50, graph_node=300),
-            k(50, graph_node=500),
-            k(50, graph_node=101),
-            k(50, graph_node=999),
-            k(50, graph_node=400),
-            k(50),
-            k(51, graph_node=100),
-        )
-    )
+    join.add_entries(entries_of(
+        (GRAPH_NODE, 100, 20), (GRAPH_NODE, 101, 21, 0, 3), (GRAPH_CLONE, 200, 100), (GRAPH_CLONE, 300, 200),
+        (GRAPH_CLONE, 400, 401), (GRAPH_CLONE, 401, 400),  # a cycle must end, as an unknown capture
+        (GRAPH_NODE, 500, 30), (GRAPH_CLONE, 500, 100),  # reported at instantiation: the original wins
+        (GRAPH_LAUNCH, 50, 16, 77), (LAUNCH, 51, 16)))
+    batch = join.match(kernels_of(
+        k(50, graph_node=100), k(50, graph_node=200), k(50, graph_node=300), k(50, graph_node=500),
+        k(50, graph_node=101), k(50, graph_node=999), k(50, graph_node=400), k(50), k(51, graph_node=100)))
     assert column(batch, "capture") == [20, 20, 20, 20, 21, 0, 0, 0, 0]
     assert column(batch, "ctx") == [16] * 9 and batch.launch_ts.tolist() == [77] * 8 + [0]
-    assert groups(batch) == {
-        (16, 20, 0, 0, 111, 0): (4, 40),
-        (16, 21, 0, 0, 111, 0): (1, 10),
-        (16, 0, 0, 0, 111, 0): (4, 40),
-    }
+    assert groups(batch) == {(16, 20, 0, 0, 111, 0): (4, 40), (16, 21, 0, 0, 111, 0): (1, 10),
+                             (16, 0, 0, 0, 111, 0): (4, 40)}
     assert join.counters.graph_without_capture == 2  # node 999 and the cycle; graph_node 0 is no graph kernel
     assert join.pending["key"].tolist() == [50]  # the graph launch waits for more replays
     later = join.match(kernels_of(k(50, graph_node=300, dur=5)))
@@ -391,45 +308,19 @@ def write_drain(folder: Path, index: int, entries: np.ndarray, kernels: np.ndarr
     stem = folder / f"drain{index:03d}"
     stem.with_suffix(".entries").write_bytes(entries.tobytes())
     stem.with_suffix(".kernels").write_bytes(kernels.tobytes())
-    stem.with_suffix(".json").write_text(
-        json.dumps(
-            {
-                "names": {"111": "kern_a", "222": "kern_b"},
-                "contexts": CONTEXTS,
-                "states": {"1": "fwd"},
-                "threads": {"0": 12345, "1": 777},
-                "metas": {"1": ["hooked", {"bytes": 10}]},
-                "offset": OFFSET,
-            }
-        )
-    )
+    stem.with_suffix(".json").write_text(json.dumps({
+        "names": {"111": "kern_a", "222": "kern_b"}, "contexts": CONTEXTS, "states": {"1": "fwd"},
+        "threads": {"0": 12345, "1": 777}, "metas": {"1": ["hooked", {"bytes": 10}]}, "offset": OFFSET}))
 
 
 @pytest.fixture
 def replayed(tmp_path: Path) -> tuple[Session, cupti.CuptiBackend]:
-    write_drain(
-        tmp_path,
-        0,
-        entries_of(
-            (LAUNCH, 1, 16, 1000),
-            (LAUNCH, 2, 17, 1100, 1),
-            (LAUNCH, 3, 16 | CTX_OTHER_THREAD, 1200, 0, 0, 1),
-            (GRAPH_NODE, 100, 18),
-            (GRAPH_LAUNCH, 4, 16, 1300),
-            (LAUNCH, 5, 16 | CTX_PAUSED, 1400),
-            (LAUNCH, 6, 1, 1500, 0, 1),
-            (LAUNCH, 7, 17, 1600),
-        ),
-        kernels_of(
-            k(1, start=2000, dur=10),
-            k(2, dur=20),
-            k(3, name=222, dur=30, device=1, stream=9),
-            k(4, dur=40, graph_node=100),
-            k(5),
-            k(6),
-            k(99, name=222, dur=50),
-        ),
-    )
+    write_drain(tmp_path, 0, entries_of(
+        (LAUNCH, 1, 16, 1000), (LAUNCH, 2, 17, 1100, 1), (LAUNCH, 3, 16 | CTX_OTHER_THREAD, 1200, 0, 0, 1),
+        (GRAPH_NODE, 100, 18), (GRAPH_LAUNCH, 4, 16, 1300), (LAUNCH, 5, 16 | CTX_PAUSED, 1400),
+        (LAUNCH, 6, 1, 1500, 0, 1), (LAUNCH, 7, 17, 1600)), kernels_of(
+        k(1, start=2000, dur=10), k(2, dur=20), k(3, name=222, dur=30, device=1, stream=9),
+        k(4, dur=40, graph_node=100), k(5), k(6), k(99, name=222, dur=50)))
     write_drain(tmp_path, 1, entries_of(), kernels_of(k(4, dur=60, graph_node=100), k(7, name=222, dur=70)))
     session = Session(0, "t", backend="interpreter")
     return session, replay(tmp_path, session)
@@ -449,13 +340,8 @@ def test_replay_files_kernels_under_their_contexts(replayed: tuple[Session, cupt
     assert at("outer", "<other threads>", "kern_b") == (KERNEL, 1, 30)
     assert at("outer", "<captured_at>", "cap", "kern_a") == (KERNEL, 2, 100)
     assert at("<no launch record>", "kern_b") == (KERNEL, 1, 50)
-    assert find(p, "hooked").metrics == {
-        "count": 1,
-        "time (ns)": 10,
-        "bytes": 10,
-        "device_id": "0",
-        "device_type": "CUDA",
-    }
+    assert find(p, "hooked").metrics == {"count": 1, "time (ns)": 10, "bytes": 10, "device_id": "0",
+                                         "device_type": "CUDA"}
     assert find(p, "outer", "<other threads>", "kern_b").metrics["device_id"] == "1"
     assert sum(int(n.metrics.get("count", 0)) for n in p.root.walk()) == 8  # the paused kernel is left out
     c = backend.join.counters
@@ -498,12 +384,8 @@ def test_replay_of_an_empty_folder_fails(tmp_path: Path) -> None:
 
 def test_graph_captured_while_paused_has_no_unknown_context(tmp_path: Path) -> None:
     # The shim records GRAPH_NODE entries with launch_context(), which is CTX_PAUSED while paused.
-    write_drain(
-        tmp_path,
-        0,
-        entries_of((GRAPH_NODE, 100, CTX_PAUSED), (GRAPH_LAUNCH, 4, 16, 1300)),
-        kernels_of(k(4, graph_node=100)),
-    )
+    write_drain(tmp_path, 0, entries_of((GRAPH_NODE, 100, CTX_PAUSED), (GRAPH_LAUNCH, 4, 16, 1300)),
+                kernels_of(k(4, graph_node=100)))
     session = Session(0, "t", backend="interpreter")
     replay(tmp_path, session)
     assert not [n.name for n in session.profile.root.walk() if n.name.startswith("<unknown context")]
@@ -530,12 +412,10 @@ def test_candidates_order_and_dedupe(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("CUDA_PATH", raising=False)
     monkeypatch.setenv(library.ENV, str(lib / "libcupti.so.2025.1.1"))
     got = library.candidates()
-    assert got[:4] == [
-        ("$DEUTERON_CUPTI_LIB", lib / "libcupti.so.2025.1.1"),
-        ("triton wheel", lib / "libcupti.so"),
-        ("nvidia-cuda-cupti wheel", wheel / "libcupti.so.13"),
-        ("CUDA toolkit", toolkit / "libcupti.so"),
-    ]
+    assert got[:4] == [("$DEUTERON_CUPTI_LIB", lib / "libcupti.so.2025.1.1"),
+                       ("triton wheel", lib / "libcupti.so"),
+                       ("nvidia-cuda-cupti wheel", wheel / "libcupti.so.13"),
+                       ("CUDA toolkit", toolkit / "libcupti.so")]
     assert all(source == "CUDA toolkit" for source, _ in got[4:])
     assert len({path.resolve() for _, path in got}) == len(got)
 
@@ -543,11 +423,8 @@ def test_candidates_order_and_dedupe(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv(library.ENV, str(missing))
     monkeypatch.setattr(library, "_loaded", lambda: [wheel / "libcupti.so.13"])
     got = library.candidates()
-    assert got[:3] == [
-        ("$DEUTERON_CUPTI_LIB", missing),
-        ("already loaded", wheel / "libcupti.so.13"),
-        ("triton wheel", lib / "libcupti.so"),
-    ]
+    assert got[:3] == [("$DEUTERON_CUPTI_LIB", missing), ("already loaded", wheel / "libcupti.so.13"),
+                       ("triton wheel", lib / "libcupti.so")]
     monkeypatch.delenv(library.ENV)
     assert all(source != "$DEUTERON_CUPTI_LIB" for source, _ in library.candidates())
 
@@ -577,27 +454,16 @@ def _fail(path: str) -> None:
     raise OSError(f"cannot open {path}")
 
 
-@pytest.mark.parametrize(
-    "devices, load, found, expected",
-    [
-        ("libcuda.so.1 missing", _fail, True, "no NVIDIA GPU: libcuda.so.1 missing"),
-        (0, _fail, True, "no NVIDIA GPU: the driver reports no CUDA devices"),
-        (
-            1,
-            _fail,
-            True,
-            "libcupti could not be loaded: /x/libcupti.so ($DEUTERON_CUPTI_LIB): cannot open /x/",
-        ),
-        (1, _fail, False, "libcupti was not found"),
-        (1, lambda path: None, True, None),
-        (None, _fail, True, "the native CUPTI shim is not built"),
-    ],
-)
+@pytest.mark.parametrize("devices, load, found, expected", [
+    ("libcuda.so.1 missing", _fail, True, "no NVIDIA GPU: libcuda.so.1 missing"),
+    (0, _fail, True, "no NVIDIA GPU: the driver reports no CUDA devices"),
+    (1, _fail, True, "libcupti could not be loaded: /x/libcupti.so ($DEUTERON_CUPTI_LIB): cannot open /x/"),
+    (1, _fail, False, "libcupti was not found"),
+    (1, lambda path: None, True, None),
+    (None, _fail, True, "the native CUPTI shim is not built"),
+])
 def test_unavailable_reason_per_cause(
-    unchecked: pytest.MonkeyPatch,
-    devices: object,
-    load: Callable[[str], None],
-    found: bool,
+    unchecked: pytest.MonkeyPatch, devices: object, load: Callable[[str], None], found: bool,
     expected: str | None,
 ) -> None:
     shim = None if devices is None else SimpleNamespace(cuda_devices=lambda: devices, load=load)

@@ -30,13 +30,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"needs the CUPTI backend: {WHY}"))
 
 
-KERNELS = (
-    ADD_KERNEL_SOURCE
-    + """
+KERNELS = ADD_KERNEL_SOURCE + """
 def add(x, y, o):
     add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
 """
-)
 
 
 def profile_script(
