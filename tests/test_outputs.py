@@ -39,6 +39,14 @@ def _script(tmp_path: Path, body: str, name: str = "job.py") -> Path:
     return path
 
 
+def _python(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The script run plainly (it uses Deuteron's API itself), kernels in the interpreter."""
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    return subprocess.run(
+        [sys.executable, str(script)], cwd=cwd, capture_output=True, text=True, env=env, timeout=120
+    )
+
+
 def _one_error_line(proc: subprocess.CompletedProcess[str], *needles: str) -> str:
     assert "Traceback" not in proc.stderr, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("deuteron: error:")]
@@ -96,14 +104,7 @@ def test_api_start_checks_the_file_and_fixes_its_path(tmp_path: Path):
         print(deuteron.finalize())
         """,
     )
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TRITON_INTERPRET": "1"},
-        timeout=120,
-    )
+    proc = _python(script, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (
         "refused: cannot write the profile: " in proc.stdout and "/nonexistent does not exist" in proc.stdout
@@ -242,14 +243,7 @@ def test_api_finalize_finishes_the_file_then_obeys_the_signal(tmp_path: Path):
         + "import deuteron\ndeuteron.start('api', backend='interpreter')\nlaunch()\ndeuteron.finalize()\n"
         + "print('not reached')\n",
     )
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "TRITON_INTERPRET": "1"},
-        timeout=120,
-    )
+    proc = _python(script, tmp_path)
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stderr)
     assert "not reached" not in proc.stdout
     assert kernels(hatchet.read(tmp_path / "api.hatchet"))["add_kernel"].metrics["count"] == 1
