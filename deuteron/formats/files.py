@@ -14,7 +14,6 @@ truncated file or a ``.tmp`` behind, and two writers of one name never share a t
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import stat
 import tempfile
@@ -142,7 +141,3 @@ def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w") as f:
         f.write(data)
     return Path(path)
-
-
-def folder_is_gone(exc: OSError) -> bool:
-    return exc.errno in (errno.ENOENT, errno.ENOTDIR)

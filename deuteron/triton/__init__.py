@@ -58,8 +58,3 @@ def enable_interpreter_mode() -> None:
                 stacklevel=3,
             )
         os.environ["TRITON_INTERPRET"] = "1"
-
-
-def imported() -> bool:
-    """Whether the user's program has imported triton yet."""
-    return "triton" in sys.modules
