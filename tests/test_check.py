@@ -73,14 +73,18 @@ def test_out_of_bounds_details_and_real_outputs():
     assert f.programs == 1 and f.col is not None  # the caret's column
 
 
-def test_unmasked_lanes_past_a_view_inside_its_storage_are_not_errors():
-    """A view may address its whole storage (the documented rule): only leaving the allocation counts."""
+def test_unmasked_lanes_past_a_view_inside_its_storage_are_a_warning():
+    """Past a view but inside its storage is real memory (no error, not masked off) but not the
+    view's: an ``outside-view`` warning, with the lanes' indices (issue 13 replaced the old rule
+    that a view may address its whole storage)."""
     base = torch.rand(2000)
     view = base[:1000]
     out = torch.zeros(1000)
     with deuteron.check(raise_on=None) as checked:
         buggy.add_unmasked_load_kernel[(4,)](view, view, out, 1000, BLOCK=256)
-    assert [f.kind for f in checked.report.findings] == []
+    (f,) = checked.report.findings
+    assert (f.kind, f.severity, f.tensor, f.program) == ("outside-view", "warning", "x_ptr", (3, 0, 0))
+    assert f.details["index"] == [1000] and f.details["element_offsets"][:2] == [1000, 1001]
 
 
 def test_findings_group_by_line_and_count_programs():

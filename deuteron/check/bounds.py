@@ -1,62 +1,144 @@
-"""Out-of-bounds: unmasked lanes whose address lies outside the memory of every tensor argument.
+"""Out-of-bounds and off-view lanes, told in the terms of the tensor their pointer came from.
 
-The guard has already masked these lanes off (memory safety is not optional); this only says
-where, in the terms of the nearest tensor.
+Out-of-bounds: an unmasked lane outside the allocation of its own tensor (found by the pointer's
+provenance), even where another tensor lies; or a pointer read from memory that points into no
+live tensor. The guard has already masked these lanes off (memory safety is not optional).
+Outside-view: a lane inside its tensor's allocation but not on the view's elements (the padding of
+a slice, another row of a narrowed tensor): real memory, so let through, but rarely what was meant.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..model.access import ACCESS_NAMES, LaunchInfo
+from ..model.access import ACCESS_NAMES, LaunchInfo, TensorArg, describe_index, element_index
 from .findings import Findings
-from .shadow import SHOWN, show, tensor_near
+from .shadow import SHOWN, show
+
+Program = tuple[int, int, int] | None
+
+
+def _indices(tensor: TensorArg, offsets: np.ndarray) -> tuple[list[list[int]], str]:
+    """The first lanes' indices into the view, and a phrase showing them (``x[100, 0]``, ...)."""
+    found = element_index(tensor, offsets[:SHOWN])
+    if found is None:
+        return [], ""
+    index = found[0]
+    cols = [index[:, i] for i in range(index.shape[1])]
+    shown = ", ".join(describe_index(tensor, c) for c in cols[:3])
+    more = f" and {offsets.size - 3} more" if offsets.size > 3 else ""
+    return [[int(v) for v in c] for c in cols], shown + more
+
+
+def _neighbour(launch: LaunchInfo, address: int, owner: int) -> str:
+    """The other tensor whose memory an address lies in, if any: a stray lane often lands there."""
+    for area in launch.storages:
+        if area.start <= address < area.start + area.nbytes:
+            names = [launch.tensors[t].name for t in area.tensors if t != owner]
+            if names and launch.tensors[owner].storage != launch.storages.index(area):
+                return names[0]
+    return ""
 
 
 def outside(
     findings: Findings,
     launch: LaunchInfo,
-    program: tuple[int, int, int] | None,
+    program: Program,
     seq: int,
     kind: int,
     addresses: np.ndarray,
     lanes: np.ndarray,
-    near: int,
+    tensor_index: int,
     site: int,
 ) -> None:
     what = ACCESS_NAMES[kind]
-    if near < 0:
+    if tensor_index < 0:
+        shown = ", ".join(f"{int(a):#x}" for a in np.unique(addresses)[:4])
         findings.add(
             "out-of-bounds",
             launch,
             site,
-            f"{what} of {addresses.size} lane(s) while the kernel has no tensor arguments",
+            f"{what} of {addresses.size} lane(s) through a pointer that came from no tensor argument (read "
+            f"from memory, or made from an integer) and points into no live tensor: address {shown}",
             seq=seq,
             program=program,
+            tensor="<unknown pointer>",
+            details={
+                "access": what,
+                "addresses": [int(a) for a in addresses[:SHOWN]],
+                "lanes": lanes[:SHOWN].tolist(),
+            },
         )
         return
-    area = launch.storages[near]
-    tensor = tensor_near(launch, area, int(addresses[0]))
+    tensor = launch.tensors[tensor_index]
+    area = launch.storages[tensor.storage]
     offsets = (addresses.astype(np.int64) - np.int64(tensor.data_ptr)) // tensor.element_size
     first = (area.start - tensor.data_ptr) // tensor.element_size
     last = (area.start + area.nbytes - tensor.data_ptr) // tensor.element_size - 1
-    numel = int(np.prod(tensor.shape)) if tensor.shape else 1
-    span = f"elements {first}..{last}" if (first, last) != (0, numel - 1) else f"{numel} elements"
+    span = (
+        f"elements {first}..{last}" if (first, last) != (0, tensor.numel - 1) else f"{tensor.numel} elements"
+    )
+    index, shown = _indices(tensor, offsets)
+    neighbour = _neighbour(launch, int(addresses[0]), tensor_index)
+    lands = f"; it lands in {neighbour}'s memory" if neighbour else ""
     findings.add(
         "out-of-bounds",
         launch,
         site,
-        f"{what} of {addresses.size} unmasked lane(s) outside every tensor argument, nearest "
-        f"{tensor.name} ({tensor.dtype}, shape {tensor.shape}, strides {tensor.strides}; its memory "
-        f"holds {span}): element offsets from {tensor.name}'s first element {show(offsets)}",
+        f"{what} of {addresses.size} unmasked lane(s) outside {tensor.name} ({tensor.dtype}, shape "
+        f"{tensor.shape}, strides {tensor.strides}; its memory holds {span}): "
+        f"{shown}{lands}; element offsets from {tensor.name}'s first element {show(offsets)}",
         seq=seq,
         program=program,
         tensor=tensor.name,
         details={
             "access": what,
+            "index": index[0] if index else None,
+            "indices": index,
             "element_offsets": offsets[:SHOWN].tolist(),
             "lanes": lanes[:SHOWN].tolist(),
             "valid_offsets": [int(first), int(last)],
+            "shape": list(tensor.shape),
+            "strides": list(tensor.strides),
+            **({"lands_in": neighbour} if neighbour else {}),
+        },
+    )
+
+
+def off_view(
+    findings: Findings,
+    launch: LaunchInfo,
+    program: Program,
+    seq: int,
+    kind: int,
+    addresses: np.ndarray,
+    lanes: np.ndarray,
+    tensor_index: int,
+    site: int,
+) -> None:
+    what = ACCESS_NAMES[kind]
+    tensor = launch.tensors[tensor_index]
+    area = launch.storages[tensor.storage]
+    offsets = (addresses.astype(np.int64) - np.int64(tensor.data_ptr)) // tensor.element_size
+    in_memory = (addresses.astype(np.int64) - np.int64(area.start)) // tensor.element_size
+    index, shown = _indices(tensor, offsets)
+    findings.add(
+        "outside-view",
+        launch,
+        site,
+        f"{what} of {addresses.size} lane(s) inside {tensor.name}'s memory but outside its view "
+        f"(shape {tensor.shape}, strides {tensor.strides}): {shown or show(offsets)}; the memory there "
+        f"belongs to no element of the view (padding, or another row of a slice): a wrong stride or mask?",
+        seq=seq,
+        program=program,
+        tensor=tensor.name,
+        details={
+            "access": what,
+            "index": index[0] if index else None,
+            "indices": index,
+            "element_offsets": offsets[:SHOWN].tolist(),
+            "memory_offsets": in_memory[:SHOWN].tolist(),
+            "lanes": lanes[:SHOWN].tolist(),
             "shape": list(tensor.shape),
             "strides": list(tensor.strides),
         },

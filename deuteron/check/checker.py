@@ -26,9 +26,15 @@ class Checker:
         if unknown:
             raise CheckError(f"unknown check(s) {', '.join(sorted(unknown))}; choose from {', '.join(KINDS)}")
         self.findings = findings
-        self.memory = MemoryChecks(findings, races="race" in enabled, coverage="store-coverage" in enabled)
+        self.memory = MemoryChecks(
+            findings,
+            races="race" in enabled,
+            coverage="store-coverage" in enabled,
+            locks="lock" in enabled,
+        )
         self.nan = NanOrigins(findings) if "nan" in enabled else None
         self.bounds = "out-of-bounds" in enabled
+        self.views = "outside-view" in enabled
         self.asserts = "assert" in enabled
         self.recorder = recorder
         self.launches = 0
@@ -64,12 +70,17 @@ class Checker:
         site: int,
         values: np.ndarray | None,
         lanes: np.ndarray | None,
+        tensor: int | np.ndarray = -1,
     ) -> None:
         if isinstance(storage, np.ndarray):  # lanes in several tensors (rare): one allocation at a time
+            owners = tensor if isinstance(tensor, np.ndarray) else np.full(storage.shape, tensor)
             for s in np.unique(storage):
-                self._access(kind, addresses[storage == s], int(s), element_size, site, values, lanes)
+                here = storage == s
+                self._access(
+                    kind, addresses[here], int(s), element_size, site, values, lanes, int(owners[here][0])
+                )
         else:
-            self._access(kind, addresses, storage, element_size, site, values, lanes)
+            self._access(kind, addresses, storage, element_size, site, values, lanes, int(tensor))
 
     def _access(
         self,
@@ -80,19 +91,47 @@ class Checker:
         site: int,
         values: np.ndarray | None,
         lanes: np.ndarray | None,
+        tensor: int,
     ) -> None:
         self.memory.access(kind, addresses, storage, element_size, site)
-        if kind == STORE and self.nan is not None and self.nan.origins and self.launch is not None:
-            tensor = tensor_near(self.launch, self.launch.storages[storage], int(addresses[0]))
-            self.nan.stored(values, lanes, tensor.name, site)
+        if kind == STORE and values is not None and self.memory.locks.held:
+            shown = np.broadcast_to(values, lanes.shape)[lanes] if lanes is not None else values.reshape(-1)
+            if shown.size == addresses.size:
+                self.memory.locks.stored(addresses, shown)
+        launch = self.launch
+        if kind == STORE and self.nan is not None and self.nan.origins and launch is not None:
+            owner = (
+                launch.tensors[tensor]
+                if tensor >= 0
+                else tensor_near(launch, launch.storages[storage], int(addresses[0]))
+            )
+            self.nan.stored(values, lanes, owner.name, site)
         if self.recorder is not None:
             self.recorder.access(kind, addresses, storage, site)
 
     def out_of_bounds(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
     ) -> None:
         if self.bounds:  # the lanes are masked off either way: memory safety is not optional
-            self.memory.out_of_bounds(kind, addresses, lanes, near, element_size, site)
+            self.memory.out_of_bounds(kind, addresses, lanes, tensor, element_size, site)
+
+    def outside_view(
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
+    ) -> None:
+        if self.views:
+            self.memory.outside_view(kind, addresses, lanes, tensor, element_size, site)
+
+    def atomic_result(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        tensors: np.ndarray,
+        cmp: np.ndarray | None,
+        val: np.ndarray,
+        old: np.ndarray,
+        site: int,
+    ) -> None:
+        self.memory.locks.atomic(op, addresses, tensors, cmp, val, old, site)
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:

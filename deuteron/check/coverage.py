@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.access import LaunchInfo, StorageArea, TensorArg
+from ..model.access import LaunchInfo, StorageArea, TensorArg, element_index
 from .findings import Findings
 from .shadow import Shadow, view_of
 
@@ -67,31 +67,6 @@ def _dense_written(shadow: Shadow) -> np.ndarray | None:
     return written
 
 
-def view_positions(tensor: TensorArg, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """For element offsets from a view's first element: which lie on the view, and the view's
-    row-major flat index of those that do. None for views whose strides overlap or interleave
-    (their elements cannot be found by dividing through the strides)."""
-    shape, strides = tensor.shape, tensor.strides
-    dims = [d for d in range(len(shape)) if shape[d] > 1]
-    if any(strides[d] <= 0 for d in dims):
-        return None
-    dims.sort(key=lambda d: -strides[d])
-    for outer, inner in zip(dims, dims[1:], strict=False):
-        if strides[outer] < strides[inner] * shape[inner]:
-            return None
-    rem = offsets.copy()
-    on = rem >= 0
-    index = np.zeros((len(shape), offsets.size), dtype=np.int64)
-    for d in dims:
-        q = rem // strides[d]
-        on &= q < shape[d]
-        index[d] = q
-        rem = rem - q * strides[d]
-    on &= rem == 0
-    flat = np.ravel_multi_index(tuple(index[:, on]), shape) if shape else np.zeros(int(on.sum()), np.int64)
-    return on, flat
-
-
 def _sparse_count(
     cells: np.ndarray, area: StorageArea, tensor: TensorArg, numel: int
 ) -> tuple[int, int] | None:
@@ -102,10 +77,13 @@ def _sparse_count(
         return None
     rel = cells - base
     starts = rel[(rel >= 0) & (rel % scale == 0)] // scale  # an element counts by its first cell
-    found = view_positions(tensor, starts)
+    found = element_index(tensor, starts)
     if found is None:
         return None
-    flat = np.unique(found[1])
+    index, on = found
+    flat = np.unique(
+        np.ravel_multi_index(tuple(index[:, on]), tensor.shape) if tensor.shape else index[0, on]
+    )
     if flat.size == numel:
         return numel, -1
     gaps = np.flatnonzero(flat != np.arange(flat.size))

@@ -13,11 +13,13 @@ from ..model.access import LaunchInfo, Site
 from ..model.finding import Finding, severity_rank
 from ..triton.interpreter import Abort
 
-KINDS = ("out-of-bounds", "race", "store-coverage", "nan", "assert")
+KINDS = ("out-of-bounds", "race", "lock", "store-coverage", "nan", "assert", "outside-view")
 SEVERITY_OF = {
     "out-of-bounds": "error",
     "race": "error",
+    "lock": "error",
     "assert": "error",
+    "outside-view": "warning",
     "nan": "warning",
     "store-coverage": "info",
 }

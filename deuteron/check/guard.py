@@ -1,33 +1,60 @@
-"""The sanitizer's side of the interpreter: which tensor each lane addresses, and what is let through.
+"""The sanitizer's side of the interpreter: where each lane's pointer came from, and what is let through.
 
 One :class:`Guard` is attached to Triton's interpreter (``deuteron.triton.interpreter``) while any
-check runs. At each launch it describes the launch's tensors and their allocations (a
-:class:`LaunchInfo`), and at each access it sorts the active lanes into those inside an allocation
-and those outside every one. Lanes outside are masked off before Triton touches memory, so a buggy
-kernel reads ``other`` (or 0) there instead of garbage and cannot write outside its tensors or
-crash the process. Every attached checker hears the same events (a ``deuteron.check`` inside
-``deuteron check`` sees everything too).
+check runs. Before a launch it describes the launch's tensors and their allocations (a
+:class:`LaunchInfo`) and gives each tensor argument's pointer a tag (its index, in the pointer's
+top bits: see ``model.access.TAG_SHIFT``), so every pointer the kernel derives says which tensor it
+came from. At each access it judges every active lane against *that* tensor:
+
+- inside the tensor's allocation and on its view: an ordinary access;
+- inside the allocation but off the view (a slice's padding, another row): ``outside_view``, let
+  through (the memory is real);
+- outside the allocation, even where another tensor lies: ``out_of_bounds``, masked off before
+  Triton touches memory, so a buggy kernel reads ``other`` (or 0) and cannot write outside its
+  tensors or crash the process.
+
+A pointer with no tag was read from memory (a pointer array): it is looked up among the live
+tensors of the process, and an address in none of them is out of bounds. Every attached checker
+hears the same events (a ``deuteron.check`` inside ``deuteron check`` sees everything too).
 """
 
 from __future__ import annotations
 
+import gc
 import inspect
 import math
 from typing import Any
 
 import numpy as np
 
-from ..model.access import AccessListener, LaunchInfo, SiteTable, StorageArea, TensorArg
+from ..model.access import (
+    ADDRESS_MASK,
+    TAG_SHIFT,
+    AccessListener,
+    LaunchInfo,
+    SiteTable,
+    StorageArea,
+    TensorArg,
+    element_index,
+)
 from ..triton import interpreter, sites
 from .errors import CheckError
+
+_MASK = np.uint64(ADDRESS_MASK)
+_SHIFT = np.uint64(TAG_SHIFT)
 
 
 class Guard:
     def __init__(self) -> None:
         self.listeners: list[AccessListener] = []
         self.launch: LaunchInfo | None = None
+        self.prepared: LaunchInfo | None = None
         self.launches = 0
         self.seq = -1
+        self._tags: dict[int, int] = {}  # id(host tensor) -> tag
+        self._ptrs: dict[int, int] = {}  # data_ptr -> tag, for wrappers of a tensor
+        self._views: dict[int, bool] = {}  # tensor index -> its view covers every element of its allocation
+        self._live: tuple[np.ndarray, np.ndarray, list[Any]] | None = None
 
     # --- checkers come and go --------------------------------------------------------------------
 
@@ -47,22 +74,43 @@ class Guard:
         elif listener in self.listeners:
             self.listeners.remove(listener)
         if not self.listeners:
-            self.launch = None
+            self.launch = self.prepared = None
             interpreter.detach()
 
     # --- the interpreter's events ------------------------------------------------------------------
 
-    def launch_begin(
-        self,
-        fn: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        grid: tuple[int, int, int],
-        table: SiteTable,
+    def launch_prepare(
+        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], table: SiteTable
     ) -> None:
+        """The launch's host tensors are known: describe them, so their pointers can be tagged."""
+        self.prepared = launch_info(self.launches + 1, fn, args, kwargs, (1, 1, 1), table, self._objects)
+        self._views = {}
+        self._live = None
+
+    def _objects(self, tags: dict[int, int], ptrs: dict[int, int]) -> None:
+        self._tags, self._ptrs = tags, ptrs
+
+    def tag_of(self, arg: Any) -> int:
+        """The tag for a tensor argument's pointer (0: not one of this launch's tensors)."""
+        if self.prepared is None:
+            return 0
+        tag = self._tags.get(id(arg))
+        if tag is None:
+            try:
+                tag = self._ptrs.get(int(arg.data_ptr()), 0)
+            except Exception:  # not a tensor after all
+                tag = 0
+        return tag
+
+    def launch_begin(self, grid: tuple[int, int, int]) -> None:
+        launch = self.prepared
+        if launch is None:
+            return
         self.launches += 1
         self.seq = -1
-        self.launch = launch = launch_info(self.launches, fn, args, kwargs, grid, table)
+        launch.grid = grid
+        launch.index = self.launches
+        self.launch = launch
         for listener in self.listeners:
             listener.launch_begin(launch)
 
@@ -74,6 +122,7 @@ class Guard:
     def access(
         self, kind: int, addrs: np.ndarray, mask: np.ndarray | None, esize: int, values: np.ndarray | None
     ) -> np.ndarray | None:
+        """Judge the active lanes of one access; return the lanes to keep, or None for all of them."""
         launch = self.launch
         if launch is None:
             return None
@@ -86,29 +135,195 @@ class Guard:
         if active.size == 0:
             return None
         site = sites.current_site()
-        starts, ends = launch.starts, launch.ends
-        i = int(np.searchsorted(starts, active.min(), side="right")) - 1
-        if i >= 0 and int(active.max()) + esize <= int(ends[i]):  # the usual case: one tensor, all inside
-            for listener in self.listeners:
-                listener.access(kind, active, i, esize, site, values, m)
-            return None
-        region = np.searchsorted(starts, active, side="right").astype(np.intp) - 1
-        clipped = np.maximum(region, 0)
-        inside = (region >= 0) & (active + np.uint64(esize) <= ends[clipped])
-        outside = ~inside
-        flat_positions = np.flatnonzero(m) if m is not None else np.arange(active.size)
-        keep = np.zeros(addrs.shape, dtype=bool)
+        tags = (active >> _SHIFT).astype(np.int64)
+        real = active & _MASK
+        tag = int(tags[0])
+        if 0 < tag <= len(launch.tensors) and int(tags.min()) == int(tags.max()):  # the usual case
+            t = tag - 1
+            tensor = launch.tensors[t]
+            area = launch.storages[tensor.storage]
+            if int(real.min()) >= area.start and int(real.max()) + esize <= area.start + area.nbytes:
+                if not self._covers(t):
+                    self._off_view(kind, real, np.arange(active.size), t, esize, site, m)
+                for listener in self.listeners:
+                    listener.access(kind, real, tensor.storage, esize, site, values, m, t)
+                return None
+        return self._judge_lanes(kind, real, tags, m, esize, site, values, addrs.shape)
+
+    def _judge_lanes(
+        self,
+        kind: int,
+        real: np.ndarray,
+        tags: np.ndarray,
+        m: np.ndarray | None,
+        esize: int,
+        site: int,
+        values: np.ndarray | None,
+        shape: tuple[int, ...],
+    ) -> np.ndarray:
+        """Lane by lane: each against the tensor its pointer came from (or, untagged, the live ones)."""
+        launch = self.launch
+        assert launch is not None
+        owner = tags - 1  # tensor index per lane; -1: no known origin
+        garbage = owner >= len(launch.tensors)  # high bits set by arithmetic, not by a tag of ours
+        owner[garbage] = -2
+        untagged = owner == -1
+        if untagged.any():
+            owner[untagged] = self._resolve(real[untagged])
+        owner[garbage] = -1
+        known = owner >= 0
+        storage = np.full(real.size, -1, dtype=np.int64)
+        storage[known] = np.array([t.storage for t in launch.tensors], dtype=np.int64)[owner[known]]
+        starts = np.array([s.start for s in launch.storages], dtype=np.uint64)
+        ends = np.array([s.start + s.nbytes for s in launch.storages], dtype=np.uint64)
+        safe = np.maximum(storage, 0)
+        inside = known & (real >= starts[safe]) & (real + np.uint64(esize) <= ends[safe])
+        flat_positions = np.flatnonzero(m) if m is not None else np.arange(real.size)
+        keep = np.zeros(shape, dtype=bool)
         keep.reshape(-1)[flat_positions[inside]] = True
-        if inside.any():
-            near = int(np.bincount(region[inside]).argmax())
-        else:
-            near = _nearest_storage(launch, int(active[outside][0]))
-        for listener in self.listeners:
-            listener.out_of_bounds(kind, active[outside], flat_positions[outside], near, esize, site)
-        if inside.any():
+        for t in np.unique(owner[~inside]).tolist():
+            bad = ~inside & (owner == t)
             for listener in self.listeners:
-                listener.access(kind, active[inside], region[inside], esize, site, values, keep)
+                listener.out_of_bounds(kind, real[bad], flat_positions[bad], int(t), esize, site)
+        if inside.any():
+            for t in np.unique(owner[inside]).tolist():
+                if not self._covers(int(t)):
+                    lanes = np.flatnonzero(inside & (owner == t))
+                    self._off_view(kind, real[lanes], lanes, int(t), esize, site, m)
+            for listener in self.listeners:
+                listener.access(kind, real[inside], storage[inside], esize, site, values, keep, owner[inside])
         return keep
+
+    def _covers(self, t: int) -> bool:
+        """Whether tensor ``t``'s view is every element of its allocation (then no lane is off it)."""
+        covers = self._views.get(t)
+        if covers is None:
+            launch = self.launch
+            assert launch is not None
+            tensor = launch.tensors[t]
+            area = launch.storages[tensor.storage]
+            covers = self._views[t] = (
+                tensor.contiguous()
+                and tensor.data_ptr == area.start
+                and tensor.numel * tensor.element_size == area.nbytes
+            )
+        return covers
+
+    def _off_view(
+        self,
+        kind: int,
+        real: np.ndarray,
+        lanes: np.ndarray,
+        t: int,
+        esize: int,
+        site: int,
+        m: np.ndarray | None,
+    ) -> None:
+        """Tell the checkers about lanes inside tensor ``t``'s allocation but off its view."""
+        launch = self.launch
+        assert launch is not None
+        tensor = launch.tensors[t]
+        diff = real.astype(np.int64) - np.int64(tensor.data_ptr)
+        offsets = diff // tensor.element_size
+        found = element_index(tensor, offsets)
+        if found is None:  # a view whose elements cannot be told apart by its strides: say nothing
+            return
+        off = ~found[1] | (diff % tensor.element_size != 0)
+        if off.any():
+            flat_positions = np.flatnonzero(m) if m is not None else np.arange(real.size)
+            for listener in self.listeners:
+                listener.outside_view(kind, real[off], flat_positions[lanes[off]], t, esize, site)
+
+    def _resolve(self, addresses: np.ndarray) -> np.ndarray:
+        """The tensor each untagged address lies in: an argument's allocation, else a live tensor of
+        the process (a pointer array's target, added to the launch), else -1."""
+        launch = self.launch
+        assert launch is not None
+        out = np.full(addresses.size, -1, dtype=np.int64)
+        for area in launch.storages:
+            hit = (addresses >= np.uint64(area.start)) & (addresses < np.uint64(area.start + area.nbytes))
+            out[hit & (out < 0)] = area.tensors[0]
+        missing = out < 0
+        if not missing.any():
+            return out
+        starts, ends, tensors = self._live_tensors()
+        where = np.searchsorted(starts, addresses[missing], side="right").astype(np.int64) - 1
+        ok = (where >= 0) & (addresses[missing] < ends[np.maximum(where, 0)])
+        found = np.full(int(missing.sum()), -1, dtype=np.int64)
+        for w in np.unique(where[ok]).tolist():
+            found[ok & (where == w)] = self._adopt(tensors[w])
+        out[missing] = found
+        return out
+
+    def _live_tensors(self) -> tuple[np.ndarray, np.ndarray, list[Any]]:
+        """Every CPU tensor alive in the process, by allocation (one gc walk per launch, when needed)."""
+        if self._live is None:
+            by_start: dict[int, Any] = {}
+            for obj in gc.get_objects():
+                if hasattr(obj, "untyped_storage") and hasattr(obj, "data_ptr") and hasattr(obj, "is_cpu"):
+                    try:
+                        if not obj.is_cpu:
+                            continue
+                        storage = obj.untyped_storage()
+                        start, nbytes = int(storage.data_ptr()), int(storage.nbytes())
+                    except Exception:  # a tensor subclass or a meta tensor
+                        continue
+                    if nbytes and (start not in by_start or nbytes > by_start[start][1]):
+                        by_start[start] = (obj, nbytes)
+            order = sorted(by_start)
+            starts = np.array(order, dtype=np.uint64)
+            ends = np.array([s + by_start[s][1] for s in order], dtype=np.uint64)
+            self._live = (starts, ends, [by_start[s] for s in order])
+        return self._live
+
+    def _adopt(self, found: tuple[Any, int]) -> int:
+        """A live tensor reached through a pointer array, as a tensor of this launch (once)."""
+        launch = self.launch
+        assert launch is not None
+        obj, nbytes = found
+        start = int(obj.untyped_storage().data_ptr())
+        for area in launch.storages:
+            if area.start == start:
+                return area.tensors[0]
+        esize = int(obj.element_size())
+        dtype = str(obj.dtype).removeprefix("torch.")
+        tensor = TensorArg(
+            name=f"<{dtype} tensor {tuple(obj.shape)} from a pointer in memory>",
+            shape=(nbytes // esize,),
+            strides=(1,),
+            dtype=str(obj.dtype).removeprefix("torch."),
+            element_size=esize,
+            data_ptr=start,
+            storage=-1,
+        )
+        return launch.add(tensor, nbytes, esize)
+
+    def atomic_result(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        mask: np.ndarray | None,
+        cmp: np.ndarray | None,
+        val: np.ndarray,
+        old: np.ndarray,
+    ) -> None:
+        """An atomic ran: its active lanes, as real addresses and the tensor each came from."""
+        if self.launch is None:
+            return
+        shape = addresses.shape
+
+        def lanes(a: np.ndarray) -> np.ndarray:
+            full = np.broadcast_to(a, shape)
+            return full[mask] if mask is not None else full.reshape(-1)
+
+        tagged = lanes(addresses)
+        tensors = (tagged >> _SHIFT).astype(np.int64) - 1
+        real = tagged & _MASK
+        site = sites.current_site()
+        for listener in self.listeners:
+            listener.atomic_result(
+                op, real, tensors, None if cmp is None else lanes(cmp), lanes(val), lanes(old), site
+            )
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         for listener in self.listeners:
@@ -119,7 +334,7 @@ class Guard:
             listener.assert_failed(message, failing, site)
 
     def launch_end(self, error: BaseException | None) -> None:
-        launch, self.launch = self.launch, None
+        launch, self.launch, self.prepared = self.launch, None, None
         if launch is not None:
             for listener in list(self.listeners):
                 listener.launch_end(launch, error)
@@ -129,29 +344,21 @@ class Guard:
 GUARD = Guard()
 
 
-def _nearest_storage(launch: LaunchInfo, address: int) -> int:
-    if not launch.storages:
-        return -1
-    gaps = [
-        (s.start - address) if address < s.start else max(0, address - (s.start + s.nbytes))
-        for s in launch.storages
-    ]
-    return int(np.argmin(gaps))
-
-
 def _tensor_like(value: Any) -> bool:
     return hasattr(value, "data_ptr") and hasattr(value, "untyped_storage")
 
 
-def _tensor_args(bound: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Every tensor the programs can address, named after its parameter (x[1], desc.base)."""
-    found: list[tuple[str, Any]] = []
+def _tensor_args(bound: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Every tensor the programs can address, named after its parameter (x[1], desc.base), with the
+    object the interpreter converts to a pointer (a wrapper of it, for ``tl.reinterpret``)."""
+    found: list[tuple[str, Any, Any]] = []
 
     def visit(name: str, value: Any) -> None:
+        outer = value
         if type(value).__name__ == "TensorWrapper" and hasattr(value, "base"):  # tl.reinterpret's wrapper
             value = value.base
         if _tensor_like(value):
-            found.append((name, value))
+            found.append((name, value, outer))
         elif isinstance(value, tuple):
             for i, item in enumerate(value):
                 visit(f"{name}[{i}]", item)
@@ -170,8 +377,10 @@ def launch_info(
     kwargs_hst: dict[str, Any],
     grid: tuple[int, int, int],
     sites: SiteTable,
+    tags: Any = None,
 ) -> LaunchInfo:
-    """A launch's tensors (named after their parameters) and the allocations they view."""
+    """A launch's tensors (named after their parameters) and the allocations they view; ``tags``
+    hears which object gets which pointer tag."""
     try:
         bound = inspect.getcallargs(fn, *args_hst, **kwargs_hst)
     except TypeError:
@@ -179,11 +388,17 @@ def launch_info(
     areas: dict[int, list[int]] = {}
     sizes: dict[int, int] = {}
     raw: list[tuple[str, Any, int]] = []
-    for name, t in _tensor_args(bound):
+    by_id: dict[int, int] = {}
+    by_ptr: dict[int, int] = {}
+    for name, t, outer in _tensor_args(bound):
         storage = t.untyped_storage()
         start = int(storage.data_ptr())
         sizes[start] = max(sizes.get(start, 0), int(storage.nbytes()))
+        by_id[id(outer)] = by_id[id(t)] = len(raw) + 1
+        by_ptr.setdefault(int(outer.data_ptr()), len(raw) + 1)
         raw.append((name, t, start))
+    if tags is not None:
+        tags(by_id, by_ptr)
     order = sorted(sizes)
     index_of = {start: i for i, start in enumerate(order)}
     tensors: list[TensorArg] = []

@@ -12,16 +12,20 @@ from . import bounds
 from . import coverage as coverage_check
 from . import races as race_check
 from .findings import Findings
+from .locks import Locks
 from .shadow import Shadow
 
 
 class MemoryChecks:
     """Consumes one launch's accesses at a time; raises findings into ``findings``."""
 
-    def __init__(self, findings: Findings, races: bool = True, coverage: bool = True) -> None:
+    def __init__(
+        self, findings: Findings, races: bool = True, coverage: bool = True, locks: bool = True
+    ) -> None:
         self.findings = findings
         self.races = races
         self.coverage = coverage
+        self.locks = Locks(findings, report=locks)
         self.launch: LaunchInfo | None = None
         self.shadows: list[Shadow] = []
         self.seq = -1
@@ -32,18 +36,26 @@ class MemoryChecks:
         self.shadows = [Shadow(area) for area in launch.storages]
         self.pids = pids
         self.seq = -1
+        self.locks.begin(launch, pids)
 
     def program(self, seq: int) -> None:
         self.seq = seq
+        self.locks.program(seq)
 
     def access(self, kind: int, addresses: np.ndarray, storage: int, element_size: int, site: int) -> None:
         if not (self.races or self.coverage):
             return
+        if storage >= len(self.shadows):  # an allocation reached through a pointer array, mid-launch
+            assert self.launch is not None
+            self.shadows.extend(Shadow(area) for area in self.launch.storages[len(self.shadows) :])
         shadow = self.shadows[storage]
         span = max(1, element_size // shadow.area.granule)
+        locks = self.locks
+        if locks.active and shadow.guards is None and self.races:
+            shadow.start_guards()  # from now on each cell remembers the lock its accesses held
         if kind == LOAD:
             if self.races:
-                shadow.read(addresses, self.seq, site, span)
+                shadow.read(addresses, self.seq, site, span, locks.current)
             return
         if shadow.first_site < 0:
             shadow.first_site = site
@@ -54,26 +66,42 @@ class MemoryChecks:
         if self.races and shadow.writes is not None:
             before = shadow.writers(idx)
             clash = (before >= 0) & (before != self.seq)
+            if shadow.guards is not None and locks.current >= 0 and clash.any():
+                clash &= shadow.guarded(idx) != locks.current  # both stores under one lock: ordered
             if clash.any():
                 assert self.launch is not None
                 race_check.store_store(
                     self.findings, self.launch, self.pids, self.seq, shadow, idx[clash], before[clash], site
                 )
         shadow.write(idx, self.seq, site)
+        if shadow.guards is not None:
+            shadow.guard(idx, locks.current)
 
     def out_of_bounds(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
     ) -> None:
         launch = self.launch
         assert launch is not None
-        program = self.pids[self.seq] if 0 <= self.seq < len(self.pids) else None
-        bounds.outside(self.findings, launch, program, self.seq, kind, addresses, lanes, near, site)
+        bounds.outside(self.findings, launch, self._program(), self.seq, kind, addresses, lanes, tensor, site)
+
+    def outside_view(
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
+    ) -> None:
+        launch = self.launch
+        assert launch is not None
+        bounds.off_view(
+            self.findings, launch, self._program(), self.seq, kind, addresses, lanes, tensor, site
+        )
+
+    def _program(self) -> tuple[int, int, int] | None:
+        return self.pids[self.seq] if 0 <= self.seq < len(self.pids) else None
 
     def finish(self, completed: bool = True) -> None:
         """End of launch: read/write races, and coverage unless the launch stopped part way."""
         launch = self.launch
         if launch is None:
             return
+        self.locks.finish()
         for shadow in self.shadows:
             if shadow.writes is not None and self.races:
                 shadow.finish_reads()

@@ -1,6 +1,7 @@
 """Races between the programs of one launch: two programs store to one element (found at the
 store), or one program reads an element another stores (found at the end of the launch, from the
-shadow's first and last reader of each written element). Atomics are never races."""
+shadow's first and last reader of each written element). Atomics are never races, nor are
+accesses that all hold one lock (:mod:`.locks`)."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ def load_store(
     cells, writer, wsite = cells[stored], writer[stored], wsite[stored]
     rmin, rmax = reads.get("rmin", cells), reads.get("rmax", cells)
     other = (rmax >= 0) & ((rmin != writer) | (rmax != writer))
+    if shadow.guards is not None:  # every access under one lock: the lock orders them
+        other &= shadow.guarded(cells) < 0
     if not other.any():
         return
     cells, writer, wsite, rmin, rmax = cells[other], writer[other], wsite[other], rmin[other], rmax[other]

@@ -18,9 +18,11 @@ from .checker import Checker
 from .errors import CheckError
 from .findings import KINDS, FindingLimitReached, Findings
 from .guard import GUARD
+from .locks import LockWaitsForever
 from .recorder import DEFAULT_LIMIT, AccessRecorder
 
 FAIL_FAST_STOP = "stopped at the first error (--fail-fast)"
+LOCK_STOP = "stopped: a program would wait forever on an atomic (see the lock finding)"
 
 
 class CheckFailed(AssertionError):
@@ -151,7 +153,9 @@ class CheckSession:
         )
         session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
         try:
-            code, ended_by = run_to_end(target, stops=((FindingLimitReached, FAIL_FAST_STOP),))
+            code, ended_by = run_to_end(
+                target, stops=((FindingLimitReached, FAIL_FAST_STOP), (LockWaitsForever, LOCK_STOP))
+            )
         finally:
             report = session.finish()
         errors = [str(session.output_error)] if session.output_error is not None else []

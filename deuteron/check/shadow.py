@@ -10,6 +10,10 @@ written is kept compactly, as runs of consecutive cells.
 Programs run one after another in the interpreter, so the sequence number of the running program
 only grows; that is what lets a min and a max stand in for "the set of readers".
 
+Once a launch takes a lock (:mod:`.locks`), each cell also remembers the lock its accesses held:
+``UNGUARDED_YET`` before any access, the lock's id while every access held that one lock, and
+``NO_LOCK`` once one did not.
+
 Also here: how shadow cells and addresses read as tensor elements, for the messages.
 """
 
@@ -21,16 +25,18 @@ from ..model.access import LaunchInfo, StorageArea, TensorArg
 from .paged import Paged
 
 NO_READER = np.iinfo(np.int32).max
+UNGUARDED_YET = -3  # a cell no access has touched since locks were first seen
+NO_LOCK = -1
 SHOWN = 8  # element offsets shown in a message
 # Pending read lanes kept per allocation before they are folded or compacted (8 bytes each).
 PENDING_BUDGET = 1 << 22
 
-# (cells, program, site): a read as shadow-cell indices (int64)
-_Read = tuple[np.ndarray, int, int]
-# (addresses, program, site, cells per element): a read as it came, indexed only if it is kept
-_Raw = tuple[np.ndarray, int, int, int]
-# (first cells, run lengths, program, site): a buffered read compacted into runs
-_Runs = tuple[np.ndarray, np.ndarray, int, int]
+# (cells, program, site, lock held): a read as shadow-cell indices (int64)
+_Read = tuple[np.ndarray, int, int, int]
+# (addresses, program, site, cells per element, lock held): a read as it came, indexed only if kept
+_Raw = tuple[np.ndarray, int, int, int, int]
+# (first cells, run lengths, program, site, lock held): a buffered read compacted into runs
+_Runs = tuple[np.ndarray, np.ndarray, int, int, int]
 
 
 def _runs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +62,7 @@ class Shadow:
         "writes",
         "atomics",
         "reads",
+        "guards",
         "pending",
         "pending_lanes",
         "runs",
@@ -68,6 +75,7 @@ class Shadow:
         self.writes: Paged | None = None  # writer (program seq), wsite
         self.atomics: Paged | None = None  # atomic (bool)
         self.reads: Paged | None = None  # rmin, rmax, rsite
+        self.guards: Paged | None = None  # guard: the lock every access held (see the module doc)
         self.pending: list[_Raw] = []
         self.pending_lanes = 0
         self.runs: list[_Runs] = []
@@ -96,10 +104,10 @@ class Shadow:
 
     # --- reads -----------------------------------------------------------------------------------
 
-    def read(self, addresses: np.ndarray, seq: int, site: int, span: int) -> None:
+    def read(self, addresses: np.ndarray, seq: int, site: int, span: int, lock: int = NO_LOCK) -> None:
         """Buffer a read as it came (most are dropped unread at the end of the launch: inputs that
         are never written); fold or compact the buffer once it would outgrow its budget."""
-        self.pending.append((addresses, seq, site, span))
+        self.pending.append((addresses, seq, site, span, lock))
         self.pending_lanes += addresses.size * span
         if self.pending_lanes > 4 * self.cells + 65536:  # never bigger than a dense shadow would be
             self.fold_reads()
@@ -111,9 +119,9 @@ class Shadow:
         contiguous blocks, so a run per read instead of a lane per element)."""
         if self.writes is not None:
             self.fold_reads(only_written=True)
-        for addresses, seq, site, span in self.pending:
+        for addresses, seq, site, span, lock in self.pending:
             starts, lengths = _runs(self.index(addresses, span))
-            self.runs.append((starts, lengths, seq, site))
+            self.runs.append((starts, lengths, seq, site, lock))
             self.run_count += len(starts)
         self.pending.clear()
         self.pending_lanes = 0
@@ -123,35 +131,42 @@ class Shadow:
     def fold_reads(self, only_written: bool = False) -> None:
         """Fold buffered reads into the read shadow; with ``only_written``, only those on pages
         the launch writes (the others stay buffered). At the end of a launch the rest is dropped."""
-        entries: list[_Read] = [(self.index(a, span), seq, site) for a, seq, site, span in self.pending]
-        entries += [(_expand(starts, lengths), seq, site) for starts, lengths, seq, site in self.runs]
+        entries: list[_Read] = [
+            (self.index(a, span), seq, site, lock) for a, seq, site, span, lock in self.pending
+        ]
+        entries += [
+            (_expand(starts, lengths), seq, site, lock) for starts, lengths, seq, site, lock in self.runs
+        ]
         keep: list[_Raw] = []
         if only_written:
             writes = self.writes
             folded: list[_Read] = []
-            for cells, seq, site in entries:
+            for cells, seq, site, lock in entries:
                 on = writes.has_page(cells) if writes is not None else np.zeros(cells.size, bool)
                 if on.any():
-                    folded.append((cells[on], seq, site))
+                    folded.append((cells[on], seq, site, lock))
                 if not on.all():  # kept as addresses of whole cells (one cell per element)
                     off = cells[~on].astype(np.uint64) * np.uint64(self.area.granule)
-                    keep.append((off + np.uint64(self.area.start), seq, site, 1))
+                    keep.append((off + np.uint64(self.area.start), seq, site, 1, lock))
             entries = folded
         self.pending = keep
-        self.pending_lanes = sum(a.size for a, _, _, _ in keep)
+        self.pending_lanes = sum(a.size for a, _, _, _, _ in keep)
         self.runs.clear()
         self.run_count = 0
         entries = [e for e in entries if e[0].size]
         if not entries:
             return
+        if self.guards is not None:
+            for cells, _, _, lock in entries:
+                self.guard(cells, lock)
         if self.reads is None:
             self.reads = Paged(
                 self.cells, {"rmin": (np.int32, NO_READER), "rmax": (np.int32, -1), "rsite": (np.int32, -1)}
             )
-        counts = [c.size for c, _, _ in entries]
-        idx = np.concatenate([c for c, _, _ in entries])
-        seqs = np.repeat(np.array([s for _, s, _ in entries], dtype=np.int32), counts)
-        sites = np.repeat(np.array([s for _, _, s in entries], dtype=np.int32), counts)
+        counts = [c.size for c, _, _, _ in entries]
+        idx = np.concatenate([c for c, _, _, _ in entries])
+        seqs = np.repeat(np.array([s for _, s, _, _ in entries], dtype=np.int32), counts)
+        sites = np.repeat(np.array([s for _, _, s, _ in entries], dtype=np.int32), counts)
         pos = self.reads.locate(idx)
         rmin, rmax, rsite = (self.reads.pools[k] for k in ("rmin", "rmax", "rsite"))
         before = rmin[pos]
@@ -188,6 +203,36 @@ class Shadow:
         pos = self.writes.locate(idx)
         self.writes.pools["writer"][pos] = seq
         self.writes.pools["wsite"][pos] = site
+
+    # --- locks ------------------------------------------------------------------------------------
+
+    def start_guards(self) -> None:
+        """Locks appeared mid-launch: what was accessed before held none."""
+        self.guards = Paged(self.cells, {"guard": (np.int32, UNGUARDED_YET)})
+        if self.writes is not None:
+            cells, writer, _ = self.written_cells()
+            self.guard(cells[writer >= 0], NO_LOCK)
+        if self.reads is not None:
+            starts, slots = self.reads.touched()
+            size = self.reads.size
+            for start, slot in zip(starts.tolist(), slots.tolist(), strict=True):
+                hit = np.flatnonzero(self.reads.pools["rmax"][slot * size : (slot + 1) * size] >= 0)
+                self.guard(hit + start, NO_LOCK)
+
+    def guard(self, idx: np.ndarray, lock: int) -> None:
+        """Cells ``idx`` were accessed holding ``lock`` (NO_LOCK: none)."""
+        if self.guards is None or idx.size == 0:
+            return
+        pos = self.guards.locate(idx)
+        pool = self.guards.pools["guard"]
+        before = pool[pos]
+        pool[pos] = np.where((before == UNGUARDED_YET) | (before == lock), lock, NO_LOCK)
+
+    def guarded(self, idx: np.ndarray) -> np.ndarray:
+        """The lock every access so far to each cell held (NO_LOCK: not one lock; UNGUARDED_YET)."""
+        if self.guards is None:
+            return np.full(idx.shape, NO_LOCK, dtype=np.int32)
+        return self.guards.get("guard", idx)
 
     def atomic_write(self, idx: np.ndarray) -> None:
         if self.atomics is None:
@@ -227,9 +272,9 @@ class Shadow:
 
     def memory(self) -> int:
         """Bytes the shadow holds now (for the benchmarks)."""
-        total = sum(p.nbytes() for p in (self.writes, self.atomics, self.reads) if p is not None)
-        total += sum(a.nbytes for a, _, _, _ in self.pending)
-        return total + sum(s.nbytes + n.nbytes for s, n, _, _ in self.runs)
+        total = sum(p.nbytes() for p in (self.writes, self.atomics, self.reads, self.guards) if p is not None)
+        total += sum(a.nbytes for a, _, _, _, _ in self.pending)
+        return total + sum(s.nbytes + n.nbytes for s, n, _, _, _ in self.runs)
 
 
 def show(offsets: np.ndarray) -> str:

@@ -15,6 +15,13 @@ import numpy as np
 LOAD, STORE, ATOMIC = 0, 1, 2
 ACCESS_NAMES = ("load", "store", "atomic")
 
+# Pointer provenance: while a launch is checked, the pointer of tensor argument i is given to the
+# kernel as its address with i + 1 in the top bits, so every pointer derived from it (by offsets,
+# tl.where, broadcasts, casts, block pointers, descriptors) says which tensor it came from. User
+# space addresses fit in 47 bits; tag 0 is a pointer with no known origin (read from memory).
+TAG_SHIFT = 48
+ADDRESS_MASK = (1 << TAG_SHIFT) - 1
+
 
 @dataclass(frozen=True)
 class Site:
@@ -59,7 +66,8 @@ class SiteTable:
 
 @dataclass(frozen=True)
 class TensorArg:
-    """A tensor argument of a launch as the programs see it (the host copy, on a GPU machine)."""
+    """A tensor a launch addresses as the programs see it (the host copy, on a GPU machine): an
+    argument, or a tensor reached through a pointer read from memory (``argument`` False)."""
 
     name: str
     shape: tuple[int, ...]
@@ -68,6 +76,22 @@ class TensorArg:
     element_size: int
     data_ptr: int
     storage: int  # index into LaunchInfo.storages
+    argument: bool = True
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def contiguous(self) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides), strict=True):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
 
 
 @dataclass(frozen=True)
@@ -96,6 +120,25 @@ class LaunchInfo:
     def programs(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
+    def add(self, tensor: TensorArg, nbytes: int, granule: int) -> int:
+        """A tensor found during the launch (through a pointer read from memory), with its own
+        allocation; returns its index. ``starts``/``ends`` keep describing the arguments' storages."""
+        storage = len(self.storages)
+        self.storages.append(StorageArea(tensor.data_ptr, nbytes, granule, (len(self.tensors),)))
+        self.tensors.append(
+            TensorArg(
+                tensor.name,
+                tensor.shape,
+                tensor.strides,
+                tensor.dtype,
+                tensor.element_size,
+                tensor.data_ptr,
+                storage,
+                argument=False,
+            )
+        )
+        return len(self.tensors) - 1
+
 
 class AccessListener(Protocol):
     """What a checker hears, in order: launch_begin, then per program program_begin followed
@@ -115,14 +158,90 @@ class AccessListener(Protocol):
         site: int,
         values: np.ndarray | None,
         lanes: np.ndarray | None,
-    ) -> None: ...
+        tensor: int | np.ndarray = -1,
+    ) -> None:
+        """Lanes inside allocations. ``storage`` and ``tensor`` (the tensor each lane's pointer came
+        from, -1 unknown) are one int for all lanes or an array, one per lane."""
+        ...
 
     def out_of_bounds(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, near: int, element_size: int, site: int
-    ) -> None: ...
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        lanes: np.ndarray,
+        tensor: int,
+        element_size: int,
+        site: int,
+    ) -> None:
+        """Lanes outside the allocation of the tensor their pointer came from (``tensor``), or, for
+        a pointer of no known origin (-1), outside every live allocation. Masked off already."""
+        ...
+
+    def outside_view(
+        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
+    ) -> None:
+        """Lanes inside their tensor's allocation but not on the view's elements (padding, another
+        row of a slice). Memory-safe, so not masked; usually a wrong stride or mask."""
+        ...
+
+    def atomic_result(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        tensors: np.ndarray,
+        cmp: np.ndarray | None,
+        val: np.ndarray,
+        old: np.ndarray,
+        site: int,
+    ) -> None:
+        """An atomic's active lanes after it ran (heard after its ``access``): ``op`` ("cas",
+        "xchg", "add", ...), real addresses, the tensor each pointer came from (-1 unknown), the
+        operands, and the values it found in memory."""
+        ...
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
 
     def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None: ...
 
     def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None: ...
+
+
+def element_index(tensor: TensorArg, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Element offsets (from the tensor's first element, in elements) as indices into its view.
+
+    Returns (index, on_view): ``index`` is (ndim, n) int64, ``on_view`` (n,) bool. Off the view the
+    index still says where the lane fell: the outermost dimension takes what is left (``shape[0]``
+    or more past the end, negative before the start), an inner one may pass its size (the padding
+    of a slice: column 62 of a 60-column view). None for views whose strides overlap or interleave:
+    their elements cannot be found by dividing through the strides.
+    """
+    shape, strides = tensor.shape, tensor.strides
+    ndim = len(shape)
+    offsets = offsets.astype(np.int64, copy=False)
+    index = np.zeros((ndim, offsets.size), dtype=np.int64)
+    if ndim == 0:
+        return index, offsets == 0
+    dims = [d for d in range(ndim) if shape[d] > 1]
+    if any(strides[d] <= 0 for d in dims):
+        return None
+    dims.sort(key=lambda d: -strides[d])
+    for outer, inner in zip(dims, dims[1:], strict=False):
+        if strides[outer] < strides[inner] * shape[inner]:
+            return None
+    if not dims:  # every dimension has size 1: only offset 0 is on the view
+        index[0] = offsets
+        return index, offsets == 0
+    rem = offsets.copy()
+    for d in dims:
+        q = rem // strides[d]
+        index[d] = q
+        rem = rem - q * strides[d]
+    on = rem == 0
+    for d in dims:
+        on &= (index[d] >= 0) & (index[d] < shape[d])
+    return index, on
+
+
+def describe_index(tensor: TensorArg, index: np.ndarray) -> str:
+    """``x[3, 62]`` for one lane's index (a column of ``element_index``'s result)."""
+    return f"{tensor.name}[{', '.join(str(int(i)) for i in index)}]"

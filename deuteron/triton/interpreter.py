@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..model.access import ATOMIC, LOAD, STORE, SiteTable
+from ..model.access import ADDRESS_MASK, ATOMIC, LOAD, STORE, TAG_SHIFT, SiteTable
 from . import device_calls, sites, unsupported
 from .hooks import MANAGER, AttributePatch, Patch
 
@@ -93,16 +93,23 @@ class LaunchRecord:
 
 
 class Sanitizer(Protocol):
-    """What a sanitizer hears. ``site`` ids index the table handed over at ``launch_begin``."""
+    """What a sanitizer hears. ``site`` ids index the table handed over at ``launch_prepare``.
 
-    def launch_begin(
-        self,
-        fn: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        grid: tuple[int, int, int],
-        table: SiteTable,
-    ) -> None: ...
+    Addresses it is given carry provenance tags (see ``model.access.TAG_SHIFT``): the sanitizer
+    tags each tensor argument's pointer through ``tag_of``; this module strips the tags before
+    Triton touches memory."""
+
+    def launch_prepare(
+        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], table: SiteTable
+    ) -> None:
+        """The launch's host tensors, before its pointers are made."""
+        ...
+
+    def tag_of(self, arg: Any) -> int:
+        """The tag for this tensor argument's pointer (0 for none)."""
+        ...
+
+    def launch_begin(self, grid: tuple[int, int, int]) -> None: ...
 
     def program_begin(self, pid: tuple[int, int, int]) -> None: ...
 
@@ -115,6 +122,19 @@ class Sanitizer(Protocol):
         values: np.ndarray | None,
     ) -> np.ndarray | None:
         """Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
+        ...
+
+    def atomic_result(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        mask: np.ndarray | None,
+        cmp: np.ndarray | None,
+        val: np.ndarray,
+        old: np.ndarray,
+    ) -> None:
+        """What an atomic did, after it ran: ``op`` ("cas", "xchg", "add", ...), its (tagged)
+        addresses, the lanes that ran, its operands and the values it found."""
         ...
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
@@ -240,17 +260,26 @@ def _int1() -> Any:
     return tl.int1
 
 
-def _guarded(kind: int, ptrs: Any, mask: Any, values: np.ndarray | None) -> Any:
-    """Tell the sanitizer about an access; take the lanes it keeps as the new mask."""
+_ADDRESS = np.uint64(ADDRESS_MASK)
+
+
+def _untagged(handle: Any) -> Any:
+    """A pointer handle with its provenance tags stripped: the real addresses, for Triton."""
+    return type(handle)(handle.data & _ADDRESS, handle.dtype)
+
+
+def _guarded(kind: int, ptrs: Any, mask: Any, values: np.ndarray | None) -> tuple[Any, Any]:
+    """Tell the sanitizer about an access; the real pointers, and the lanes it keeps as the mask."""
     sanitizer = _s.sanitizer
     if sanitizer is None:
-        return mask
+        return ptrs, mask
     keep = sanitizer.access(
         kind, ptrs.data, None if mask is None else mask.data, _element_bytes(ptrs), values
     )
+    real = _untagged(ptrs)
     if keep is None:
-        return mask
-    return type(ptrs)(keep, mask.dtype if mask is not None else _int1())
+        return real, mask
+    return real, type(ptrs)(keep, mask.dtype if mask is not None else _int1())
 
 
 def _base_patches(interp: Any) -> list[Patch]:
@@ -265,7 +294,7 @@ def _base_patches(interp: Any) -> list[Patch]:
         if c is not None:
             c.loaded += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
         if s.checking:
-            mask = _guarded(LOAD, ptrs, mask, None)
+            ptrs, mask = _guarded(LOAD, ptrs, mask, None)
         return orig_load(builder, ptrs, mask, *rest, **kw)
 
     def create_masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
@@ -273,7 +302,9 @@ def _base_patches(interp: Any) -> list[Patch]:
         if c is not None:
             c.stored += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
         if s.checking:
-            mask = _guarded(STORE, ptrs, mask, value.data)
+            ptrs, mask = _guarded(STORE, ptrs, mask, value.data)
+            if value.dtype.is_ptr():  # a pointer stored to memory is a real address, not a tagged one
+                value = _untagged(value)
         return orig_store(builder, ptrs, value, mask, *rest, **kw)
 
     def create_dot(a: Any, b: Any, d: Any, *rest: Any, **kw: Any) -> Any:
@@ -295,8 +326,15 @@ def _base_patches(interp: Any) -> list[Patch]:
             n = _active_lanes(ptr.data, mask) * _element_bytes(ptr)
             c.loaded += n
             c.stored += n
-        if s.checking:
-            mask = _guarded(ATOMIC, ptr, mask, None)
+        sanitizer = s.sanitizer
+        if s.checking and sanitizer is not None:
+            tagged = ptr.data
+            ptr, mask = _guarded(ATOMIC, ptr, mask, None)
+            out = orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
+            sanitizer.atomic_result(
+                _op_name(op), tagged, None if mask is None else mask.data, None, val.data, out.data
+            )
+            return out
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
 
     def create_atomic_cas(ptr: Any, cmp: Any, val: Any, *rest: Any, **kw: Any) -> Any:
@@ -307,10 +345,16 @@ def _base_patches(interp: Any) -> list[Patch]:
             c.stored += n
         sanitizer = s.sanitizer
         if s.checking and sanitizer is not None:
-            keep = sanitizer.access(ATOMIC, ptr.data, None, _element_bytes(ptr), None)
+            tagged = ptr.data
+            keep = sanitizer.access(ATOMIC, tagged, None, _element_bytes(ptr), None)
+            ptr = _untagged(ptr)
             if keep is not None:  # CAS has no mask: run it on the kept lanes only; the others
                 # answer "swapped" (cmp), so a spin lock on a bad address moves on instead of hanging
-                return _partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
+                out = _partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
+            else:
+                out = orig_cas(builder, ptr, cmp, val, *rest, **kw)
+            sanitizer.atomic_result("cas", tagged, keep, cmp.data, val.data, out.data)
+            return out
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
 
     orig_run = interp.InterpretedFunction.run
@@ -406,17 +450,31 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
 
     def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
         result = orig_init_args(self, args_dev, kwargs)
-        if s.sanitizer is not None:
+        sanitizer = s.sanitizer
+        if sanitizer is not None:
             s.pending = (self.fn, result[0], result[1])
+            sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table())
         return result
+
+    orig_cvt = interp._implicit_cvt
+
+    def _implicit_cvt(arg: Any) -> Any:
+        out = orig_cvt(arg)
+        sanitizer = s.sanitizer
+        if sanitizer is not None and s.pending is not None and hasattr(arg, "data_ptr"):
+            tag = sanitizer.tag_of(arg)
+            handle = getattr(out, "handle", None)
+            data = getattr(handle, "data", None)
+            if tag and handle is not None and isinstance(data, np.ndarray):
+                handle.data = data | np.uint64(tag << TAG_SHIFT)
+        return out
 
     def set_grid_dim(nx: int, ny: int, nz: int) -> None:
         orig_dim(builder, nx, ny, nz)
-        pending, sanitizer = s.pending, s.sanitizer
-        if pending is None or sanitizer is None:
+        if s.pending is None or s.sanitizer is None:
             return
         sites.note_rewritten(rewritten)
-        sanitizer.launch_begin(pending[0], pending[1], pending[2], (int(nx), int(ny), int(nz)), sites.table())
+        s.sanitizer.launch_begin((int(nx), int(ny), int(nz)))
         s.checking = True
 
     def set_grid_idx(x: int, y: int, z: int) -> None:
@@ -452,6 +510,7 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
         if orig_op is not None:
             patches.append(AttributePatch(builder, name, _finite_checked(builder, orig_op, label)))
     patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
+    patches.append(AttributePatch(interp, "_implicit_cvt", _implicit_cvt))
     return patches
 
 
@@ -467,6 +526,12 @@ def _finite_checked(builder: Any, orig: Any, label: str | None) -> Callable[...,
         return out
 
     return op
+
+
+def _op_name(op: Any) -> str:
+    """``xchg`` for ``ATOMIC_OP.XCHG`` (the builder's enum, whatever its printed form)."""
+    name = getattr(op, "name", None) or str(op)
+    return str(name).rsplit(".", 1)[-1].lower()
 
 
 def _tensor_index(self: Any) -> int:

@@ -1,0 +1,233 @@
+"""Spin locks built from atomics, so the accesses they guard are not reported as races.
+
+A lock here is an integer cell that a program takes with a successful ``atomic_cas(lock, 0, v)``
+(v != 0) and gives back with ``atomic_xchg(lock, 0)``, a successful ``atomic_cas(lock, v, 0)`` or a
+plain store of 0 (tutorial 05's layer-norm backward, split-K reductions). While a program holds a
+lock, its accesses carry that lock's id (the innermost lock held); the race checks leave out cells
+every access of which was made under one and the same lock (Eraser's lockset rule, one lock per
+access), so an access made without the lock is still a race.
+
+The interpreter runs programs one at a time, so a spin loop whose atomic keeps answering the same
+thing can never end: a program waits for a lock that a finished program never released, retakes a
+lock it holds, or waits on a flag that only a later (on a GPU: concurrent) program would set. After
+``SPIN_LIMIT`` identical attempts this is a ``lock`` error and the launch stops (the plain
+interpreter would hang). A lock that some program released but another still holds at the end of
+the launch is a ``lock`` error too: the next program to take it would hang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.access import LaunchInfo, TensorArg, describe_index, element_index
+from ..triton.interpreter import Abort
+from .findings import Findings
+from .shadow import tensor_near
+
+# Identical attempts of one atomic before a spin counts as endless. Programs run one at a time, so
+# two identical failing attempts already prove it; the margin is for loops that retry on purpose.
+SPIN_LIMIT = 2000
+NO_LOCK = -1
+
+
+class LockWaitsForever(Abort):
+    """A program spins on an atomic that nothing will change while it waits: the launch stops."""
+
+
+@dataclass
+class _Held:
+    lock: int  # the lock's id in this launch
+    seq: int  # the program holding it
+    site: int  # where it was taken
+
+
+class Locks:
+    """The locks of one launch: who holds which, and the id the running program's accesses carry."""
+
+    def __init__(self, findings: Findings, report: bool = True) -> None:
+        self.findings = findings
+        self.report = report
+        self._reset(None, ())
+
+    def begin(self, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]]) -> None:
+        self._reset(launch, pids)
+
+    def _reset(self, launch: LaunchInfo | None, pids: Sequence[tuple[int, int, int]]) -> None:
+        self.launch = launch
+        self.pids = pids
+        self.seq = -1
+        self.ids: dict[int, int] = {}  # lock address -> id
+        self.tensors: dict[int, int] = {}  # lock address -> the tensor its pointer came from
+        self.held: dict[int, _Held] = {}  # lock address -> holder (the running or a finished program)
+        self.mine: list[int] = []  # addresses the running program holds, in the order it took them
+        self.released: set[int] = set()  # addresses released at least once (proven to be locks)
+        self.current = NO_LOCK
+        self.active = False  # some program took a lock this launch
+        self._spin: tuple[int, bytes, bytes] | None = None
+        self._spins = 0
+
+    def program(self, seq: int) -> None:
+        self.seq = seq
+        self.mine = []
+        self.current = NO_LOCK
+        self._spin = None
+        self._spins = 0
+
+    # --- what the atomics did ----------------------------------------------------------------------
+
+    def atomic(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        tensors: np.ndarray,
+        cmp: np.ndarray | None,
+        val: np.ndarray,
+        old: np.ndarray,
+        site: int,
+    ) -> None:
+        """One atomic's active lanes: real addresses, the tensor each pointer came from, its operands
+        and the values it found (``old``)."""
+        if old.dtype.kind not in "iub" or addresses.size == 0:
+            self._spin = None
+            return
+        if op == "cas" and cmp is not None:
+            won = old == cmp
+            for i in np.flatnonzero(won & (cmp == 0) & (val != 0)).tolist():
+                self._take(int(addresses[i]), int(tensors[i]), site)
+            for i in np.flatnonzero(won & (cmp != 0) & (val == 0)).tolist():
+                self._give(int(addresses[i]))
+        elif op == "xchg":
+            for i in np.flatnonzero(val == 0).tolist():
+                self._give(int(addresses[i]))
+        self._count_spin(op, addresses, tensors, cmp, old, site)
+
+    def stored(self, addresses: np.ndarray, values: np.ndarray) -> None:
+        """A plain store: storing 0 to a held lock releases it."""
+        if not self.held:
+            return
+        for i in np.flatnonzero(values == 0).tolist():
+            address = int(addresses[i])
+            if address in self.held:
+                self._give(address)
+
+    def _take(self, address: int, tensor: int, site: int) -> None:
+        lock = self.ids.setdefault(address, len(self.ids))
+        self.tensors.setdefault(address, tensor)
+        self.held[address] = _Held(lock, self.seq, site)
+        self.mine.append(address)
+        self.current = lock
+        self.active = True
+
+    def _give(self, address: int) -> None:
+        if self.held.pop(address, None) is None:
+            return
+        self.released.add(address)
+        if address in self.mine:
+            self.mine.remove(address)
+        self.current = self.held[self.mine[-1]].lock if self.mine else NO_LOCK
+
+    def _count_spin(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        tensors: np.ndarray,
+        cmp: np.ndarray | None,
+        old: np.ndarray,
+        site: int,
+    ) -> None:
+        if op == "cas" and cmp is not None and bool((old == cmp).any()):
+            self._spin = None  # a CAS that succeeded somewhere made progress
+            return
+        key = (site, addresses.tobytes(), old.tobytes())
+        if key != self._spin:
+            self._spin, self._spins = key, 1
+            return
+        self._spins += 1
+        if self._spins >= SPIN_LIMIT:
+            self._waits_forever(op, int(addresses[0]), int(tensors[0]), int(old.reshape(-1)[0]), site)
+
+    # --- findings --------------------------------------------------------------------------------
+
+    def _waits_forever(self, op: str, address: int, tensor: int, value: int, site: int) -> None:
+        launch = self.launch
+        assert launch is not None
+        me = self.pids[self.seq] if 0 <= self.seq < len(self.pids) else None
+        cell = self._describe(address, tensor)
+        holder = self.held.get(address)
+        tries = f"after {SPIN_LIMIT} identical atomic_{op} attempts"
+        if holder is not None and holder.seq == self.seq:
+            why = (
+                f"program {me} waits for the lock at {cell}, which it took itself at line "
+                f"{self._line(holder.site)}: a spin lock is not re-entrant; on a GPU this hangs"
+            )
+        elif holder is not None:
+            why = (
+                f"program {me} waits for the lock at {cell}, which program {self.pids[holder.seq]} "
+                f"took at line {self._line(holder.site)} and never released: on a GPU this hangs"
+            )
+        else:
+            why = (
+                f"program {me} spins on {cell}, which holds {value} and which no program changes while "
+                "it waits. Programs run one at a time here, so this waits on a program that has not "
+                "started; on a GPU it works only if that program runs at the same time (no guarantee)"
+            )
+        if self.report:
+            self.findings.add(
+                "lock",
+                launch,
+                site,
+                f"{why} ({tries})",
+                seq=self.seq,
+                program=me,
+                tensor=self._tensor(address, tensor).name,
+                details={"address": cell, "value": value, "attempts": SPIN_LIMIT},
+            )
+        raise LockWaitsForever(f"deuteron check: {why}")
+
+    def finish(self) -> None:
+        """End of launch: a lock that was released somewhere but is still held is never freed."""
+        launch = self.launch
+        if launch is None or not self.report:
+            return
+        for address, holder in self.held.items():
+            if address not in self.released:
+                continue  # taken once and kept: a "done" flag, not a lock
+            cell = self._describe(address, self.tensors.get(address, -1))
+            program = self.pids[holder.seq]
+            self.findings.add(
+                "lock",
+                launch,
+                holder.site,
+                f"program {program} takes the lock at {cell} and never releases it (other programs "
+                "release it): the next program to take it would wait forever",
+                seq=holder.seq,
+                program=program,
+                tensor=self._tensor(address, self.tensors.get(address, -1)).name,
+                details={"address": cell},
+            )
+
+    def _line(self, site: int) -> str:
+        assert self.launch is not None
+        found = self.launch.sites.get(site)
+        return str(found.line) if found is not None else "?"
+
+    def _tensor(self, address: int, tensor: int) -> TensorArg:
+        launch = self.launch
+        assert launch is not None
+        if 0 <= tensor < len(launch.tensors):
+            return launch.tensors[tensor]
+        for area in launch.storages:
+            if area.start <= address < area.start + area.nbytes:
+                return tensor_near(launch, area, address)
+        return launch.tensors[0]
+
+    def _describe(self, address: int, tensor: int) -> str:
+        t = self._tensor(address, tensor)
+        offset = np.array([(address - t.data_ptr) // t.element_size], dtype=np.int64)
+        found = element_index(t, offset)
+        if found is None:
+            return f"{t.name} (element offset {int(offset[0])})"
+        return describe_index(t, found[0][:, 0])
