@@ -18,7 +18,7 @@ from ..formats.files import OutputError, check_writable
 from ..model.finding import SEVERITIES
 from ..render.text import printable, say
 from ..signals import Deferred
-from .target import USAGE, add_target_arguments, parse_target
+from .target import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
 
 
 def add_parser(sub: Any) -> None:
@@ -27,10 +27,16 @@ def add_parser(sub: Any) -> None:
         help="run a script, module or pytest in Triton's interpreter and check every kernel program",
         description=(
             "Run a Python script, a module (-m) or pytest with TRITON_INTERPRET=1 and check every program\n"
-            "of every Triton launch: out-of-bounds accesses and races between programs (errors), the op\n"
-            "that first made a NaN/Inf from finite inputs (warning), outputs no program wrote (info).\n"
-            "Kernels still compute their real outputs; lanes outside every tensor are masked off.\n"
-            "Exit code: the target's, or 1 when findings at or above --fail-on exist."
+            "of every Triton launch. Errors: out-of-bounds (a lane outside the memory of the tensor its\n"
+            "pointer came from), races between programs (accesses guarded by one spin lock excepted),\n"
+            "locks never released, failed tl.device_assert. Warnings: lanes in a tensor's memory but\n"
+            "outside its view, the op that first made a NaN/Inf from finite inputs. Info: outputs no\n"
+            "program wrote. Kernels compute their real outputs; out-of-bounds lanes are masked off.\n"
+            "Exit code: the target's, or 1 when findings at or above --fail-on exist.\n\n"
+            "examples:\n"
+            "  deuteron check examples/vector_add.py\n"
+            "  deuteron check --json findings.json pytest tests/test_kernels.py -x\n"
+            "  deuteron check --fail-on warning --checks out-of-bounds,race -m mypkg.train"
         ),
         usage=f"deuteron check [options] {USAGE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -57,11 +63,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--fail-on",
-        default="info",
+        default="error",
         choices=[*SEVERITIES, "never"],
-        help="exit 1 when a finding this severe or worse exists (default: info, i.e. any finding)",
+        help="exit 1 when a finding this severe or worse exists (default: error; warnings and info "
+        "are reported without failing)",
     )
     p.add_argument("--no-color", action="store_true", help="plain text report")
+    add_device_argument(p)
     add_target_arguments(p)
     p.set_defaults(handler=check_command)
 
@@ -71,6 +79,7 @@ def check_command(args: argparse.Namespace) -> int:
     from ..check.session import CheckSession
 
     target = parse_target(args)
+    choose_device(args)
     checks = [c.strip() for c in args.checks.split(",") if c.strip()]
     unknown = sorted(set(checks) - set(KINDS))
     if unknown or not checks:

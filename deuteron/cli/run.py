@@ -24,7 +24,7 @@ from ..signals import Deferred
 from ..target import Target, exit_code, run_to_end
 from ..target import run as run_target
 from ..triton import enable_interpreter_mode
-from .target import USAGE, add_target_arguments, parse_target
+from .target import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
 
 
 def add_parser(sub: Any) -> None:
@@ -61,12 +61,14 @@ def add_parser(sub: Any) -> None:
         help="triton: use each kernel's launch_metadata (name, flops, bytes), as Proton does",
     )
     p.add_argument("--trace", action="store_true", help="also write a Chrome trace of scopes and launches")
+    add_device_argument(p)
     add_target_arguments(p)
     p.set_defaults(handler=run_command)
 
 
 def run_command(args: argparse.Namespace) -> int:
     target = parse_target(args)
+    choose_device(args)
     if disabled():
         print("deuteron: DEUTERON_DISABLE is set; running without profiling", file=sys.stderr)
         return _run_unprofiled(target)

@@ -77,6 +77,21 @@ class AttributePatch:
             owner.__dict__[attr] = saved
 
 
+class WrapPatch(AttributePatch):
+    """``owner.attr = wrap(current)``, where ``current`` is the attribute's value when the patch is
+    applied: so a wrapper built with its group wraps whatever an earlier patch of the group put there."""
+
+    __slots__ = ("wrap",)
+
+    def __init__(self, owner: Any, attr: str, wrap: Callable[[Any], Any]) -> None:
+        super().__init__(owner, attr, None)
+        self.wrap = wrap
+
+    def apply(self) -> None:
+        self.value = self.wrap(getattr(self.owner, self.attr))
+        super().apply()
+
+
 class CallbackPatch:
     """A change made and undone by two functions (adding to and removing from a hook chain)."""
 

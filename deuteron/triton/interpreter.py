@@ -18,6 +18,9 @@ manager: group ``interpreter`` (counting, the launch loop) while a profiler or a
 group ``interpreter.sanitizer`` (programs, host tensors, float results) while a sanitizer listens.
 One mend rides along: ``_patch_lang_tensor`` (which gives ``tl.tensor`` its ``__index__`` while a
 kernel runs) is wrapped so a 1-element tensor converts to int under NumPy >= 2.4 on Triton 3.6.
+The ``interpreter`` group also carries what a GPU script needs to run here at all: the emulated
+driver where Triton has none (:mod:`.emulated_driver`), ``@triton.autotune`` running each config
+once (:mod:`.autotune`), and ``tl.extra.libdevice`` in NumPy (:mod:`.libdevice`).
 
 Two listeners: a profiler (``install``: a :class:`LaunchRecord` per launch) and a sanitizer
 (``attach``: a :class:`Sanitizer` hears every launch, program, access and non-finite value and
@@ -31,13 +34,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..model.access import ADDRESS_MASK, ATOMIC, LOAD, STORE, TAG_SHIFT, SiteTable
-from . import device_calls, sites, unsupported
+from . import autotune, device_calls, emulated_driver, launch_metadata, libdevice, sites, unsupported
 from .hooks import MANAGER, AttributePatch, Patch
 
 _WRAPPED = (
@@ -366,7 +368,10 @@ def _base_patches(interp: Any) -> list[Patch]:
             return _recorded_run(orig_run, builder, self, args, grid, kwargs)
 
     patches: list[Patch] = [
+        *emulated_driver.patches(),
+        *autotune.patches(),
         *device_calls.mend(interp),
+        *libdevice.patches(interp),  # after the mend: it wraps the mended _patch_lang
         AttributePatch(builder, "create_masked_load", create_masked_load),
         AttributePatch(builder, "create_masked_store", create_masked_store),
         AttributePatch(builder, "create_dot", create_dot),
@@ -413,7 +418,7 @@ def _recorded_run(
                     bytes_loaded=counter.loaded,
                     bytes_stored=counter.stored,
                     flops=counter.flops,
-                    _metadata_fn=_metadata_thunk(fn, grid3, args, kwargs),
+                    _metadata_fn=launch_metadata.thunk(fn, grid3, args, kwargs),
                 )
             )
 
@@ -564,34 +569,3 @@ def _check_finite(op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray) -
     if sanitizer is None or output.dtype.kind != "f" or np.isfinite(output).all():
         return
     sanitizer.nonfinite(op, inputs, output, sites.current_site())
-
-
-# --- launch_metadata ---------------------------------------------------------------------------
-
-
-def _metadata_thunk(
-    jit_fn: Any, grid: tuple[int, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Callable[[], dict[str, Any] | None] | None:
-    hook = getattr(jit_fn, "kwargs", {}).get("launch_metadata")
-    if hook is None:
-        return None
-
-    def evaluate() -> dict[str, Any] | None:
-        import inspect
-
-        names = list(getattr(jit_fn, "arg_names", []))
-        bound: dict[str, Any] = dict(zip(names, args, strict=False))
-        bound.update({k: v for k, v in kwargs.items() if k in names})
-        # Defaults the caller left out, as Triton's own binding would fill them in.
-        for p in inspect.signature(jit_fn.fn).parameters.values():
-            if p.name not in bound and p.default is not inspect.Parameter.empty:
-                bound[p.name] = p.default
-        meta = SimpleNamespace(
-            name=jit_fn.fn.__name__,
-            num_warps=kwargs.get("num_warps", 4),
-            num_stages=kwargs.get("num_stages", 3),
-        )
-        result = hook(grid, meta, bound)
-        return dict(result) if result else None
-
-    return evaluate

@@ -10,10 +10,13 @@ The events come from :mod:`deuteron.triton.interpreter`.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from ...model.metrics import BYTES, COUNT, FLOPS, TIME
-from ...triton import enable_interpreter_mode, interpreter
+from ...triton import autotune, enable_interpreter_mode, interpreter
 from . import SessionPort, launch_metadata_metrics
 
 _sessions: list[SessionPort] = []
@@ -61,12 +64,29 @@ def _dispatch(record: interpreter.LaunchRecord) -> None:
         session.record_kernel(name, metrics, record.start_ns, record.end_ns)
 
 
+@contextmanager
+def _benchmark_scope() -> Iterator[None]:
+    """``@triton.autotune``'s benchmark launches, filed under ``<autotune>`` as Proton's recipe does."""
+    sessions = [s for s in _sessions if s.active]
+    start = time.perf_counter_ns()
+    for session in sessions:
+        session.open_scope(autotune.BENCHMARK_SCOPE, None)
+    try:
+        yield
+    finally:
+        end = time.perf_counter_ns()
+        for session in reversed(sessions):
+            if session.active:
+                session.close_scope(autotune.BENCHMARK_SCOPE, start, end, None)
+
+
 class InterpreterBackend:
     name = "interpreter"
 
     def start(self, session: SessionPort) -> None:
         enable_interpreter_mode()
         interpreter.install(_dispatch)
+        autotune.set_benchmark_scope(_benchmark_scope)
         if session not in _sessions:
             _sessions.append(session)
 
@@ -74,4 +94,5 @@ class InterpreterBackend:
         if session in _sessions:
             _sessions.remove(session)
         if not _sessions:
+            autotune.set_benchmark_scope(None)
             interpreter.uninstall()
