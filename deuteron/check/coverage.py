@@ -49,7 +49,12 @@ def unwritten(findings: Findings, launch: LaunchInfo, shadow: Shadow) -> None:
             f"({100 * missing / numel:.1f}%) were written by no program; "
             f"the first is {tensor.name}{list(index)}",
             tensor=tensor.name,
-            details={"unwritten": missing, "elements": numel, "first_unwritten": list(index)},
+            details={
+                "unwritten": missing,
+                "elements": numel,
+                "first_unwritten": list(index),
+                "index": list(index),
+            },
             programs=0,
         )
 

@@ -6,6 +6,7 @@ many programs, and one worked example, not hundreds of copies.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +24,7 @@ SEVERITY_OF = {
     "nan": "warning",
     "store-coverage": "info",
 }
+TESTS_KEPT = 5  # pytest ids kept per finding
 
 
 class FindingLimitReached(Abort):
@@ -75,6 +77,7 @@ class Findings:
                 tensor=tensor,
                 details=details or {},
                 programs=0,
+                index=_index((details or {}).get("index")),
             )
             self._groups[key] = group
             self._seen[key] = set()
@@ -89,6 +92,9 @@ class Findings:
             group.programs += 1
         self._launches[key].add(launch.index)
         group.launches = len(self._launches[key])
+        test = current_test()
+        if test and test not in group.tests and len(group.tests) < TESTS_KEPT:
+            group.tests.append(test)
         if self.fail_fast and group.severity == "error":
             raise FindingLimitReached(group)
 
@@ -96,6 +102,18 @@ class Findings:
         return sorted(
             self._groups.values(), key=lambda f: (severity_rank(f.severity), f.file, f.line or 0, f.kind)
         )
+
+
+def current_test() -> str:
+    """The pytest test running now (``tests/test_k.py::test_race``), or "" outside pytest."""
+    running = os.environ.get("PYTEST_CURRENT_TEST", "")
+    return running.rsplit(" (", 1)[0] if running else ""
+
+
+def _index(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(isinstance(v, int) for v in value):
+        return list(value)
+    return None
 
 
 def _resolve(site: int | Site | None, launch: LaunchInfo) -> Site:

@@ -13,8 +13,10 @@ came from. At each access it judges every active lane against *that* tensor:
   Triton touches memory, so a buggy kernel reads ``other`` (or 0) and cannot write outside its
   tensors or crash the process.
 
-A pointer with no tag was read from memory (a pointer array): it is looked up among the live
-tensors of the process, and an address in none of them is out of bounds. Every attached checker
+An integer the kernel turns into a pointer (a pointer array's entry) is tagged then with the tensor
+it points into, an argument or any live CPU tensor of the process (added to the launch), so a lane
+that strays past that tensor is out of bounds on it; one that points into no tensor stays untagged
+and its accesses are out of bounds ("unknown pointer"). Every attached checker
 hears the same events (a ``deuteron.check`` inside ``deuteron check`` sees everything too).
 """
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import gc
 import inspect
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -101,6 +104,17 @@ class Guard:
             except Exception:  # not a tensor after all
                 tag = 0
         return tag
+
+    def tag_addresses(self, addresses: np.ndarray) -> np.ndarray:
+        """Integers turned into pointers: each tagged with the tensor it points into (adopting live
+        tensors a pointer array names), so lanes derived from it are judged against that tensor."""
+        if self.launch is None or addresses.size == 0:
+            return addresses
+        flat = addresses.reshape(-1).astype(np.uint64) & _MASK
+        values, inverse = np.unique(flat, return_inverse=True)
+        owners = self._resolve(values)
+        tags = np.where(owners >= 0, (owners + 1).astype(np.uint64) << _SHIFT, np.uint64(0))
+        return (flat | tags[inverse.reshape(-1)]).reshape(addresses.shape).astype(addresses.dtype)
 
     def launch_begin(self, grid: tuple[int, int, int]) -> None:
         launch = self.prepared
@@ -259,17 +273,23 @@ class Guard:
         """Every CPU tensor alive in the process, by allocation (one gc walk per launch, when needed)."""
         if self._live is None:
             by_start: dict[int, Any] = {}
-            for obj in gc.get_objects():
-                if hasattr(obj, "untyped_storage") and hasattr(obj, "data_ptr") and hasattr(obj, "is_cpu"):
-                    try:
-                        if not obj.is_cpu:
-                            continue
-                        storage = obj.untyped_storage()
-                        start, nbytes = int(storage.data_ptr()), int(storage.nbytes())
-                    except Exception:  # a tensor subclass or a meta tensor
+            torch = sys.modules.get("torch")
+            tensor_type = getattr(torch, "Tensor", None)
+            # By type alone: a gc walk meets objects whose attribute lookups have side effects
+            # (torch.ops loads libraries, pytest.mark makes marks, deprecated objects warn)
+            live = [
+                o for o in gc.get_objects() if tensor_type is not None and issubclass(type(o), tensor_type)
+            ]
+            for obj in live:
+                try:
+                    if not obj.is_cpu:
                         continue
-                    if nbytes and (start not in by_start or nbytes > by_start[start][1]):
-                        by_start[start] = (obj, nbytes)
+                    storage = obj.untyped_storage()
+                    start, nbytes = int(storage.data_ptr()), int(storage.nbytes())
+                except Exception:  # a tensor subclass or a meta tensor
+                    continue
+                if nbytes and (start not in by_start or nbytes > by_start[start][1]):
+                    by_start[start] = (obj, nbytes)
             order = sorted(by_start)
             starts = np.array(order, dtype=np.uint64)
             ends = np.array([s + by_start[s][1] for s in order], dtype=np.uint64)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model.access import LaunchInfo
 from .findings import Findings
-from .shadow import SHOWN, Shadow, element_offsets, show, tensor_at
+from .shadow import SHOWN, Shadow, element_offsets, first_index, show, tensor_at
 
 
 def store_store(
@@ -43,6 +43,7 @@ def store_store(
         tensor=tensor.name,
         details={
             "other_program": list(them),
+            "index": first_index(tensor, offsets),
             "element_offsets": offsets[:SHOWN].tolist(),
             "access": "store/store",
         },
@@ -93,6 +94,7 @@ def load_store(
             programs=int(writer_programs.size),
             details={
                 "other_program": list(pids[r]),
+                "index": first_index(tensor, offsets),
                 "read_line": read_line,
                 "element_offsets": offsets[:SHOWN].tolist(),
                 "access": "load/store",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.access import LaunchInfo, StorageArea, TensorArg
+from ..model.access import LaunchInfo, StorageArea, TensorArg, element_index
 from .paged import Paged
 
 NO_READER = np.iinfo(np.int32).max
@@ -300,6 +300,16 @@ def tensor_at(launch: LaunchInfo, area: StorageArea, byte_offset: int) -> Tensor
 def element_offsets(area: StorageArea, tensor: TensorArg, cells: np.ndarray) -> np.ndarray:
     addresses = area.start + cells.astype(np.int64) * area.granule
     return (addresses - tensor.data_ptr) // tensor.element_size
+
+
+def first_index(tensor: TensorArg, offsets: np.ndarray) -> list[int] | None:
+    """The first element offset as an index into the tensor's view ([row, col]), None if it has none."""
+    if offsets.size == 0:
+        return None
+    found = element_index(tensor, offsets[:1])
+    if found is None or not bool(found[1][0]):
+        return None
+    return [int(i) for i in found[0][:, 0]]
 
 
 def view_of(cells: np.ndarray, area: StorageArea, tensor: TensorArg) -> np.ndarray | None:

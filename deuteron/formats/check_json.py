@@ -1,7 +1,8 @@
 """``deuteron check --json``: the findings and counts of one check, format ``deuteron-check`` v1.
 
 ``{"format", "version", "findings": [{"kind", "severity", "kernel", "file", "line", "column",
-"program": [x, y, z] | null, "tensor", "message", "programs", "launches", "details"}],
+"program": [x, y, z] | null, "tensor", "index": [i, j, ...] | null (the example lane in the tensor's
+view), "tests": [pytest ids], "message", "programs", "launches", "details"}],
 "launches", "programs", "failed_launches", "kernels": {name: launches}, "summary": {severity: n}}``
 """
 
@@ -30,6 +31,8 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "column": f.col,
         "program": list(f.program) if f.program is not None else None,
         "tensor": f.tensor,
+        "index": f.index,
+        "tests": f.tests,
         "message": f.message,
         "programs": f.programs,
         "launches": f.launches,
@@ -81,6 +84,11 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
         if (line is not None and not _count(line)) or (col is not None and not _count(col)):
             raise FormatError(f"{path}: finding {i} has a damaged line or column")
         details = f.get("details", {})
+        index, tests = f.get("index"), f.get("tests", [])
+        if index is not None and not (isinstance(index, list) and all(_index(v) for v in index)):
+            raise FormatError(f"{path}: finding {i} has a damaged index")
+        if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
+            raise FormatError(f"{path}: finding {i} has a damaged tests list")
         out.append(
             Finding(
                 kind=f["kind"],
@@ -95,6 +103,8 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
                 details=details if isinstance(details, dict) else {},
                 programs=int(f["programs"]) if _count(f.get("programs")) else 1,
                 launches=int(f["launches"]) if _count(f.get("launches")) else 1,
+                index=index,
+                tests=tests,
             )
         )
     counts = [data.get(k, 0) for k in ("launches", "programs", "failed_launches")]
@@ -104,6 +114,10 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
     if not isinstance(kernels, dict) or not all(_count(v) for v in kernels.values()):
         raise FormatError(f"{path}: the check report's kernels are damaged")
     return CheckReport(out, counts[0], counts[1], counts[2], dict(kernels))
+
+
+def _index(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(1 << 62) < value < 1 << 62
 
 
 def _count(value: object) -> bool:

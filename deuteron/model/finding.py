@@ -32,6 +32,8 @@ class Finding:
     details: dict[str, Any] = field(default_factory=dict)
     programs: int = 1  # (launch, program) pairs that hit it
     launches: int = 1
+    index: list[int] | None = None  # the example lane as an index into ``tensor`` (its view's shape)
+    tests: list[str] = field(default_factory=list)  # pytest ids of the tests that hit it (first few)
 
 
 def severity_rank(severity: str) -> int:

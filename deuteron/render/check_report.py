@@ -34,8 +34,16 @@ def render(report: CheckReport, file: IO[str] | None = None, color: bool | None 
         console.print(Text("  " + printable(f.message)))
         for line in _source(f):
             console.print(Text(line, style="dim" if line.lstrip().startswith("|") else ""))
+        example = []
         if f.program is not None:
-            console.print(Text(f"  e.g. program {f.program}", style="dim"))
+            example.append(f"program {f.program}")
+        if f.index is not None and f.tensor:
+            example.append(f"{f.tensor}[{', '.join(str(i) for i in f.index)}]")
+        if example:
+            console.print(Text(printable(f"  e.g. {', '.join(example)}"), style="dim"))
+        if f.tests:
+            more = " and others" if len(f.tests) >= 5 else ""
+            console.print(Text(printable(f"  in test {', '.join(f.tests)}{more}"), style="dim"))
         console.print()
     style = (
         "bold red" if report.count("error") else ("bold yellow" if report.count("warning") else "bold green")

@@ -111,6 +111,11 @@ class Sanitizer(Protocol):
         """The tag for this tensor argument's pointer (0 for none)."""
         ...
 
+    def tag_addresses(self, addresses: np.ndarray) -> np.ndarray:
+        """Integers the kernel turns into pointers (a pointer array's entries): tagged with the
+        tensor each points into, where one is known."""
+        ...
+
     def launch_begin(self, grid: tuple[int, int, int]) -> None: ...
 
     def program_begin(self, pid: tuple[int, int, int]) -> None: ...
@@ -184,7 +189,13 @@ def _interpreter_module() -> Any:
     needed = ("InterpretedFunction", "interpreter_builder", "GridExecutor")
     missing = [n for n in needed if not hasattr(interpreter, n)]
     builder = getattr(interpreter, "interpreter_builder", None)
-    for name in (*_WRAPPED, *_SANITIZER_WRAPPED, *_FLOAT_OPS_REQUIRED):
+    for name in (
+        *_WRAPPED,
+        *_SANITIZER_WRAPPED,
+        *_FLOAT_OPS_REQUIRED,
+        "create_int_to_ptr",
+        "create_ptr_to_int",
+    ):
         if builder is not None and not hasattr(builder, name):
             missing.append(f"interpreter_builder.{name}")
     if not hasattr(getattr(interpreter, "GridExecutor", None), "_init_args_hst"):
@@ -450,6 +461,7 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
     executor = interp.GridExecutor
     orig_init_args = executor._init_args_hst
     orig_dim, orig_idx = cls.set_grid_dim, cls.set_grid_idx
+    orig_int_to_ptr, orig_ptr_to_int = cls.create_int_to_ptr, cls.create_ptr_to_int
     rewritten = interp.InterpretedFunction.rewritten_fn
     s = _s
 
@@ -472,6 +484,20 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
             data = getattr(handle, "data", None)
             if tag and handle is not None and isinstance(data, np.ndarray):
                 handle.data = data | np.uint64(tag << TAG_SHIFT)
+        return out
+
+    def create_int_to_ptr(value: Any, dst_type: Any) -> Any:
+        out = orig_int_to_ptr(builder, value, dst_type)
+        sanitizer = s.sanitizer
+        if s.checking and sanitizer is not None:
+            out = type(out)(sanitizer.tag_addresses(out.data), out.dtype)
+        return out
+
+    def create_ptr_to_int(value: Any, dst_type: Any) -> Any:
+        out = orig_ptr_to_int(builder, value, dst_type)
+        if s.checking:  # the kernel's integers are real addresses, never tagged ones
+            mask = np.array(ADDRESS_MASK).astype(out.data.dtype)
+            out = type(out)(out.data & mask, out.dtype)
         return out
 
     def set_grid_dim(nx: int, ny: int, nz: int) -> None:
@@ -502,6 +528,8 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
     patches: list[Patch] = [
         AttributePatch(builder, "set_grid_dim", set_grid_dim),
         AttributePatch(builder, "set_grid_idx", set_grid_idx),
+        AttributePatch(builder, "create_int_to_ptr", create_int_to_ptr),
+        AttributePatch(builder, "create_ptr_to_int", create_ptr_to_int),
         # tl.device_assert only reaches the builder with debug on. The integer-overflow asserts that
         # debug would also add stay off (they fire on intentional wrap-around, e.g. Philox); without
         # debug they only cost time.
