@@ -53,8 +53,8 @@ def unwritten(findings: Findings, launch: LaunchInfo, shadow: Shadow) -> None:
                 "unwritten": missing,
                 "elements": numel,
                 "first_unwritten": list(index),
-                "index": list(index),
             },
+            index=list(index),
             programs=0,
         )
 

@@ -59,7 +59,9 @@ class Findings:
         tensor: str | None = None,
         details: dict[str, Any] | None = None,
         programs: int = 1,
+        index: list[int] | None = None,
     ) -> None:
+        """One hit; ``index`` (else ``details["index"]``) is the example lane in ``tensor``'s view."""
         where = _resolve(site, launch)
         key = (kind, launch.kernel, where.file, where.line, tensor)
         group = self._groups.get(key)
@@ -77,7 +79,7 @@ class Findings:
                 tensor=tensor,
                 details=details or {},
                 programs=0,
-                index=_index((details or {}).get("index")),
+                index=index if index is not None else _index((details or {}).get("index")),
             )
             self._groups[key] = group
             self._seen[key] = set()
