@@ -259,3 +259,45 @@ def test_layout_conversion_through_shared_memory(tmp_path: Path) -> None:
     assert f["line"] == 15 and "through shared memory (16384 bytes" in f["message"]
     matmul = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "matmul.py"))["kernels"][0]
     assert not findings(matmul, "layout-conversion")  # the accumulator's one-time epilogue conversion
+
+
+def test_causes_name_only_the_arguments_that_feed_each_address(tmp_path: Path) -> None:
+    """A grouped GEMM swizzles program ids over M and N and wraps rows with % M: neither can misalign
+    the A tile's rows (only stride_am can) or split its vectors (only the K mask can)."""
+    report = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "grouped_matmul.py"))
+    (k,) = report["kernels"]
+    by_line = {f["line"]: f["message"] for f in k["findings"] if f["kind"].startswith("unvectorized")}
+    a_load, b_load, store = by_line[31], by_line[32], by_line[40]
+    assert "stride_am" in a_load and "`K` = 200" in a_load
+    assert "`M`" not in a_load and "`N`" not in a_load
+    assert "stride_bk" in b_load and "`N` = 520" in b_load  # the column index is taken % N
+    assert "`K`" not in b_load and "`M`" not in b_load  # B's K mask is along its rows
+    assert "stride_cm" in store and "`N` = 520" in store and "`M`" not in store
+
+
+def test_low_occupancy_advice_for_a_wgmma_gemm(tmp_path: Path) -> None:
+    report = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "grouped_matmul.py"))
+    (k,) = report["kernels"]
+    assert k["spills"] > 0 and findings(k, "spill")
+    (occ,) = findings(k, "low-occupancy")
+    assert occ["severity"] == "info"
+    assert "expected for a wgmma pipeline" in occ["message"]
+    assert "raise num_warps from 4 to 8" in occ["message"]
+    assert "maxnreg" not in occ["message"]  # it spills already: capping registers would spill more
+
+
+def test_tensor_cores_are_judged_from_the_ops_the_compiler_chose(tmp_path: Path) -> None:
+    """Dots inside a helper called from a loop: wgmma everywhere, whatever lines ptxas tags them with."""
+    report = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "attention_bwd.py"))
+    (k,) = report["kernels"]
+    assert k["sass"]["tensor_core_ops"].get("HGMMA", 0) > 0
+    assert not findings(k, "no-tensor-cores")
+    keys = [(f["kind"], f["line"]) for f in k["findings"]]
+    assert len(keys) == len(set(keys))
+
+
+def test_one_finding_per_line_when_a_helper_is_inlined_twice(tmp_path: Path) -> None:
+    report = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "dot_helper_twice.py"))
+    (k,) = report["kernels"]
+    (f,) = findings(k, "no-tensor-cores")
+    assert f["line"] == 11 and "input_precision='ieee'" in f["message"]

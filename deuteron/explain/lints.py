@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from ..model.finding import Finding
 from .analysis import KernelAnalysis
 from .capture import ArgInfo
-from .sass import TENSOR_CORE_OPS, ptxas_spill_stores
+from .mma import dot_engines, pipeline, ptx_uses_tensor_cores
+from .sass import ptxas_spill_stores
 from .stages import IRLine, source_line
 
 _DEF_RE = re.compile(r"^\s*(%[\w.]+)(?::\d+)? = (\S+)\s*(.*)$")
@@ -35,11 +36,14 @@ _CONVERT_RE = re.compile(
 
 @dataclass
 class _Flow:
-    """TTIR as a def-use graph, enough to ask which kernel arguments an access depends on."""
+    """TTIR as a def-use graph, enough to ask which kernel arguments an access depends on, and
+    along which dimension (each value's shape says which dimensions it varies along)."""
 
     deps: dict[str, list[str]]
     ops: dict[str, str]  # SSA name -> the op that defines it
     args: set[str]  # SSA names of the kernel's arguments (named after the Python parameters)
+    shapes: dict[str, tuple[int, ...]]  # SSA name -> tensor shape (scalars absent)
+    consts: dict[str, int]  # SSA name -> integer constant (scalar or splat)
 
     def _reach(self, value: str) -> set[str]:
         seen: set[str] = set()
@@ -59,6 +63,45 @@ class _Flow:
         """Whether the value depends on data loaded from memory (a gather: offsets read at run time)."""
         return any(self.ops.get(v) == "tt.load" for v in self._reach(value) if v != value)
 
+    def _ranged(self, value: str) -> bool:
+        """Whether the value varies from lane to lane (comes from a tl.arange)."""
+        return any(self.ops.get(v) == "tt.make_range" for v in self._reach(value))
+
+    def _along_last(self, value: str) -> bool:
+        shape = self.shapes.get(value)
+        return shape is not None and len(shape) >= 1 and shape[-1] > 1
+
+    def vector_args(self, value: str, mask: bool = False) -> list[str]:
+        """The arguments that can change whether an access vectorizes along its last (contiguous)
+        dimension: those feeding the addresses along it, the strides of the other dimensions, and,
+        for a mask, only its part along the last dimension.
+
+        A product with a multiple of 16 (``pid * BLOCK``) is aligned whatever the other factor is, so
+        what computed that factor (program-id swizzles over M and N) does not count; a row index
+        times a stride counts only through the stride (``(rows % M) * stride_am``: M picks rows, it
+        cannot misalign them)."""
+        found: set[str] = set()
+        seen: set[str] = set()
+        stack = [value]
+        while stack:
+            v = stack.pop()
+            if v in seen:
+                continue
+            seen.add(v)
+            if v in self.args:
+                found.add(v[1:])
+                continue
+            op, operands = self.ops.get(v), self.deps.get(v, [])
+            if mask and v != value and v in self.shapes and not self._along_last(v):
+                continue  # a mask part uniform along the contiguous dimension cannot split a vector
+            if op == "arith.muli":
+                if any(self.consts.get(o, 1) % 16 == 0 for o in operands):
+                    continue
+                if not self._along_last(v):
+                    operands = [o for o in operands if not self._ranged(o)] or operands
+            stack.extend(operands)
+        return sorted(found)
+
 
 def _finding(kind: str, line: int | None, message: str, severity: str = "warning") -> Finding:
     """An explain finding: "warning" is worth changing, "info" worth knowing."""
@@ -70,39 +113,66 @@ def _operands(rest: str) -> list[str]:
     return _SSA_RE.findall(body)
 
 
+_SHAPE_RE = re.compile(r"tensor<((?:\d+x)+)")
+_CONST_RE = re.compile(r"arith\.constant (?:dense<)?(-?\d+)>? : (?:tensor<[0-9x]+x)?i\d+")
+
+
+def _shape(rest: str) -> tuple[int, ...] | None:
+    """The shape of the value an op defines: the type after ``->``, else the first after `` : ``."""
+    types = rest.rsplit(" -> ", 1)[1] if " -> " in rest else rest.split(" : ", 1)[-1]
+    m = _SHAPE_RE.search(types) if (" : " in rest or " -> " in rest) else None
+    return tuple(int(x) for x in m.group(1).rstrip("x").split("x")) if m else None
+
+
 def _flow(ttir: list[IRLine]) -> _Flow:
     deps: dict[str, list[str]] = {}
     ops: dict[str, str] = {}
     args: set[str] = set()
+    shapes: dict[str, tuple[int, ...]] = {}
+    consts: dict[str, int] = {}
+    loops: list[list[str]] = []  # the iter args of each open scf.for, innermost last
     for ir in ttir:
         text = ir.text
         if not args and (m := _FUNC_RE.search(text)):
             args.update(_ARG_RE.findall(m.group(1)))
+            continue
+        stripped = text.strip()
+        if stripped.startswith("scf.yield") and loops:
+            for name, value in zip(loops.pop(), _operands(stripped[len("scf.yield") :]), strict=False):
+                deps.setdefault(name, []).append(value)
             continue
         m = _DEF_RE.match(text)
         if not m:
             continue
         result, op, rest = m.groups()
         ops[result] = op
+        shape = _shape(rest)
+        if shape is not None:
+            shapes[result] = shape
+        if c := _CONST_RE.search(text):
+            consts[result] = int(c.group(1))
         if op == "scf.for":
             head, _, iters = rest.partition("iter_args(")
             iv, _, bounds = head.partition(" = ")
             deps[iv.strip()] = _operands(bounds)
-            for a, b in _ITER_RE.findall(iters.split(")")[0]):
+            pairs = _ITER_RE.findall(iters.split(")")[0])
+            for a, b in pairs:
                 deps[a] = [b]
-            deps[result] = [b for _, b in _ITER_RE.findall(iters.split(")")[0])]
+            deps[result] = [b for _, b in pairs]
+            loops.append([a for a, _ in pairs])
         else:
             deps[result] = _operands(rest)
-    return _Flow(deps, ops, args)
+    return _Flow(deps, ops, args, shapes, consts)
 
 
 def _kernel_line(ir: IRLine, file: str) -> int | None:
     return source_line(ir, file)
 
 
-def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], int]:
-    """Widest global access in bits per (ld|st, source line), from the PTX the line became."""
-    widest: dict[tuple[str, int], int] = {}
+def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], tuple[int, bool]]:
+    """Widest global access in bits per (ld|st, source line), from the PTX the line became, and
+    whether those loads are asynchronous copies to shared memory (cp.async) rather than ld.global."""
+    widest: dict[tuple[str, int], tuple[int, bool]] = {}
     for ir in ptx:
         line = source_line(ir, file)
         if line is None:
@@ -112,18 +182,20 @@ def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], int]:
             vec = next((int(p[1:]) for p in parts if re.fullmatch(r"v\d", p)), 1)
             bits = next((int(p[1:]) for p in reversed(parts) if re.fullmatch(r"[bfsu]\d+", p)), 32)
             key = (kind, line)
-            widest[key] = max(widest.get(key, 0), vec * bits)
+            if vec * bits > widest.get(key, (0, False))[0]:
+                widest[key] = (vec * bits, False)
         if m := _CP_ASYNC_RE.search(ir.text):
             key = ("ld", line)
-            widest[key] = max(widest.get(key, 0), int(m.group(1), 0) * 8)
+            if int(m.group(1), 0) * 8 > widest.get(key, (0, False))[0]:
+                widest[key] = (int(m.group(1), 0) * 8, True)
     return widest
 
 
 def _causes(a: KernelAnalysis, flow: _Flow, ptr: str | None, mask: str | None) -> list[str]:
     by_name = {arg.name: arg for arg in a.spec.args}
     out: list[str] = []
-    via_ptr = flow.reaching_args(ptr) if ptr else []
-    via_mask = flow.reaching_args(mask) if mask else []
+    via_ptr = flow.vector_args(ptr) if ptr else []
+    via_mask = flow.vector_args(mask, mask=True) if mask else []
     for name in via_ptr:
         arg = by_name.get(name)
         if arg is None or arg.type == "constexpr" or arg.divisible_by_16:
@@ -208,14 +280,16 @@ def _access_findings(a: KernelAnalysis, flow: _Flow) -> list[Finding]:
             numel *= s
         per_thread = max(1, numel // threads)
         possible = min(128, bits * min(shape[-1], per_thread, max(1, 128 // bits)))
-        achieved = widths.get((kind, line))
+        achieved, copies = widths.get((kind, line), (None, False))
         if achieved is None or achieved >= possible:
             continue
         done.add((kind, line))
         causes = _causes(a, flow, ptr, mask)
-        what = "loads" if kind == "ld" else "stores"
+        what = "global stores" if kind == "st" else "global loads"
+        if copies:
+            what = "async copies to shared memory"
         head = (
-            f"global {what} here are {achieved}-bit where {possible}-bit ones were possible "
+            f"{what} here are {achieved}-bit where {possible}-bit ones were possible "
             f"({possible // bits} × {t.group(2)}{bits} per thread)"
         )
         if causes:
@@ -278,23 +352,26 @@ def _spill(a: KernelAnalysis) -> list[Finding]:
 
 
 def _dots(a: KernelAnalysis) -> list[Finding]:
-    if not a.spec.target.has_tensor_cores() or "sass" not in a.stages:
+    """A tl.dot the compiler lowered to FMA instructions (judged from TTGIR, see :mod:`.mma`)."""
+    if not a.spec.target.has_tensor_cores():
         return []
     file = a.spec.file
-    tc_lines = {
-        source_line(ir, file)
-        for ir in a.stages["sass"]
-        if any(f" {op}" in f" {ir.text.split('*/', 1)[-1].split('.')[0]}" for op in TENSOR_CORE_OPS)
-    }
-    any_tc = bool((a.mix or {}).get("tensor_core"))
-    dots = [ir for ir in a.stages.get("ttir", []) if " tt.dot " in f" {ir.text} "]
-    dot_lines = {source_line(ir, file) for ir in dots}
+    engines = dot_engines(a.stages.get("ttgir", []), file)
+    any_tensor_cores = ptx_uses_tensor_cores(a.compiled.text("ptx") or "")
     out = []
-    for ir in dots:
+    seen: set[int | None] = set()
+    for ir in a.stages.get("ttir", []):
+        if " tt.dot " not in f" {ir.text} ":
+            continue
         line = source_line(ir, file)
-        # SASS line tables are coarse (wgmma may sit under the loop's line): with tensor-core
-        # instructions present, blame a dot only when they demonstrably belong to another dot.
-        if any_tc and (line in tc_lines or not (tc_lines & dot_lines)):
+        if line in seen:
+            continue
+        seen.add(line)
+        chosen = engines.get(line) if line is not None else None
+        if chosen is None:  # no TTGIR dot on this line (a lost location): trust the PTX as a whole
+            if any_tensor_cores:
+                continue
+        elif chosen != {"fma"}:
             continue
         m = _DOT_TYPES_RE.search(ir.text)
         p = _PRECISION_RE.search(ir.text)
@@ -334,32 +411,44 @@ def _dots(a: KernelAnalysis) -> list[Finding]:
 
 
 def _occupancy(a: KernelAnalysis) -> list[Finding]:
+    """Few resident warps, and what to change first: num_warps and the tile, never maxnreg where it
+    would spill more; for asynchronous MMA pipelines (wgmma, tcgen05) low occupancy is the design."""
     occ = a.occupancy
     if occ is None or occ.fraction >= 0.25 or occ.limiter not in ("registers", "shared memory"):
         return []
     warps = int(a.spec.option("num_warps") or 4)
     stages = int(a.spec.option("num_stages") or 1)
+    tiles = _blocks(a.spec.args)
+    engine = pipeline(a.stages.get("ttgir", []))
+    fixes = []
     if occ.limiter == "registers":
-        fix = (
-            f"{a.registers} registers per thread allow {occ.blocks_per_sm} block(s) of {warps} "
-            "warps; cap them "
-            f"with maxnreg, or shrink the tile"
-        )
+        what = f"{a.registers} registers per thread allow {occ.blocks_per_sm} block(s) of {warps} warps"
+        if warps < 8:
+            fixes.append(f"raise num_warps from {warps} to {warps * 2} (each thread holds half as much)")
+        if tiles:
+            fixes.append(f"halve {tiles[0].name} ({tiles[0].value} -> {int(tiles[0].value) // 2})")
+        if not a.spill_bytes and (a.registers or 0) > 128:
+            fixes.append("as a last resort cap registers with maxnreg, and check it does not spill")
     else:
-        fix = (
-            f"{a.shared_bytes} bytes of shared memory per block allow {occ.blocks_per_sm} block(s) per SM; "
-            + (f"lower num_stages from {stages} to {stages - 1}, or " if stages > 2 else "")
-            + "shrink the tile"
+        what = f"{a.shared_bytes} bytes of shared memory per block allow {occ.blocks_per_sm} block(s) per SM"
+        if stages > 2:
+            fixes.append(f"lower num_stages from {stages} to {stages - 1}")
+        if tiles:
+            fixes.append(f"halve {tiles[0].name} ({tiles[0].value} -> {int(tiles[0].value) // 2})")
+    head = (
+        f"{occ.warps_per_sm} of {occ.max_warps_per_sm} warps per SM ({occ.fraction:.0%}), limited by "
+        f"{occ.limiter}: {what}"
+    )
+    if engine in ("wgmma", "tcgen05") and occ.blocks_per_sm > 0:
+        message = (
+            f"{head}. That is expected for a {engine} pipeline: asynchronous tensor-core MMAs and "
+            f"{stages}-stage loads hide the latency, not many warps"
+            + (f"; for more resident warps, {' or '.join(fixes)}" if fixes else "")
+            + "."
         )
-    return [
-        _finding(
-            "low-occupancy",
-            None,
-            f"{occ.warps_per_sm} of {occ.max_warps_per_sm} warps per SM ({occ.fraction:.0%}), limited by "
-            f"{occ.limiter}: {fix}.",
-            severity="info" if occ.blocks_per_sm > 0 else "warning",
-        )
-    ]
+        return [_finding("low-occupancy", None, message, severity="info")]
+    message = f"{head}; {' or '.join(fixes) or 'shrink the tile'}."
+    return [_finding("low-occupancy", None, message, severity="info" if occ.blocks_per_sm > 0 else "warning")]
 
 
 def _loops(ttir: list[IRLine]) -> list[tuple[IRLine, list[IRLine]]]:
@@ -453,4 +542,7 @@ def lint(a: KernelAnalysis) -> list[Finding]:
         *_conversions(a),
         *_pipelining(a),
     ]
-    return sorted(findings, key=lambda f: (f.line is None, f.line or 0, f.kind))
+    unique: dict[tuple[str, int | None], Finding] = {}
+    for f in findings:  # one finding per (kind, line) in a specialization
+        unique.setdefault((f.kind, f.line), f)
+    return sorted(unique.values(), key=lambda f: (f.line is None, f.line or 0, f.kind))
