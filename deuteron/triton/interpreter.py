@@ -16,11 +16,11 @@ What we rely on, all in ``triton.runtime.interpreter`` (triton 3.6 to 3.9):
 The builder's methods are wrapped on the instance (never in Triton's source), through the hook
 manager: group ``interpreter`` (counting, the launch loop) while a profiler or a sanitizer listens,
 group ``interpreter.sanitizer`` (programs, host tensors, float results) while a sanitizer listens.
-One mend rides along: ``_patch_lang_tensor`` (which gives ``tl.tensor`` its ``__index__`` while a
-kernel runs) is wrapped so a 1-element tensor converts to int under NumPy >= 2.4 on Triton 3.6.
-The ``interpreter`` group also carries what a GPU script needs to run here at all: the emulated
-driver where Triton has none (:mod:`.emulated_driver`), ``@triton.autotune`` running each config
-once (:mod:`.autotune`), and ``tl.extra.libdevice`` in NumPy (:mod:`.libdevice`).
+The ``interpreter`` group also carries the mends of interpreter bugs (:mod:`.mends`) and what a
+GPU script needs to run here at all: the emulated driver where Triton has none
+(:mod:`.emulated_driver`), ``@triton.autotune`` running each config once (:mod:`.autotune`),
+``tl.extra.libdevice`` in NumPy (:mod:`.libdevice`), and bf16 arithmetic done on values rather
+than on their bits (:mod:`.bf16`).
 
 Two listeners: a profiler (``install``: a :class:`LaunchRecord` per launch) and a sanitizer
 (``attach``: a :class:`Sanitizer` hears every launch, program, access and non-finite value and
@@ -34,13 +34,25 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..model.access import ADDRESS_MASK, ATOMIC, LOAD, STORE, TAG_SHIFT, SiteTable
-from . import autotune, device_calls, emulated_driver, launch_metadata, libdevice, sites, unsupported
-from .hooks import MANAGER, AttributePatch, Patch
+from . import (
+    atomics,
+    autotune,
+    bf16,
+    device_calls,
+    emulated_driver,
+    launch_metadata,
+    libdevice,
+    mends,
+    sites,
+    unsupported,
+)
+from .hooks import MANAGER, AttributePatch, Patch, WrapPatch
 
 _WRAPPED = (
     "create_masked_load",
@@ -299,7 +311,7 @@ def _base_patches(interp: Any) -> list[Patch]:
     builder = interp.interpreter_builder
     cls = type(builder)
     orig_load, orig_store = cls.create_masked_load, cls.create_masked_store
-    orig_dot, orig_rmw, orig_cas = cls.create_dot, cls.create_atomic_rmw, cls.create_atomic_cas
+    orig_rmw, orig_cas = cls.create_atomic_rmw, cls.create_atomic_cas
     s = _s
 
     def create_masked_load(ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
@@ -315,23 +327,27 @@ def _base_patches(interp: Any) -> list[Patch]:
         if c is not None:
             c.stored += _active_lanes(ptrs.data, mask) * _element_bytes(ptrs)
         if s.checking:
-            ptrs, mask = _guarded(STORE, ptrs, mask, value.data)
+            stored = _float_values(value)  # bf16 decoded, so a NaN stored as bits is still one
+            ptrs, mask = _guarded(STORE, ptrs, mask, stored if stored is not None else value.data)
             if value.dtype.is_ptr():  # a pointer stored to memory is a real address, not a tagged one
                 value = _untagged(value)
         return orig_store(builder, ptrs, value, mask, *rest, **kw)
 
-    def create_dot(a: Any, b: Any, d: Any, *rest: Any, **kw: Any) -> Any:
-        c = s.counter
-        if c is not None:
-            ash, bsh = a.data.shape, b.data.shape
-            m, k, n = ash[-2], ash[-1], bsh[-1]
-            batch = int(np.prod(ash[:-2])) if len(ash) > 2 else 1
-            width = a.dtype.primitive_bitwidth
-            c.flops[width] = c.flops.get(width, 0) + 2 * batch * m * n * k
-        out = orig_dot(builder, a, b, d, *rest, **kw)
-        if s.checking:
-            _check_finite("dot", (a.data, b.data, d.data), out.data)
-        return out
+    def counted_dot(current: Callable[..., Any]) -> Callable[..., Any]:
+        def create_dot(a: Any, b: Any, d: Any, *rest: Any, **kw: Any) -> Any:
+            c = s.counter
+            if c is not None:
+                ash, bsh = a.data.shape, b.data.shape
+                m, k, n = ash[-2], ash[-1], bsh[-1]
+                batch = int(np.prod(ash[:-2])) if len(ash) > 2 else 1
+                width = a.dtype.primitive_bitwidth
+                c.flops[width] = c.flops.get(width, 0) + 2 * batch * m * n * k
+            out = current(a, b, d, *rest, **kw)
+            if s.checking:
+                _check_result("dot", (a, b, d), out)
+            return out
+
+        return create_dot
 
     def create_atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = s.counter
@@ -345,7 +361,7 @@ def _base_patches(interp: Any) -> list[Patch]:
             ptr, mask = _guarded(ATOMIC, ptr, mask, None)
             out = orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
             sanitizer.atomic_result(
-                _op_name(op), tagged, None if mask is None else mask.data, None, val.data, out.data
+                atomics.op_name(op), tagged, None if mask is None else mask.data, None, val.data, out.data
             )
             return out
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
@@ -363,7 +379,7 @@ def _base_patches(interp: Any) -> list[Patch]:
             ptr = _untagged(ptr)
             if keep is not None:  # CAS has no mask: run it on the kept lanes only; the others
                 # answer "swapped" (cmp), so a spin lock on a bad address moves on instead of hanging
-                out = _partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
+                out = atomics.partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
             else:
                 out = orig_cas(builder, ptr, cmp, val, *rest, **kw)
             sanitizer.atomic_result("cas", tagged, keep, cmp.data, val.data, out.data)
@@ -383,24 +399,15 @@ def _base_patches(interp: Any) -> list[Patch]:
         *autotune.patches(),
         *device_calls.mend(interp),
         *libdevice.patches(interp),  # after the mend: it wraps the mended _patch_lang
+        *bf16.patches(interp),
         AttributePatch(builder, "create_masked_load", create_masked_load),
         AttributePatch(builder, "create_masked_store", create_masked_store),
-        AttributePatch(builder, "create_dot", create_dot),
+        WrapPatch(builder, "create_dot", counted_dot),  # around the bf16 mend's, applied before it
         AttributePatch(builder, "create_atomic_rmw", create_atomic_rmw),
         AttributePatch(builder, "create_atomic_cas", create_atomic_cas),
         AttributePatch(interp.InterpretedFunction, "run", run),
     ]
-    # Triton 3.6 turns a 1-element tensor into an int with int(array), which NumPy 2.4 refuses
-    # ("only 0-dimensional arrays..."), so loops over runtime bounds fail; 3.7 fixed it the way
-    # done here. The GPU machines pair Triton 3.6 with NumPy 2.5, hence this mend.
-    orig_tensor_patch = getattr(interp, "_patch_lang_tensor", None)
-    if orig_tensor_patch is not None:
-
-        def _patch_lang_tensor(tensor: Any, scope: Any) -> None:
-            orig_tensor_patch(tensor, scope)
-            scope.set_attr(tensor, "__index__", _tensor_index)
-
-        patches.append(AttributePatch(interp, "_patch_lang_tensor", _patch_lang_tensor))
+    patches += mends.patches(interp)
     return patches
 
 
@@ -539,61 +546,45 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
     if orig_assert is not None:
         patches.append(AttributePatch(builder, "create_assert", create_assert))
     for name, label in _FLOAT_OPS.items():
-        orig_op = getattr(cls, name, None)
-        if orig_op is not None:
-            patches.append(AttributePatch(builder, name, _finite_checked(builder, orig_op, label)))
+        if getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
+            patches.append(WrapPatch(builder, name, partial(_finite_checked, label=label)))
     patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
     patches.append(AttributePatch(interp, "_implicit_cvt", _implicit_cvt))
     return patches
 
 
-def _finite_checked(builder: Any, orig: Any, label: str | None) -> Callable[..., Any]:
+def _finite_checked(current: Callable[..., Any], label: str | None) -> Callable[..., Any]:
     """Wrap a float-producing builder method: its result is checked while a launch is checked."""
 
     def op(*args: Any) -> Any:
-        out = orig(builder, *args)
+        out = current(*args)
         if _s.checking:
-            name = label or str(getattr(args[-1], "__name__", "op"))
-            inputs = tuple(a.data for a in args if isinstance(getattr(a, "data", None), np.ndarray))
-            _check_finite(name, inputs, out.data)
+            _check_result(label, args, out)
         return out
 
     return op
 
 
-def _op_name(op: Any) -> str:
-    """``xchg`` for ``ATOMIC_OP.XCHG`` (the builder's enum, whatever its printed form)."""
-    name = getattr(op, "name", None) or str(op)
-    return str(name).rsplit(".", 1)[-1].lower()
-
-
-def _tensor_index(self: Any) -> int:
-    data = self.handle.data
-    return int(data.reshape(-1)[0]) if data.size == 1 else int(data)
-
-
-def _partial_cas(
-    orig_cas: Any, builder: Any, ptr: Any, cmp: Any, val: Any, ok: np.ndarray, rest: Any, kw: Any
-) -> Any:
-    handle = type(ptr)
-    cmp_data = np.broadcast_to(cmp.data, ptr.data.shape)
-    val_data = np.broadcast_to(val.data, ptr.data.shape)
-    result = np.array(cmp_data, copy=True)
-    if ok.any():
-        part = orig_cas(
-            builder,
-            handle(ptr.data[ok], ptr.dtype),
-            handle(np.ascontiguousarray(cmp_data[ok]), cmp.dtype),
-            handle(np.ascontiguousarray(val_data[ok]), val.dtype),
-            *rest,
-            **kw,
-        )
-        result[ok] = part.data
-    return handle(result, cmp.dtype.scalar if hasattr(cmp.dtype, "scalar") else cmp.dtype)
-
-
-def _check_finite(op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray) -> None:
+def _check_result(label: str | None, args: tuple[Any, ...], out: Any) -> None:
     sanitizer = _s.sanitizer
-    if sanitizer is None or output.dtype.kind != "f" or np.isfinite(output).all():
+    values = _float_values(out)
+    if sanitizer is None or values is None or np.isfinite(values).all():
         return
-    sanitizer.nonfinite(op, inputs, output, sites.current_site())
+    name = label or str(getattr(args[-1], "__name__", "op"))
+    inputs = []
+    for a in args:
+        if isinstance(getattr(a, "data", None), np.ndarray):
+            decoded = _float_values(a)
+            inputs.append(decoded if decoded is not None else a.data)
+    sanitizer.nonfinite(name, tuple(inputs), values, sites.current_site())
+
+
+def _float_values(h: Any) -> np.ndarray | None:
+    """A handle's values as floats: float arrays as they are, bf16 (kept as uint16 bits) decoded;
+    None for anything else (integers, fp8 bit patterns)."""
+    data = h.data
+    if data.dtype.kind == "f":
+        return data
+    if bf16.is_bf16(h):
+        return bf16.decode(data)
+    return None

@@ -179,6 +179,7 @@ def rms_norm_kernel(x_ptr, w_ptr, y_ptr, N, eps, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     c = tl.arange(0, BLOCK)
     m = c < N
+    eps = eps.to(tl.float32)  # a float argument is an fp32 scalar on the GPU (Liger's norms do this)
     x = tl.load(x_ptr + row * N + c, mask=m, other=0.0)
     rstd = libdevice.rsqrt(tl.sum(x * x, axis=0) / N + eps)
     w = tl.load(w_ptr + c, mask=m)
