@@ -149,19 +149,20 @@ class Guard:
         if active.size == 0:
             return None
         site = sites.current_site()
-        tags = (active >> _SHIFT).astype(np.int64)
+        lo, hi = int(active.min()), int(active.max())
+        tag = lo >> TAG_SHIFT
         real = active & _MASK
-        tag = int(tags[0])
-        if 0 < tag <= len(launch.tensors) and int(tags.min()) == int(tags.max()):  # the usual case
+        if tag == hi >> TAG_SHIFT and 0 < tag <= len(launch.tensors):  # the usual case: one tensor
             t = tag - 1
             tensor = launch.tensors[t]
             area = launch.storages[tensor.storage]
-            if int(real.min()) >= area.start and int(real.max()) + esize <= area.start + area.nbytes:
+            if (lo & ADDRESS_MASK) >= area.start and (hi & ADDRESS_MASK) + esize <= area.start + area.nbytes:
                 if not self._covers(t):
                     self._off_view(kind, real, np.arange(active.size), t, esize, site, m)
                 for listener in self.listeners:
                     listener.access(kind, real, tensor.storage, esize, site, values, m, t)
                 return None
+        tags = (active >> _SHIFT).astype(np.int64)
         return self._judge_lanes(kind, real, tags, m, esize, site, values, addrs.shape)
 
     def _judge_lanes(

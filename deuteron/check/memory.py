@@ -63,17 +63,19 @@ class MemoryChecks:
         if kind == ATOMIC:  # atomics are never races; they do count as writes for coverage
             shadow.atomic_write(idx)
             return
-        if self.races and shadow.writes is not None:
-            before = shadow.writers(idx)
-            clash = (before >= 0) & (before != self.seq)
-            if shadow.guards is not None and locks.current >= 0 and clash.any():
-                clash &= shadow.guarded(idx) != locks.current  # both stores under one lock: ordered
-            if clash.any():
-                assert self.launch is not None
-                race_check.store_store(
-                    self.findings, self.launch, self.pids, self.seq, shadow, idx[clash], before[clash], site
-                )
-        shadow.write(idx, self.seq, site)
+        pos = shadow.locate_writes(idx)
+        if self.races:
+            before = shadow.writer_at(pos)
+            if int(before.max()) >= 0:  # written before in this launch: by whom?
+                clash = (before >= 0) & (before != self.seq)
+                if shadow.guards is not None and locks.current >= 0 and clash.any():
+                    clash &= shadow.guarded(idx) != locks.current  # both stores under one lock: ordered
+                if clash.any():
+                    assert self.launch is not None
+                    race_check.store_store(
+                        self.findings, self.launch, self.pids, self.seq, shadow, idx[clash], before[clash], site
+                    )
+        shadow.commit(pos, self.seq, site)
         if shadow.guards is not None:
             shadow.guard(idx, locks.current)
 

@@ -86,6 +86,14 @@ class Paged:
 
     def get(self, name: str, idx: np.ndarray) -> np.ndarray:
         """Values of field ``name`` at cells ``idx`` (the fill where untouched), without allocating."""
+        if idx.size:
+            bits = self.bits
+            lo, hi = int(idx.min()) >> bits, int(idx.max()) >> bits
+            if lo == hi:  # the usual access: one page, one scalar lookup
+                slot = int(self.table[lo])
+                if slot < 0:
+                    return np.full(idx.shape, self.fills[name], dtype=self.pools[name].dtype)
+                return self.pools[name][idx + ((slot - lo) << bits)]
         where = self.find(idx)
         pool = self.pools[name]
         out = np.full(idx.shape, self.fills[name], dtype=pool.dtype)

@@ -94,7 +94,11 @@ class Shadow:
     def index(self, addresses: np.ndarray, span: int = 1) -> np.ndarray:
         """Shadow cells of the accessed elements; an element wider than a cell covers ``span`` cells."""
         offsets = addresses - np.uint64(self.area.start)
-        idx = (offsets // np.uint64(self.area.granule)).astype(np.int64)
+        granule = self.area.granule
+        if granule & (granule - 1) == 0:  # the usual: a shift, and a view (offsets < 2**63)
+            idx = (offsets >> np.uint64(granule.bit_length() - 1)).view(np.int64)
+        else:
+            idx = (offsets // np.uint64(granule)).astype(np.int64)
         if span > 1:
             idx = np.minimum((idx[:, None] + np.arange(span)).reshape(-1), self.cells - 1)
         return idx
@@ -186,21 +190,27 @@ class Shadow:
 
     # --- writes ----------------------------------------------------------------------------------
 
-    def writers(self, idx: np.ndarray) -> np.ndarray:
-        """The program that last wrote each cell (-1: none)."""
-        if self.writes is None:
-            return np.full(idx.shape, -1, dtype=np.int32)
-        return self.writes.get("writer", idx)
-
     def write_site(self, cell: int) -> int:
         if self.writes is None:
             return -1
         return int(self.writes.get("wsite", np.array([cell], dtype=np.int64))[0])
 
     def write(self, idx: np.ndarray, seq: int, site: int) -> None:
+        self.commit(self.locate_writes(idx), seq, site)
+
+    def locate_writes(self, idx: np.ndarray) -> np.ndarray:
+        """Where cells ``idx`` live in the write shadow (allocating their pages): read the writers
+        there (``writer_at``) before ``commit`` overwrites them, in one lookup."""
         if self.writes is None:
             self.writes = Paged(self.cells, {"writer": (np.int32, -1), "wsite": (np.int32, -1)})
-        pos = self.writes.locate(idx)
+        return self.writes.locate(idx)
+
+    def writer_at(self, pos: np.ndarray) -> np.ndarray:
+        assert self.writes is not None
+        return self.writes.pools["writer"][pos]
+
+    def commit(self, pos: np.ndarray, seq: int, site: int) -> None:
+        assert self.writes is not None
         self.writes.pools["writer"][pos] = seq
         self.writes.pools["wsite"][pos] = site
 

@@ -20,6 +20,9 @@ import numpy as np
 from .hooks import AttributePatch, Patch
 
 
+_U16 = np.dtype(np.uint16)
+
+
 def is_bf16(handle: Any) -> bool:
     """A handle holding bf16 values (the interpreter also tags a comparison's booleans bf16)."""
     dtype = getattr(handle, "dtype", None)
@@ -69,7 +72,10 @@ def patches(interp: Any) -> list[Patch]:
             return None
 
         def op(*args: Any) -> Any:
-            if not any(is_bf16(a) for a in args):
+            for a in args:  # bf16 is stored as uint16: only then look closer (the hot path)
+                if getattr(getattr(a, "data", None), "dtype", None) is _U16 and is_bf16(a):
+                    break
+            else:
                 return orig(builder, *args)
             out = orig(builder, *(wide(a) for a in args))
             return narrow(out) if result_is_bf16(args) else out
@@ -80,7 +86,9 @@ def patches(interp: Any) -> list[Patch]:
     last_float = lambda args: is_bf16(args[2])  # noqa: E731 - fma's and dot's accumulator
 
     def ternary_op(lhs: Any, rhs: Any, other: Any, op: Any) -> Any:
-        if op is np.where or not (is_bf16(rhs) or is_bf16(other)):
+        if op is np.where or (other.data.dtype is not _U16 and rhs.data.dtype is not _U16):
+            return orig_ternary(builder, lhs, rhs, other, op)
+        if not (is_bf16(rhs) or is_bf16(other)):
             return orig_ternary(builder, lhs, rhs, other, op)  # a select moves bits: nothing to decode
         out = orig_ternary(builder, wide(lhs), wide(rhs), wide(other), op)
         return narrow(out) if is_bf16(other) else out
