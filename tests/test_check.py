@@ -266,6 +266,14 @@ def test_cli_fail_fast_stops_at_the_first_error(tmp_path: Path):
     assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["kind"] == "out-of-bounds"
 
 
+def test_cli_program_that_raises_before_any_kernel(tmp_path: Path):
+    (tmp_path / "early.py").write_text("raise SystemError('no GPU setup here')\n")
+    proc = run_cli("check", "early.py", cwd=tmp_path)
+    assert proc.returncode == 1 and "SystemError: no GPU setup here" in proc.stderr
+    assert "the program ended before any Triton kernel ran" in proc.stderr
+    assert "TRITON_INTERPRET unset" not in proc.stderr
+
+
 def test_cli_kernel_that_raises(tmp_path: Path):
     (tmp_path / "boom.py").write_text("from tests.check_corpus import raises\nraises.run()\n")
     proc = run_cli("check", "boom.py", cwd=tmp_path)

@@ -70,7 +70,7 @@ def test_a_pointer_array_resolves_its_targets_and_a_stray_past_one_is_out_of_bou
     assert sorted(by_size) == [37, 64, 100]  # one per target, each at its first element past the end
     for size, f in by_size.items():
         assert f.line == patterns.bug_line(patterns.scale_each_kernel, "out-of-bounds")
-        assert f.tensor == f"<float32 tensor ({size},) from a pointer in memory>" and f.programs == 1
+        assert f.tensor == f"<float32 ({size},) tensor from a pointer in memory>" and f.programs == 1
         assert f.details["element_offsets"][0] == size
 
 
@@ -120,6 +120,22 @@ def test_an_access_outside_the_lock_is_still_a_race() -> None:
     f = only(report.findings, "race")
     assert f.tensor == "Partial" and f.line == patterns.bug_line(patterns.grouped_sum_kernel, "race")
     assert f.index == [0, 0]  # Partial is (groups, n)
+
+
+def test_a_config_that_fails_its_static_assert_is_skipped_as_on_a_gpu() -> None:
+    (got, want), report = checked(patterns.rejected_config)
+    assert_clean(report)
+    assert report.launches == 3 and report.failed_launches == 0  # two benchmarks and the run, not 256
+    torch.testing.assert_close(got, want)
+    assert patterns.small_block_kernel.best_config.kwargs["BLOCK"] == 64
+
+
+def test_warmup_gives_a_kernel_that_launches_in_the_interpreter(capsys) -> None:  # type: ignore[no-untyped-def]
+    (got, want), report = checked(patterns.warmed_up_grid)
+    assert_clean(report)
+    torch.testing.assert_close(got, want)
+    assert report.launches == 1 and report.programs > 300  # 132 SMs x occupancy, persistent
+    assert "persistent_rows_kernel.warmup() compiles nothing in the interpreter" in capsys.readouterr().err
 
 
 def test_autotune_runs_and_checks_every_config() -> None:

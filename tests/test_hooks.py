@@ -120,12 +120,13 @@ def test_profiling_and_checking_share_the_interpreter_patches() -> None:
     sanitizer's only while a check runs; nothing is left changed afterwards."""
     assert MANAGER.active() == {}
     x, y = torch.rand(300), torch.rand(300)
+    driver = "triton.emulated_driver"
     with deuteron.profile(backend="interpreter"):
-        assert MANAGER.active() == {"interpreter": 1}
+        assert MANAGER.active() == {"interpreter": 1, driver: 1}
         with deuteron.check():
-            assert MANAGER.active() == {"interpreter": 2, "interpreter.sanitizer": 1}
+            assert MANAGER.active() == {"interpreter": 2, "interpreter.sanitizer": 1, driver: 2}
             add(x, y, block=128)
-        assert MANAGER.active() == {"interpreter": 1}
+        assert MANAGER.active() == {"interpreter": 1, driver: 1}
         assert "set_grid_idx" not in vars(interpreter.interpreter_builder)
     assert MANAGER.active() == {}
     assert not {"create_masked_load", "set_grid_dim"} & set(vars(interpreter.interpreter_builder))

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..model.access import STORE, LaunchInfo
+from ..triton.compile_time import StaticAssertFailed
 from .errors import CheckError
 from .findings import KINDS, Findings
 from .memory import MemoryChecks
@@ -157,6 +158,12 @@ class Checker:
         )
 
     def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None:
+        if isinstance(error, StaticAssertFailed):  # a compile would have rejected it: not a launch
+            self.launch = None
+            if self.recorder is not None:
+                self.recorder.end()
+            self.memory.finish(completed=False)
+            return
         self.launches += 1
         self.programs += len(self.pids)
         self.kernels[launch.kernel] = self.kernels.get(launch.kernel, 0) + 1

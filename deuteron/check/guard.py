@@ -308,16 +308,17 @@ class Guard:
                 return area.tensors[0]
         esize = int(obj.element_size())
         dtype = str(obj.dtype).removeprefix("torch.")
+        shape = tuple(int(n) for n in obj.shape)
         tensor = TensorArg(
-            name=f"<{dtype} tensor {tuple(obj.shape)} from a pointer in memory>",
-            shape=(nbytes // esize,),
-            strides=(1,),
-            dtype=str(obj.dtype).removeprefix("torch."),
+            name=f"<{dtype} {shape} tensor from a pointer in memory>",
+            shape=shape,
+            strides=tuple(int(n) for n in obj.stride()),
+            dtype=dtype,
             element_size=esize,
-            data_ptr=start,
+            data_ptr=int(obj.data_ptr()),
             storage=-1,
         )
-        return launch.add(tensor, nbytes, esize)
+        return launch.add(tensor, start, nbytes, esize)
 
     def atomic_result(
         self,

@@ -73,7 +73,14 @@ class MemoryChecks:
                 if clash.any():
                     assert self.launch is not None
                     race_check.store_store(
-                        self.findings, self.launch, self.pids, self.seq, shadow, idx[clash], before[clash], site
+                        self.findings,
+                        self.launch,
+                        self.pids,
+                        self.seq,
+                        shadow,
+                        idx[clash],
+                        before[clash],
+                        site,
                     )
         shadow.commit(pos, self.seq, site)
         if shadow.guards is not None:

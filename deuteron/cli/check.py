@@ -112,7 +112,9 @@ def _report(result: Any, json_path: Any, args: argparse.Namespace) -> int:
 
     report = result.report
     render(report, file=sys.stderr, color=False if args.no_color else None)
-    if report.launches == 0:
+    if report.launches == 0 and result.ended_by:
+        print("deuteron check: the program ended before any Triton kernel ran", file=sys.stderr)
+    elif report.launches == 0:
         print(
             "deuteron check: no Triton kernel ran in the interpreter (none launched, or triton was "
             "imported with TRITON_INTERPRET unset before the check began)",

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..triton import jit_capture
+from ..triton import emulated_driver, jit_capture
 from .targets import Target
 
 
@@ -182,6 +182,10 @@ class Capture:
         return self._gpu[0]
 
     def __enter__(self) -> Capture:
+        first = self.targets[0] if self.targets else None
+        if first is not None:  # without a GPU, Triton's driver answers as the first target
+            emulated_driver.choose_target(first.backend, first.arch, first.warp_size, "--target")
+        emulated_driver.acquire()
         self._active = jit_capture.intercept(self.record, self._on_gpu)
         self._active.__enter__()
         return self
@@ -190,6 +194,7 @@ class Capture:
         if self._active is not None:
             self._active.__exit__(None, None, None)
             self._active = None
+            emulated_driver.release()
 
 
 def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:

@@ -120,11 +120,12 @@ class LaunchInfo:
     def programs(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
 
-    def add(self, tensor: TensorArg, nbytes: int, granule: int) -> int:
+    def add(self, tensor: TensorArg, start: int, nbytes: int, granule: int) -> int:
         """A tensor found during the launch (through a pointer read from memory), with its own
-        allocation; returns its index. ``starts``/``ends`` keep describing the arguments' storages."""
+        allocation at ``start``; returns its index. ``starts``/``ends`` keep describing the
+        arguments' storages."""
         storage = len(self.storages)
-        self.storages.append(StorageArea(tensor.data_ptr, nbytes, granule, (len(self.tensors),)))
+        self.storages.append(StorageArea(start, nbytes, granule, (len(self.tensors),)))
         self.tensors.append(
             TensorArg(
                 tensor.name,

@@ -5,7 +5,8 @@ one dozens of times, as ``do_bench`` would, makes a checked run crawl. So each c
 exactly once (checked, and profiled, like any launch) and all are called equally fast: the
 autotuner keeps the first config, the same on every run. A profiler can name a scope the
 benchmark launches are filed under (Proton's tutorials use ``<autotune>``, opened from the
-autotuner's ``pre_hook``); where the script set its own hooks, it does that itself.
+autotuner's ``pre_hook``); where the script set its own hooks, it does that itself. A config
+whose ``tl.static_assert`` fails is skipped, as the GPU's compiler would reject it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from .compile_time import StaticAssertFailed
 from .hooks import AttributePatch, Patch
 
 BENCHMARK_SCOPE = "<autotune>"
@@ -47,8 +49,12 @@ def _own_hooks(tuner: Any) -> bool:
 
 
 def _run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
-    kernel_call()
-    return [1.0] * len(quantiles) if quantiles else 1.0
+    try:
+        kernel_call()
+        took = 1.0
+    except StaticAssertFailed:  # the GPU's compiler would reject this config: skip it, as Triton does
+        took = float("inf")
+    return [took] * len(quantiles) if quantiles else took
 
 
 def patches() -> list[Patch]:

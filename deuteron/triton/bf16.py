@@ -19,7 +19,6 @@ import numpy as np
 
 from .hooks import AttributePatch, Patch
 
-
 _U16 = np.dtype(np.uint16)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.errors import DeuteronError
-from .hooks import AttributePatch, CallbackPatch, Patch
+from .hooks import MANAGER, AttributePatch, CallbackPatch, Patch
 
 
 class EmulatedDeviceError(DeuteronError, ValueError):
@@ -82,11 +82,12 @@ def device(name: str) -> EmulatedDevice:
 
 
 class _State:
-    __slots__ = ("device", "said")
+    __slots__ = ("device", "said", "option")
 
     def __init__(self) -> None:
         self.device = DEVICES[DEFAULT]
         self.said = False
+        self.option = "--device"  # how the user picks another GPU, for the one line on stderr
 
 
 _s = _State()
@@ -98,6 +99,40 @@ def choose(name: str) -> EmulatedDevice:
     return _s.device
 
 
+def choose_target(backend: str, arch: int | str, warp_size: int, option: str) -> EmulatedDevice:
+    """Answer for a compilation target (``deuteron explain --target``): the named GPU of that
+    architecture, else the default one's numbers under that architecture."""
+    found = next((d for d in DEVICES.values() if (d.backend, d.arch) == (backend, arch)), None)
+    if found is None:
+        base = DEVICES[DEFAULT]
+        found = EmulatedDevice(
+            f"{backend}:{arch}",
+            backend,
+            arch,
+            warp_size,
+            base.multiprocessor_count,
+            base.max_shared_mem,
+            base.max_num_regs,
+            base.sm_clock_rate,
+            base.mem_clock_rate,
+            base.mem_bus_width,
+        )
+    _s.device, _s.option = found, option
+    return found
+
+
+GROUP = "triton.emulated_driver"
+
+
+def acquire() -> None:
+    """Let Triton find the emulated driver where it has none (one shared group, counted)."""
+    MANAGER.acquire(GROUP, patches)
+
+
+def release() -> None:
+    MANAGER.release(GROUP)
+
+
 def _say_once() -> None:
     if _s.said:
         return
@@ -107,7 +142,7 @@ def _say_once() -> None:
     print(
         f"deuteron: no GPU here, so Triton's driver answers as {article} {d.name.upper()} ({d.target_name}, "
         f"{d.multiprocessor_count} SMs) and kernels run in the interpreter; choose another GPU with "
-        "--device",
+        f"{_s.option}",
         file=sys.stderr,
     )
 

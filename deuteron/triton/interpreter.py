@@ -17,8 +17,8 @@ The builder's methods are wrapped on the instance (never in Triton's source), th
 manager: group ``interpreter`` (counting, the launch loop) while a profiler or a sanitizer listens,
 group ``interpreter.sanitizer`` (programs, host tensors, float results) while a sanitizer listens.
 The ``interpreter`` group also carries the mends of interpreter bugs (:mod:`.mends`) and what a
-GPU script needs to run here at all: the emulated driver where Triton has none
-(:mod:`.emulated_driver`), ``@triton.autotune`` running each config once (:mod:`.autotune`),
+GPU script needs to run here at all (with the emulated driver's own group, where Triton has no
+driver: :mod:`.emulated_driver`): ``@triton.autotune`` running each config once (:mod:`.autotune`),
 ``tl.extra.libdevice`` in NumPy (:mod:`.libdevice`), and bf16 arithmetic done on values rather
 than on their bits (:mod:`.bf16`).
 
@@ -35,15 +35,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..model.access import ADDRESS_MASK, ATOMIC, LOAD, STORE, TAG_SHIFT, SiteTable
+from ..model.access import ADDRESS_MASK, ATOMIC, LOAD, STORE, TAG_SHIFT
 from . import (
     atomics,
     autotune,
     bf16,
+    compile_time,
     device_calls,
     emulated_driver,
     launch_metadata,
@@ -53,6 +54,7 @@ from . import (
     unsupported,
 )
 from .hooks import MANAGER, AttributePatch, Patch, WrapPatch
+from .sanitizer import Sanitizer
 
 _WRAPPED = (
     "create_masked_load",
@@ -104,65 +106,6 @@ class LaunchRecord:
     def launch_metadata(self) -> dict[str, Any] | None:
         """The kernel's ``launch_metadata`` hook evaluated as Triton would: (grid, metadata, args)."""
         return self._metadata_fn() if self._metadata_fn else None
-
-
-class Sanitizer(Protocol):
-    """What a sanitizer hears. ``site`` ids index the table handed over at ``launch_prepare``.
-
-    Addresses it is given carry provenance tags (see ``model.access.TAG_SHIFT``): the sanitizer
-    tags each tensor argument's pointer through ``tag_of``; this module strips the tags before
-    Triton touches memory."""
-
-    def launch_prepare(
-        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], table: SiteTable
-    ) -> None:
-        """The launch's host tensors, before its pointers are made."""
-        ...
-
-    def tag_of(self, arg: Any) -> int:
-        """The tag for this tensor argument's pointer (0 for none)."""
-        ...
-
-    def tag_addresses(self, addresses: np.ndarray) -> np.ndarray:
-        """Integers the kernel turns into pointers (a pointer array's entries): tagged with the
-        tensor each points into, where one is known."""
-        ...
-
-    def launch_begin(self, grid: tuple[int, int, int]) -> None: ...
-
-    def program_begin(self, pid: tuple[int, int, int]) -> None: ...
-
-    def access(
-        self,
-        kind: int,
-        addresses: np.ndarray,
-        mask: np.ndarray | None,
-        element_size: int,
-        values: np.ndarray | None,
-    ) -> np.ndarray | None:
-        """Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
-        ...
-
-    def atomic_result(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        mask: np.ndarray | None,
-        cmp: np.ndarray | None,
-        val: np.ndarray,
-        old: np.ndarray,
-    ) -> None:
-        """What an atomic did, after it ran: ``op`` ("cas", "xchg", "add", ...), its (tagged)
-        addresses, the lanes that ran, its operands and the values it found."""
-        ...
-
-    def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
-
-    def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
-        """A ``tl.device_assert`` whose condition is false in the lanes ``failing`` (bool)."""
-        ...
-
-    def launch_end(self, error: BaseException | None) -> None: ...
 
 
 class _Counter:
@@ -225,6 +168,7 @@ def install(profiler: Callable[[LaunchRecord], None]) -> None:
     interp = _interpreter_module()
     if _s.profiler is None:
         MANAGER.acquire(GROUP, lambda: _base_patches(interp))
+        emulated_driver.acquire()
     _s.profiler = profiler
 
 
@@ -232,6 +176,7 @@ def uninstall() -> None:
     if _s.profiler is not None:
         _s.profiler = None
         _s.counter = None
+        emulated_driver.release()
         MANAGER.release(GROUP)
 
 
@@ -242,8 +187,11 @@ def attach(sanitizer: Sanitizer) -> None:
         raise RuntimeError("a sanitizer is already attached to Triton's interpreter")
     MANAGER.acquire(GROUP, lambda: _base_patches(interp))
     try:
+        emulated_driver.acquire()
         MANAGER.acquire(SANITIZER_GROUP, lambda: _sanitizer_patches(interp))
     except BaseException:
+        if MANAGER.holds(emulated_driver.GROUP):
+            emulated_driver.release()
         MANAGER.release(GROUP)
         raise
     _s.sanitizer = sanitizer
@@ -257,6 +205,7 @@ def detach() -> None:
     _s.checking = False
     _s.pending = None
     MANAGER.release(SANITIZER_GROUP)
+    emulated_driver.release()
     MANAGER.release(GROUP)
 
 
@@ -389,13 +338,14 @@ def _base_patches(interp: Any) -> list[Patch]:
     orig_run = interp.InterpretedFunction.run
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        if warmup or (s.profiler is None and s.sanitizer is None):
+        if s.profiler is None and s.sanitizer is None:
             return orig_run(self, *args, grid=grid, warmup=warmup, **kwargs)
+        if warmup:  # a GPU script sizing its grid from the compiled kernel
+            return compile_time.InterpretedKernel(self, kwargs)
         with s.lock:
             return _recorded_run(orig_run, builder, self, args, grid, kwargs)
 
     patches: list[Patch] = [
-        *emulated_driver.patches(),
         *autotune.patches(),
         *device_calls.mend(interp),
         *libdevice.patches(interp),  # after the mend: it wraps the mended _patch_lang
@@ -421,6 +371,9 @@ def _recorded_run(
     start = time.perf_counter_ns()
     try:
         return _checked_run(orig_run, fn, args, grid, kwargs)
+    except compile_time.StaticAssertFailed:
+        counter = None  # rejected at compile time on a GPU: never a launch
+        raise
     finally:
         end = time.perf_counter_ns()
         s.counter = None
@@ -451,6 +404,8 @@ def _checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwarg
         # sanitizer's Abort must reach the caller as itself.
         cause = exc.__cause__
         error = cause if isinstance(cause, Abort) else exc
+        if compile_time.from_static_assert(cause):
+            error = compile_time.StaticAssertFailed(f"tl.static_assert failed in {fn.fn.__name__}: {cause}")
         if error is not exc:
             raise error from None
         raise

@@ -12,7 +12,8 @@ both ``triton.language`` and ``triton.language.core`` once (helpers such as ``tl
 ``InterpretedFunction.__call__``, because the latter patches the language again and never restores
 it, which would break every compile after the launch. Relies on ``InterpretedFunction(fn).run(*args,
 grid, warmup, **kw)``, ``.rewrite()`` and ``_patch_lang(fn) -> scope`` with ``scope.restore()``
-(triton 3.6 to 3.9). The patches go through the hook manager (group ``jit.interpreted_launch``).
+(triton 3.6 to 3.9). The patches go through the hook manager (group ``jit.interpreted_launch``),
+with the mends, libdevice and bf16 arithmetic that ``deuteron run`` and ``check`` use.
 
 The patches are process-wide while a launch runs (a lock keeps launches one at a time): a
 ``triton.compile`` on another thread during an interpreted launch would see the interpreter's
@@ -25,6 +26,7 @@ import threading
 from types import SimpleNamespace
 from typing import Any
 
+from . import bf16, libdevice, mends
 from .hooks import MANAGER, AttributePatch, CallbackPatch, Patch
 
 GROUP = "jit.interpreted_launch"
@@ -60,6 +62,10 @@ def _patches() -> list[Patch]:
         AttributePatch(JITFunction, "__call__", helper_call),
         AttributePatch(knobs.runtime, "interpret", True),
         CallbackPatch(patch_language, lambda: scope.pop().restore()),
+        # what makes GPU code run in the interpreter at all, as under `deuteron run` and `check`
+        *mends.patches(interpreter),
+        *libdevice.patches(interpreter),
+        *bf16.patches(interpreter),
     ]
 
 

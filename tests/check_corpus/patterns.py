@@ -171,6 +171,43 @@ def autotuned(n: int = 1000) -> Pair:
     return out, 3.0 * x + y
 
 
+# --- a config the compiler would reject, and warmup() (tutorials 06 and 02) ------------------------------
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (256, 64, 128)], key=["n"])
+@triton.jit
+def small_block_kernel(x_ptr, out_ptr, n, WIDTH: tl.constexpr, BLOCK: tl.constexpr):
+    tl.static_assert(BLOCK <= WIDTH)  # configs with a bigger block do not compile
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i, mask=i < n) + 1.0, mask=i < n)
+
+
+def rejected_config(n: int = 500) -> Pair:
+    x, out = torch.randn(n), torch.empty(n)
+    small_block_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](x, out, n, WIDTH=128)
+    return out, x + 1.0
+
+
+@triton.jit
+def persistent_rows_kernel(out_ptr, in_ptr, n_rows, n_cols, BLOCK: tl.constexpr):
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        c = tl.arange(0, BLOCK)
+        x = tl.load(in_ptr + row * n_cols + c, mask=c < n_cols, other=0.0)
+        tl.store(out_ptr + row * n_cols + c, x * 2.0, mask=c < n_cols)
+
+
+def warmed_up_grid() -> Pair:
+    """Size a persistent grid from the compiled kernel's resources, as tutorial 02 does."""
+    x = torch.randn(300, 70)
+    y = torch.empty_like(x)
+    kernel = persistent_rows_kernel.warmup(y, x, 300, 70, BLOCK=128, num_warps=4, grid=(1,))
+    kernel._init_handles()
+    props = triton.runtime.driver.active.utils.get_device_properties(0)
+    per_sm = min(props["max_num_regs"] // (kernel.n_regs * 32 * 4), props["max_shared_mem"] // kernel.metadata.shared)
+    kernel[(props["multiprocessor_count"] * per_sm, 1, 1)](y, x, 300, 70, 128)
+    return y, x * 2.0
+
+
 # --- libdevice math (a layer norm as Liger writes it, and some others) --------------------------------------
 
 

@@ -38,7 +38,7 @@ def attn_bwd_dkdv_kernel(Q, K, V, DO, DK, DV, N_CTX, sm_scale, BLOCK_M: tl.const
 
 
 if __name__ == "__main__":
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = triton.runtime.driver.active.get_active_torch_device()  # as Triton's tutorials ask
     n_ctx, d = 256, 64
     q, k, v, do = (torch.randn(n_ctx, d, dtype=torch.float16, device=device) for _ in range(4))
     dk, dv = torch.empty_like(k), torch.empty_like(v)
