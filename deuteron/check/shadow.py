@@ -59,6 +59,7 @@ def _expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 class Shadow:
     __slots__ = (
         "area",
+        "cells",
         "writes",
         "atomics",
         "reads",
@@ -72,6 +73,7 @@ class Shadow:
 
     def __init__(self, area: StorageArea) -> None:
         self.area = area
+        self.cells = max(1, area.nbytes // area.granule)
         self.writes: Paged | None = None  # writer (program seq), wsite
         self.atomics: Paged | None = None  # atomic (bool)
         self.reads: Paged | None = None  # rmin, rmax, rsite
@@ -82,9 +84,6 @@ class Shadow:
         self.run_count = 0
         self.first_site = -1
 
-    @property
-    def cells(self) -> int:
-        return max(1, self.area.nbytes // self.area.granule)
 
     @property
     def rmin(self) -> Paged | None:

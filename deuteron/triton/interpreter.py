@@ -238,8 +238,14 @@ _ADDRESS = np.uint64(ADDRESS_MASK)
 
 
 def _untagged(handle: Any) -> Any:
-    """A pointer handle with its provenance tags stripped: the real addresses, for Triton."""
-    return type(handle)(handle.data & _ADDRESS, handle.dtype)
+    """A pointer handle with its provenance tags stripped: the real addresses, for Triton. (A copy:
+    the kernel may use the same pointers again. Built without re-validating what Triton made.)"""
+    out = object.__new__(type(handle))
+    out.__dict__.update(handle.__dict__)
+    out.data = handle.data & _ADDRESS
+    if "attr" in out.__dict__:
+        out.attr = {}  # as a handle made afresh would have
+    return out
 
 
 def _guarded(kind: int, ptrs: Any, mask: Any, values: np.ndarray | None) -> tuple[Any, Any]:
