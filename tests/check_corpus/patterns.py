@@ -203,7 +203,8 @@ def warmed_up_grid() -> Pair:
     kernel = persistent_rows_kernel.warmup(y, x, 300, 70, BLOCK=128, num_warps=4, grid=(1,))
     kernel._init_handles()
     props = triton.runtime.driver.active.utils.get_device_properties(0)
-    per_sm = min(props["max_num_regs"] // (kernel.n_regs * 32 * 4), props["max_shared_mem"] // kernel.metadata.shared)
+    by_regs = props["max_num_regs"] // (kernel.n_regs * 32 * 4)
+    per_sm = min(by_regs, props["max_shared_mem"] // kernel.metadata.shared)
     kernel[(props["multiprocessor_count"] * per_sm, 1, 1)](y, x, 300, 70, 128)
     return y, x * 2.0
 
