@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs on the lent GPU machine (see docs/benchmarks.md): build the shim, GPU tests, fixtures, benchmarks.
-# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|check|all]   (results under $OUT)
+# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|check|explain|real|all]   (results under $OUT)
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -62,4 +62,16 @@ if has explain; then
   timeout 400 python3 -m pytest tests/test_explain.py tests/test_explain_parsers.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|passed|failed" | tail -30
   python3 -m deuteron explain --json $OUT/explain_matmul.json tests/explain_corpus/matmul.py 2>&1 | tail -12
   timeout 400 python3 benchmarks/explain_speed.py --runs ${RUNS:-3} 2>&1 | tail -8
+fi
+if has real; then
+  # Real kernels on a real GPU: the check corpus and the libdevice/bf16 suites on the machine's Triton,
+  # Triton's own tutorials (copied under $SHARED/tutorials, never committed) under check, run and explain.
+  python3 -c "import triton, numpy, torch; print('triton', triton.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
+  timeout 300 python3 -m pytest tests/test_check_patterns.py tests/test_bf16.py tests/test_libdevice.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|error|passed|failed" | tail -${TAILN:-30}
+  T=$(realpath "${SHARED:-../shared}/tutorials"); W=$(mktemp -d)
+  for t in 08-grouped-gemm; do
+    ( cd "$W" && /usr/bin/time -f "$t check: %e s" timeout 240 python3 -m deuteron check --json "$OUT/$t.check.json" "$T/$t.py" 2>&1 | tail -15; python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print({k: r[k] for k in (\"launches\", \"programs\", \"kernels\", \"summary\")})" "$OUT/$t.check.json" )
+  done
+  [ -f "$T/08_compare.py" ] && ( cd "$W" && timeout 200 python3 -m deuteron check "$T/08_compare.py" 2>&1 | tail -8 )
+  ( cd "$W" && timeout 200 python3 -m deuteron run -n mm "$T/03-matrix-multiplication.py" 2>&1 | tail -4 && python3 -m deuteron view mm.hatchet -m time/ms,count -d 3 2>&1 | head -30 && cp mm.hatchet "$OUT/" )
 fi

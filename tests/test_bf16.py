@@ -106,7 +106,7 @@ def test_bf16_reductions_dot_and_casts_under_profiling_too(tmp_path) -> None:  #
     c = torch.empty(32, 32)
     f = torch.tensor([1.00390625, 1.01171875, -2.5, 3.999, 1e30, -7.7] * 4)  # RNE ties and carries
     bf, ints = torch.empty(24, dtype=torch.bfloat16), torch.empty(24, dtype=torch.int32)
-    with deuteron.profile(str(tmp_path / "p")):
+    with deuteron.profile(str(tmp_path / "p"), backend="interpreter"):  # CPU tensors, on a GPU machine too
         reduce_kernel[(1,)](x, s, mx, arg, cum, N=64)
         dot_kernel[(1,)](a, b, c, N=32)
         cast_kernel[(1,)](f, bf, ints, 24, BLOCK=32)

@@ -152,6 +152,7 @@ from tests.check_corpus import patterns
 """
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the emulated driver answers only where no GPU does")
 def test_run_files_autotune_benchmarks_under_autotune_and_answers_driver_queries(tmp_path: Path) -> None:
     from tests.conftest import REPO
 

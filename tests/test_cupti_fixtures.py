@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deuteron.collect.backends.cupti import replay
-from deuteron.collect.placement import CAPTURED_AT, NO_PYTHON, OTHER_THREADS
+from deuteron.collect.placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON, OTHER_THREADS
 from deuteron.collect.session import Session
 from deuteron.model.tree import Node
 
@@ -60,6 +60,7 @@ def test_shadow_fixture_counts_every_kernel_where_it_was_launched() -> None:
     for node in root.walk():
         if node.metrics.get("count"):
             assert node.metrics["time (ns)"] > 0 and node.metrics["device_id"] == "0"  # type: ignore[operator]
+    assert NO_LAUNCH not in {c.name for c in root.children.values()}  # nothing unmatched: no empty frame
 
 
 def test_python_fixture_files_kernels_under_call_paths_and_graph_kernels_under_their_capture_line() -> None:

@@ -120,13 +120,13 @@ def test_profiling_and_checking_share_the_interpreter_patches() -> None:
     sanitizer's only while a check runs; nothing is left changed afterwards."""
     assert MANAGER.active() == {}
     x, y = torch.rand(300), torch.rand(300)
-    driver = "triton.emulated_driver"
+    driver, tune = "triton.emulated_driver", "triton.autotune_scope"  # the profile files benchmarks
     with deuteron.profile(backend="interpreter"):
-        assert MANAGER.active() == {"interpreter": 1, driver: 1}
+        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1}
         with deuteron.check():
-            assert MANAGER.active() == {"interpreter": 2, "interpreter.sanitizer": 1, driver: 2}
+            assert MANAGER.active() == {"interpreter": 2, "interpreter.sanitizer": 1, driver: 2, tune: 1}
             add(x, y, block=128)
-        assert MANAGER.active() == {"interpreter": 1, driver: 1}
+        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1}
         assert "set_grid_idx" not in vars(interpreter.interpreter_builder)
     assert MANAGER.active() == {}
     assert not {"create_masked_load", "set_grid_dim"} & set(vars(interpreter.interpreter_builder))
@@ -148,3 +148,34 @@ def test_device_calls_leave_the_language_as_they_found_it() -> None:
     with deuteron.check():
         correct.CASES["softmax"]()  # tl.max and tl.sum are device calls
     assert snapshot() == before
+
+
+def test_autotune_scope_waits_for_triton_to_be_imported() -> None:
+    """A GPU profile starts before the script imports Triton: the autotuner is changed when it is
+    imported (not before: that would cost the import), and put back when the profile ends."""
+    import subprocess
+    import sys
+
+    from .conftest import REPO
+
+    code = """
+import sys
+from contextlib import nullcontext
+from deuteron.triton import autotune
+from deuteron.triton.hooks import MANAGER
+undo = autotune.file_benchmarks_under(nullcontext)
+assert "triton" not in sys.modules and not MANAGER.holds(autotune.SCOPE_GROUP)
+from triton.runtime.autotuner import Autotuner
+assert MANAGER.holds(autotune.SCOPE_GROUP) and Autotuner._bench.__qualname__.startswith("_scope_patches")
+undo()
+assert not MANAGER.holds(autotune.SCOPE_GROUP)
+assert vars(Autotuner)["_bench"].__qualname__ == "Autotuner._bench"
+undo2 = autotune.file_benchmarks_under(nullcontext)  # imported already: at once
+assert MANAGER.holds(autotune.SCOPE_GROUP)
+undo2()
+assert vars(Autotuner)["_bench"].__qualname__ == "Autotuner._bench"
+assert not any(type(f).__module__ == "deuteron.triton.hooks" for f in sys.meta_path)
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]

@@ -14,7 +14,8 @@ came from. At each access it judges every active lane against *that* tensor:
   tensors or crash the process.
 
 An integer the kernel turns into a pointer (a pointer array's entry) is tagged then with the tensor
-it points into, an argument or any live CPU tensor of the process (added to the launch), so a lane
+it points into, an argument or any live tensor of the process (added to the launch; a device tensor
+is copied to the host for the launch, as the interpreter copies arguments), so a lane
 that strays past that tensor is out of bounds on it; one that points into no tensor stays untagged
 and its accesses are out of bounds ("unknown pointer"). Every attached checker
 hears the same events (a ``deuteron.check`` inside ``deuteron check`` sees everything too).
@@ -58,6 +59,11 @@ class Guard:
         self._ptrs: dict[int, int] = {}  # data_ptr -> tag, for wrappers of a tensor
         self._views: dict[int, bool] = {}  # tensor index -> its view covers every element of its allocation
         self._live: tuple[np.ndarray, np.ndarray, list[Any]] | None = None
+        # A device tensor argument's storage address -> (bytes, its host copy's address)
+        self._device_copies: dict[int, tuple[int, int]] = {}
+        # Host copies made of device tensors a pointer array names: (device storage, host storage),
+        # copied back when the launch ends
+        self._mirrors: list[tuple[Any, Any]] = []
 
     # --- checkers come and go --------------------------------------------------------------------
 
@@ -83,12 +89,19 @@ class Guard:
     # --- the interpreter's events ------------------------------------------------------------------
 
     def launch_prepare(
-        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], table: SiteTable
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        table: SiteTable,
+        device_copies: dict[int, tuple[int, int]] | None = None,
     ) -> None:
         """The launch's host tensors are known: describe them, so their pointers can be tagged."""
         self.prepared = launch_info(self.launches + 1, fn, args, kwargs, (1, 1, 1), table, self._objects)
         self._views = {}
         self._live = None
+        self._device_copies = dict(device_copies or {})
+        self._mirrors = []
 
     def _objects(self, tags: dict[int, int], ptrs: dict[int, int]) -> None:
         self._tags, self._ptrs = tags, ptrs
@@ -112,9 +125,11 @@ class Guard:
             return addresses
         flat = addresses.reshape(-1).astype(np.uint64) & _MASK
         values, inverse = np.unique(flat, return_inverse=True)
-        owners = self._resolve(values)
+        owners, moves = self._resolve(values)
         tags = np.where(owners >= 0, (owners + 1).astype(np.uint64) << _SHIFT, np.uint64(0))
-        return (flat | tags[inverse.reshape(-1)]).reshape(addresses.shape).astype(addresses.dtype)
+        moved = (values.astype(np.int64) + moves).astype(np.uint64)  # device addresses -> host copies
+        inverse = inverse.reshape(-1)
+        return (moved[inverse] | tags[inverse]).reshape(addresses.shape).astype(addresses.dtype)
 
     def launch_begin(self, grid: tuple[int, int, int]) -> None:
         launch = self.prepared
@@ -184,7 +199,9 @@ class Guard:
         owner[garbage] = -2
         untagged = owner == -1
         if untagged.any():
-            owner[untagged] = self._resolve(real[untagged])
+            found, moves = self._resolve(real[untagged])
+            found[moves != 0] = -1  # a device address reached without a tag: never dereferenced
+            owner[untagged] = found
         owner[garbage] = -1
         known = owner >= 0
         storage = np.full(real.size, -1, dtype=np.int64)
@@ -249,29 +266,43 @@ class Guard:
             for listener in self.listeners:
                 listener.outside_view(kind, real[off], flat_positions[lanes[off]], t, esize, site)
 
-    def _resolve(self, addresses: np.ndarray) -> np.ndarray:
-        """The tensor each untagged address lies in: an argument's allocation, else a live tensor of
-        the process (a pointer array's target, added to the launch), else -1."""
+    def _resolve(self, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The tensor each untagged address lies in (an argument's allocation, else a live tensor of
+        the process: a pointer array's target, added to the launch; -1 for none), and what to add to
+        the address to reach it on the host (non-zero for device addresses: the interpreter runs
+        on host copies)."""
         launch = self.launch
         assert launch is not None
         out = np.full(addresses.size, -1, dtype=np.int64)
+        moves = np.zeros(addresses.size, dtype=np.int64)
         for area in launch.storages:
             hit = (addresses >= np.uint64(area.start)) & (addresses < np.uint64(area.start + area.nbytes))
             out[hit & (out < 0)] = area.tensors[0]
+        for dev_start, (nbytes, host_start) in self._device_copies.items():
+            inside = (addresses >= np.uint64(dev_start)) & (addresses < np.uint64(dev_start + nbytes))
+            hit = (out < 0) & inside
+            if hit.any():
+                owner = next((a.tensors[0] for a in launch.storages if a.start == host_start), -1)
+                out[hit] = owner
+                moves[hit] = host_start - dev_start if owner >= 0 else 0
         missing = out < 0
         if not missing.any():
-            return out
+            return out, moves
         starts, ends, tensors = self._live_tensors()
         where = np.searchsorted(starts, addresses[missing], side="right").astype(np.int64) - 1
         ok = (where >= 0) & (addresses[missing] < ends[np.maximum(where, 0)])
         found = np.full(int(missing.sum()), -1, dtype=np.int64)
+        found_moves = np.zeros(int(missing.sum()), dtype=np.int64)
         for w in np.unique(where[ok]).tolist():
-            found[ok & (where == w)] = self._adopt(tensors[w])
+            index, move = self._adopt(tensors[w])
+            found[ok & (where == w)] = index
+            found_moves[ok & (where == w)] = move
         out[missing] = found
-        return out
+        moves[missing] = found_moves
+        return out, moves
 
     def _live_tensors(self) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-        """Every CPU tensor alive in the process, by allocation (one gc walk per launch, when needed)."""
+        """Every tensor alive in the process, by allocation (one gc walk per launch, when needed)."""
         if self._live is None:
             by_start: dict[int, Any] = {}
             torch = sys.modules.get("torch")
@@ -283,11 +314,11 @@ class Guard:
             ]
             for obj in live:
                 try:
-                    if not obj.is_cpu:
+                    if obj.is_meta:
                         continue
                     storage = obj.untyped_storage()
                     start, nbytes = int(storage.data_ptr()), int(storage.nbytes())
-                except Exception:  # a tensor subclass or a meta tensor
+                except Exception:  # a tensor subclass without storage
                     continue
                 if nbytes and (start not in by_start or nbytes > by_start[start][1]):
                     by_start[start] = (obj, nbytes)
@@ -297,15 +328,28 @@ class Guard:
             self._live = (starts, ends, [by_start[s] for s in order])
         return self._live
 
-    def _adopt(self, found: tuple[Any, int]) -> int:
-        """A live tensor reached through a pointer array, as a tensor of this launch (once)."""
+    def _adopt(self, found: tuple[Any, int]) -> tuple[int, int]:
+        """A live tensor reached through a pointer array, as a tensor of this launch (once), and
+        the move from its addresses to the memory the kernel reads: a device tensor is copied to
+        the host for the launch, as the interpreter copies arguments, and back at its end."""
         launch = self.launch
         assert launch is not None
         obj, nbytes = found
-        start = int(obj.untyped_storage().data_ptr())
+        storage = obj.untyped_storage()
+        start = int(storage.data_ptr())
+        move = 0
+        if not obj.is_cpu:
+            for dev, host in self._mirrors:
+                if int(dev.data_ptr()) == start:
+                    move = int(host.data_ptr()) - start
+                    break
+            else:
+                host = storage.cpu()
+                self._mirrors.append((storage, host))
+                move = int(host.data_ptr()) - start
         for area in launch.storages:
-            if area.start == start:
-                return area.tensors[0]
+            if area.start == start + move:
+                return area.tensors[0], move
         esize = int(obj.element_size())
         dtype = str(obj.dtype).removeprefix("torch.")
         shape = tuple(int(n) for n in obj.shape)
@@ -315,10 +359,10 @@ class Guard:
             strides=tuple(int(n) for n in obj.stride()),
             dtype=dtype,
             element_size=esize,
-            data_ptr=int(obj.data_ptr()),
+            data_ptr=int(obj.data_ptr()) + move,
             storage=-1,
         )
-        return launch.add(tensor, start, nbytes, esize)
+        return launch.add(tensor, start + move, nbytes, esize), move
 
     def atomic_result(
         self,
@@ -357,6 +401,9 @@ class Guard:
 
     def launch_end(self, error: BaseException | None) -> None:
         launch, self.launch, self.prepared = self.launch, None, None
+        mirrors, self._mirrors = self._mirrors, []
+        for dev, host in mirrors:  # what the kernel wrote through a pointer array, back on the device
+            dev.copy_(host)
         if launch is not None:
             for listener in list(self.listeners):
                 listener.launch_end(launch, error)

@@ -30,6 +30,8 @@ class LaunchContexts:
         self.root = root
         self._python_path = python_path
         self._nodes: dict[int, Node] = {}
+        # ids whose path of frames is made on first use (reserved frames, recorded contexts)
+        self._pending: dict[int, tuple[str, ...]] = {}
         self._ids: dict[int, int] = {}  # id(node) -> context id
         self._next = 16
         self._states: dict[str, int] = {}
@@ -43,8 +45,9 @@ class LaunchContexts:
         self._bind(cid, self.root)
 
     def reserve_frame(self, cid: int, frame: str) -> None:
-        """``cid`` stands for a top-level frame such as :data:`NO_LAUNCH`, made now."""
-        self._bind(cid, self.root.child(frame))
+        """``cid`` stands for a top-level frame such as :data:`NO_LAUNCH`, made when first used (a
+        profile shows no empty ``<no launch record>``)."""
+        self._pending[cid] = (frame,)
 
     def _bind(self, cid: int, node: Node) -> None:
         self._nodes[cid] = node
@@ -78,11 +81,10 @@ class LaunchContexts:
         self._bind(cid, self._python_path(frames))
 
     def add_path(self, cid: int, names: Sequence[str]) -> None:
-        """``cid`` stands for this path of frame names below the root (a recorded context)."""
-        node = self.root
-        for name in names:
-            node = node.child(name)
-        self._bind(cid, node)
+        """``cid`` stands for this path of frame names below the root (a recorded context), made
+        when a kernel is first filed there."""
+        self._nodes.pop(cid, None)
+        self._pending[cid] = tuple(names)
 
     def add_states(self, states: dict[int, str]) -> None:
         for sid, name in states.items():
@@ -91,7 +93,8 @@ class LaunchContexts:
 
     def paths(self) -> dict[int, list[str]]:
         """Every id's path of names below the root, to save alongside recorded ids."""
-        return {cid: path_to(self.root, node) for cid, node in self._nodes.items()}
+        made = {cid: path_to(self.root, node) for cid, node in self._nodes.items()}
+        return {**{cid: list(p) for cid, p in self._pending.items()}, **made}
 
     # --- ids back into nodes ------------------------------------------------------------------------
 
@@ -99,7 +102,10 @@ class LaunchContexts:
         """The node an id stands for; an id never handed out gets a frame of its own (kept, not lost)."""
         node = self._nodes.get(cid)
         if node is None:
-            node = self._nodes[cid] = self.root.child(f"<unknown context {cid}>")
+            node = self.root
+            for name in self._pending.pop(cid, (f"<unknown context {cid}>",)):
+                node = node.child(name)
+            self._bind(cid, node)
         return node
 
     def kernel_parent(

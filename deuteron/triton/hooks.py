@@ -10,6 +10,9 @@ other's, and :meth:`HookManager.active` says at any time what Deuteron has chang
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -169,3 +172,53 @@ def _undo(group: _Group) -> None:
 
 
 MANAGER = HookManager()
+
+
+class _Loader(importlib.abc.Loader):
+    """A module's own loader, then ``after()`` once the module has run."""
+
+    def __init__(self, inner: Any, after: Callable[[], None]) -> None:
+        self.inner, self.after = inner, after
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: _ModuleType) -> None:
+        self.inner.exec_module(module)
+        self.after()
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Finds module ``name`` through the other finders and wraps its loader (once)."""
+
+    def __init__(self, name: str, callback: Callable[[], None]) -> None:
+        self.name, self.callback = name, callback
+
+    def find_spec(
+        self, fullname: str, path: Any, target: Any = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname != self.name:
+            return None
+        self.remove()
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        for finder in sys.meta_path if spec is None else ():
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                break
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _Loader(spec.loader, self.callback)
+        return spec
+
+    def remove(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+
+def after_import(name: str, callback: Callable[[], None]) -> Callable[[], None]:
+    """Call ``callback()`` right after module ``name`` is first imported; returns the undo (for
+    when it no longer matters). Python has no post-import hook: a finder wraps the module's loader."""
+    finder = _AfterImport(name, callback)
+    sys.meta_path.insert(0, finder)
+    return finder.remove

@@ -423,6 +423,37 @@ def _checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwarg
             sanitizer.launch_end(error)
 
 
+def _device_copies(
+    interp: Any, args_dev: Any, kwargs_dev: dict[str, Any], args_hst: Any, kwargs_hst: dict[str, Any]
+) -> dict[int, tuple[int, int]]:
+    """Device storage address -> (bytes, host copy's address) for each device tensor argument the
+    interpreter copied to the host (walked as its ``_restore_args_dev`` walks them)."""
+    found: dict[int, tuple[int, int]] = {}
+    unwrap = getattr(interp, "_unwrap_tensor", lambda t: t)
+
+    def visit(dev: Any, hst: Any) -> None:
+        if hasattr(dev, "data_ptr"):
+            try:
+                dev, hst = unwrap(dev), unwrap(hst)
+                if dev.is_cpu:
+                    return
+                dev_storage, hst_storage = dev.untyped_storage(), hst.untyped_storage()
+                found[int(dev_storage.data_ptr())] = (int(dev_storage.nbytes()), int(hst_storage.data_ptr()))
+            except Exception:  # something tensor-like that is not a torch tensor
+                return
+        elif isinstance(dev, tuple) and isinstance(hst, tuple):
+            for d, h in zip(dev, hst, strict=False):
+                visit(d, h)
+        elif hasattr(dev, "base") and hasattr(dev, "block_shape"):  # a TensorDescriptor
+            visit(dev.base, getattr(hst, "base", None))
+
+    for dev, hst in zip(args_dev, args_hst, strict=False):
+        visit(dev, hst)
+    for key, dev in kwargs_dev.items():
+        visit(dev, kwargs_hst.get(key))
+    return found
+
+
 def _sanitizer_patches(interp: Any) -> list[Patch]:
     builder = interp.interpreter_builder
     cls = type(builder)
@@ -438,7 +469,8 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
         sanitizer = s.sanitizer
         if sanitizer is not None:
             s.pending = (self.fn, result[0], result[1])
-            sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table())
+            copies = _device_copies(interp, args_dev, kwargs, result[0], result[1])
+            sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table(), copies)
         return result
 
     orig_cvt = interp._implicit_cvt

@@ -17,9 +17,16 @@ class Sanitizer(Protocol):
     Triton touches memory."""
 
     def launch_prepare(
-        self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], table: SiteTable
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        table: SiteTable,
+        device_copies: dict[int, tuple[int, int]],
     ) -> None:
-        """The launch's host tensors, before its pointers are made."""
+        """The launch's host tensors, before its pointers are made. ``device_copies`` maps each
+        device tensor argument's storage address to (bytes, address of its host copy), so pointers
+        the kernel reads from memory (device addresses) can be found in the host copies."""
         ...
 
     def tag_of(self, arg: Any) -> int:

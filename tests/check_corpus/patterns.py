@@ -58,14 +58,14 @@ def scale_each_kernel(ptrs, sizes, EXTRA: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(base + i, x * 2.0, mask=i < n)
 
 
-def pointer_array(extra: int = 0, bad: bool = False) -> Pair:
-    tensors = [torch.randn(n) for n in (100, 37, 64)]
+def pointer_array(extra: int = 0, bad: bool = False, device: str = "cpu") -> Pair:
+    tensors = [torch.randn(n, device=device) for n in (100, 37, 64)]
     want = [t * 2 for t in tensors]
     addresses = [t.data_ptr() for t in tensors]
     if bad:
         addresses[1] = 4096  # a pointer into no tensor
-    ptrs = torch.tensor(addresses, dtype=torch.int64)
-    sizes = torch.tensor([t.numel() for t in tensors], dtype=torch.int32)
+    ptrs = torch.tensor(addresses, dtype=torch.int64, device=device)
+    sizes = torch.tensor([t.numel() for t in tensors], dtype=torch.int32, device=device)
     scale_each_kernel[(len(tensors),)](ptrs, sizes, EXTRA=extra, BLOCK=128)
     return torch.cat(tensors), torch.cat(want)
 

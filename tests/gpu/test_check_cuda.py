@@ -30,3 +30,29 @@ def test_check_with_cuda_tensors(tmp_path: Path):
     assert (finding["kind"], finding["tensor"], finding["program"]) == ("out-of-bounds", "x_ptr", [3, 0, 0])
     assert "first element 1000..1023" in finding["message"]
     assert (report["launches"], report["programs"]) == (1, 4)
+
+
+POINTER_ARRAY = """
+import torch
+from tests.check_corpus import patterns
+
+got, want = patterns.pointer_array(device="cuda")
+assert got.is_cuda and torch.allclose(got, want)
+patterns.pointer_array(extra=5, device="cuda")
+print("ok")
+"""
+
+
+def test_a_pointer_array_of_device_addresses_is_followed_into_host_copies(tmp_path: Path) -> None:
+    """Tutorial 08's pattern on a GPU: the array holds device addresses; the interpreter runs on the
+    host, so each target is copied there for the launch, checked as itself, and copied back (the
+    first launch's results reach the device: the script asserts them)."""
+    (tmp_path / "script.py").write_text(POINTER_ARRAY)
+    proc = run_cli("check", "--json", "r.json", "script.py", cwd=tmp_path, timeout=300)
+    assert proc.returncode == 1 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["launches"] == 2
+    findings = report["findings"]
+    assert {f["kind"] for f in findings} == {"out-of-bounds"}  # only the second launch's strays
+    assert sorted(f["index"][0] for f in findings) == [37, 64, 100]
+    assert all("tensor from a pointer in memory" in f["tensor"] for f in findings)

@@ -310,3 +310,27 @@ with deuteron.scope("forever"):
     assert proc.returncode == 143, err[-2000:]
     root = json.loads((tmp_path / "part.hatchet").read_text())[0]
     assert find(root, "forever", "add_kernel")["metrics"]["count"] > 100
+
+
+def test_autotune_benchmarks_are_filed_under_autotune(tmp_path: Path) -> None:
+    """``@triton.autotune`` on a GPU: every repetition ``do_bench`` makes of each config (and its
+    cache flushes) under ``<autotune>``; the launch the script asked for where it was made."""
+    tree, _ = profile_script(
+        tmp_path,
+        """
+        @triton.autotune(configs=[triton.Config({"BLOCK": b}) for b in (256, 512, 1024)], key=["n"])
+        @triton.jit
+        def tuned_add_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+            i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(o_ptr + i, tl.load(x_ptr + i, mask=i < n) + 1.0, mask=i < n)
+
+        x = torch.ones(1 << 16, device="cuda"); o = torch.empty_like(x)
+        tuned_add_kernel[lambda m: (triton.cdiv(x.numel(), m["BLOCK"]),)](x, o, x.numel())
+        torch.cuda.synchronize()
+        assert torch.equal(o, x + 1)
+    """,
+    )
+    root, _ = tree
+    assert find(root, "tuned_add_kernel")["metrics"]["count"] == 1
+    benched = find(root, "<autotune>", "tuned_add_kernel")["metrics"]["count"]
+    assert benched >= 3 * 2  # each config, warm-up and timed repetitions

@@ -11,7 +11,7 @@ The events come from :mod:`deuteron.triton.interpreter`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -64,6 +64,9 @@ def _dispatch(record: interpreter.LaunchRecord) -> None:
         session.record_kernel(name, metrics, record.start_ns, record.end_ns)
 
 
+_unfile: list[Callable[[], None]] = []  # undoes filing the autotuner's benchmarks under a scope
+
+
 @contextmanager
 def _benchmark_scope() -> Iterator[None]:
     """``@triton.autotune``'s benchmark launches, filed under ``<autotune>`` as Proton's recipe does."""
@@ -86,7 +89,8 @@ class InterpreterBackend:
     def start(self, session: SessionPort) -> None:
         enable_interpreter_mode()
         interpreter.install(_dispatch)
-        autotune.set_benchmark_scope(_benchmark_scope)
+        if not _sessions:
+            _unfile.append(autotune.file_benchmarks_under(_benchmark_scope))
         if session not in _sessions:
             _sessions.append(session)
 
@@ -94,5 +98,6 @@ class InterpreterBackend:
         if session in _sessions:
             _sessions.remove(session)
         if not _sessions:
-            autotune.set_benchmark_scope(None)
+            while _unfile:
+                _unfile.pop()()
             interpreter.uninstall()

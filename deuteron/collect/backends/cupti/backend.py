@@ -22,6 +22,8 @@ import os
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ import numpy as np
 
 from ....model.metrics import COUNT, TIME
 from ....model.trace import KernelSpans
+from ....triton import autotune
 from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
 from .. import BackendError, KernelGroup, SessionPort, launch_metadata_metrics
 from . import library, records
@@ -161,6 +164,7 @@ class CuptiBackend:
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._uninstall_hook: Any = None
+        self._unfile: Callable[[], None] | None = None
         self._record_dir: Path | None = None
         self._record_index = 0
         self.live = True  # False when replaying recorded drains: pointers are from another process
@@ -207,6 +211,7 @@ class CuptiBackend:
         CuptiBackend._active = self
         self._calibrate_clock()
         session.context_listener = self._on_context
+        self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
         if session.hook == "triton":
             from ....triton.launch_hook import install
 
@@ -246,6 +251,9 @@ class CuptiBackend:
             _shim.set_paused(not active)
 
     def _teardown(self) -> None:
+        if self._unfile is not None:
+            self._unfile()
+            self._unfile = None
         if self._uninstall_hook is not None:
             self._uninstall_hook()
             self._uninstall_hook = None
@@ -263,6 +271,22 @@ class CuptiBackend:
                 best = (b - a, c - (a + b) // 2)
         assert best is not None
         self.clock_offset = best[1]
+
+    @contextmanager
+    def _benchmark_scope(self) -> Iterator[None]:
+        """``@triton.autotune``'s benchmark launches (every repetition ``do_bench`` makes, and the
+        cache flushes between them) under ``<autotune>``, apart from the launches the script asked for."""
+        session = self.session
+        if session is None or not session.active:
+            yield
+            return
+        start = time.perf_counter_ns()
+        session.open_scope(autotune.BENCHMARK_SCOPE, None)
+        try:
+            yield
+        finally:
+            if session.active:
+                session.close_scope(autotune.BENCHMARK_SCOPE, start, time.perf_counter_ns(), None)
 
     # --- context slots -----------------------------------------------------------------------------
 
