@@ -28,12 +28,18 @@ Errors for bad input all derive from ``deuteron.errors.DeuteronError``.
 
 __version__ = "0.1.0"
 
+from . import context, mode  # noqa: E402  (Proton's submodules of the same names)
 from .api import (  # noqa: E402
+    DEFAULT_PROFILE_NAME,
     activate,
+    cpu_timed_scope,
     deactivate,
     enter_scope,
+    enter_state,
     exit_scope,
+    exit_state,
     finalize,
+    metadata_state,
     profile,
     scope,
     start,
@@ -45,13 +51,20 @@ from .model.errors import DeuteronError  # noqa: E402
 __all__ = [
     "__version__",
     "CheckFailed",
+    "DEFAULT_PROFILE_NAME",
     "DeuteronError",
     "activate",
     "check",
+    "context",
+    "cpu_timed_scope",
     "deactivate",
     "enter_scope",
+    "enter_state",
     "exit_scope",
+    "exit_state",
     "finalize",
+    "metadata_state",
+    "mode",
     "profile",
     "scope",
     "start",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import itertools
 import os
 import sys
 import threading
@@ -28,21 +29,71 @@ _lock = threading.Lock()
 _next_id = 0
 _now = time.perf_counter_ns
 _open_scopes = threading.local()  # enter_scope/exit_scope bookkeeping: [(name, start_ns)]
+# Sessions `deuteron run` opened around the program: a bare finalize() in the program ends the
+# program's own sessions, not these (the whole-program profile goes on and is written at its end).
+_command_sessions: set[int] = set()
+
+
+DEFAULT_PROFILE_NAME = "proton"  # Proton's default, so `import deuteron as proton` code finds its file
+DATA_FORMATS = {"tree": "hatchet", "trace": "chrome_trace"}  # what finalize() writes by default
 
 
 def start(
     name: str | None = None,
     *,
-    backend: str = "auto",
-    context: str = "shadow",
-    hook: str | None = None,
+    context: str | None = "shadow",
+    data: str | None = "tree",
+    backend: str | None = None,
+    mode: Any = None,
+    hook: Any = None,
     command: list[str] | None = None,
-) -> int:
-    """Start a session and make it active; returns its id (-1 when Deuteron is disabled).
+) -> int | None:
+    """Start a session and make it active; returns its id (None when profiling is disabled).
 
-    ``NAME.hatchet`` is checked now (the folder exists and takes a file), and its path is fixed:
-    a later ``chdir`` does not move it."""
-    return _start(name, backend=backend, context=context, hook=hook, command=command, outputs=("hatchet",))
+    Proton's signature and defaults: ``name`` (default ``proton``) is the file's path without its
+    suffix; ``data="tree"`` writes ``NAME.hatchet`` at ``finalize()``, ``data="trace"``
+    ``NAME.chrome_trace``; ``backend=None`` picks CUPTI on a usable NVIDIA GPU, else Triton's
+    interpreter. The output file is checked now and its path fixed: a later ``chdir`` does not
+    move it. Modes and hook objects Deuteron does not have yet are refused here, in one line."""
+    fmt = _data_format(data)
+    _check_mode(mode)
+    return _start(
+        DEFAULT_PROFILE_NAME if name is None else name,
+        backend=backend or "auto",
+        context=context or "shadow",
+        hook=_hook_name(hook),
+        command=command,
+        outputs=(fmt,),
+        default_format=fmt,
+    )
+
+
+def _data_format(data: str | None) -> str:
+    fmt = DATA_FORMATS.get(data or "tree")
+    if fmt is None:
+        raise SessionError(f"unknown data {data!r}; choose one of: {', '.join(DATA_FORMATS)}")
+    return fmt
+
+
+def _check_mode(mode: Any) -> None:
+    """Proton's modes beyond the default (PC sampling, instrumentation, periodic flushing) are not
+    in Deuteron yet: a clear refusal beats a profile that silently lacks what was asked for."""
+    if mode is None or mode == "":
+        return
+    text = str(mode).split(":", 1)[0] if isinstance(mode, str) else type(mode).__name__
+    raise SessionError(
+        f"mode {text!r} is not supported by Deuteron yet (only the default mode); start without mode="
+    )
+
+
+def _hook_name(hook: Any) -> str | None:
+    if hook is None or isinstance(hook, str):
+        return hook
+    if type(hook).__name__ == "LaunchHook":  # Proton's own launch hook object: the same as "triton"
+        return "triton"
+    raise SessionError(
+        f"hook objects ({type(hook).__name__}) are not supported by Deuteron yet; use hook='triton'"
+    )
 
 
 def _start(
@@ -53,10 +104,12 @@ def _start(
     hook: str | None = None,
     command: list[str] | None = None,
     outputs: tuple[str, ...] = (),
-) -> int:
+    for_command: bool = False,
+    default_format: str = "hatchet",
+) -> int | None:
     global _next_id
     if disabled():
-        return -1
+        return None
     with _lock:
         sid = _next_id
         session = Session(
@@ -68,8 +121,11 @@ def _start(
             command=command,
             outputs=outputs,
         )
+        session.default_format = default_format
         _next_id += 1
         _sessions[sid] = session
+        if for_command:
+            _command_sessions.add(sid)
     try:
         session.backend.start(session)
     except BaseException:
@@ -83,12 +139,15 @@ def _start(
 def _select(session: int | None) -> list[Session]:
     if session is None:
         return list(_sessions.values())
-    if session == -1:
+    if session == -1:  # what start() returned before it returned None when disabled
         return []
     try:
         return [_sessions[session]]
     except KeyError:
-        raise SessionError(f"no session {session}; open sessions: {sorted(_sessions) or 'none'}") from None
+        raise SessionError(
+            f"Session has not been initialized: {session} (no session {session}; "
+            f"open sessions: {sorted(_sessions) or 'none'})"
+        ) from None
 
 
 def activate(session: int | None = None) -> None:
@@ -99,12 +158,17 @@ def activate(session: int | None = None) -> None:
             _tell_backend(s, True)
 
 
-def deactivate(session: int | None = None) -> None:
+def deactivate(session: int | None = None, flushing: bool = False) -> None:
+    """Stop recording into the session(s); their data stays until ``finalize``. ``flushing``: also
+    gather what the GPU has recorded so far now (Proton's flag)."""
     for s in _select(session):
         if s.active:
             s.active = False
             _active.remove(s)
             _tell_backend(s, False)
+        flush = getattr(s.backend, "flush", None)
+        if flushing and flush is not None and not s.finalized:
+            flush(s)
 
 
 def _tell_backend(s: Session, active: bool) -> None:
@@ -114,14 +178,19 @@ def _tell_backend(s: Session, active: bool) -> None:
         set_active(s, active)
 
 
-def finalize(session: int | None = None, output_format: str | None = "hatchet") -> list[Path]:
+def finalize(session: int | None = None, output_format: str | None = "") -> list[Path]:
     """Stop the session(s) and write their profiles; returns the files written.
 
-    ``output_format`` is ``"hatchet"``, ``"chrome_trace"``, both comma-separated, or None to
-    write nothing (the tree stays available through ``profile``). A session is closed even when
-    its file cannot be written (OutputError then says why, once)."""
+    ``output_format`` is ``""`` (each session's own: ``hatchet`` for ``data="tree"``,
+    ``chrome_trace`` for ``"trace"``), ``"hatchet"``, ``"chrome_trace"``, both comma-separated,
+    or None to write nothing (the tree stays available through ``profile``). A session is closed
+    even when its file cannot be written (OutputError then says why, once)."""
     written: list[Path] = []
-    for s in _select(session):
+    chosen = _select(session)
+    if session is None:
+        chosen = [s for s in chosen if s.id not in _command_sessions]
+    for s in chosen:
+        _command_sessions.discard(s.id)
         deactivate(s.id)
         try:
             s.backend.stop(s)
@@ -129,8 +198,8 @@ def finalize(session: int | None = None, output_format: str | None = "hatchet") 
             s.finalized = True
             with _lock:
                 _sessions.pop(s.id, None)
-            if output_format:
-                written.extend(s.write(output_format))
+            if output_format is not None:
+                written.extend(s.write(output_format or s.default_format))
     return written
 
 
@@ -157,13 +226,15 @@ class _Scope:
                 s.open_scope(self.name, self.metrics)
         return self
 
+    timed = False  # a cpu_timed_scope records its CPU time on its node
+
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         sessions = self._sessions
         if sessions:
             end = _now()
             for s in sessions:
                 if not s.finalized:
-                    s.close_scope(self.name, self._start, end, None)
+                    s.close_scope(self.name, self._start, end, None, self.timed)
             self._sessions = ()
 
     def __call__(self, func: F) -> F:
@@ -173,10 +244,15 @@ class _Scope:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if not _active:
                 return func(*args, **kwargs)
-            with _Scope(name, metrics):
+            with (_TimedScope if self.timed else _Scope)(name, metrics):
                 return func(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+class _TimedScope(_Scope):
+    __slots__ = ()
+    timed = True
 
 
 class _IdleScope(_Scope):
@@ -217,31 +293,47 @@ def scope(name: str, metrics: dict[str, Any] | None = None) -> _Scope:
     return _IdleScope(name, metrics)
 
 
-def enter_scope(name: str, *, metrics: dict[str, Any] | None = None) -> None:
-    """Open a scope without a ``with`` block; close it with ``exit_scope`` on the same thread."""
+_scope_ids = itertools.count()  # Proton hands each entered scope an id (next() is atomic in CPython)
+
+
+def enter_scope(name: str, *, metrics: dict[str, Any] | None = None) -> int | None:
+    """Open a scope without a ``with`` block; close it with ``exit_scope`` on the same thread.
+    Returns the scope's id, or None while no session records (as Proton does)."""
     if not _active:
-        return
+        return None
+    sid = next(_scope_ids)
     start_ns = _now()
     stack = _open_scopes.__dict__.setdefault("stack", [])
-    stack.append((name, start_ns, tuple(_active)))
+    stack.append((name, start_ns, tuple(_active), sid))
     for s in _active:
         s.open_scope(name, metrics)
+    return sid
 
 
-def exit_scope(name: str | None = None, *, metrics: dict[str, Any] | None = None) -> None:
+def exit_scope(name: str | None = None, *, metrics: dict[str, Any] | None = None) -> int | None:
+    """Close the innermost scope ``enter_scope`` opened on this thread; returns its id."""
     stack = _open_scopes.__dict__.get("stack")
     if not stack:
         if _active:
             raise SessionError(f"exit_scope({name!r}) without a matching enter_scope on this thread")
-        return
-    opened, start_ns, sessions = stack[-1]
-    if name is not None and name != opened:
+        return None
+    opened, start_ns, sessions, sid = stack[-1]
+    if name and name != opened:
         raise SessionError(f"exit_scope({name!r}) but the innermost open scope is {opened!r}")
     stack.pop()
     end = _now()
     for s in sessions:
         if not s.finalized:
             s.close_scope(opened, start_ns, end, metrics)
+    return int(sid)
+
+
+def cpu_timed_scope(name: str, metrics: dict[str, Any] | None = None) -> _Scope:
+    """Proton's scope that also records its CPU time on its node (``cpu_time (ns)``, exclusive);
+    a plain scope's time is only in the trace, as in Proton."""
+    if metrics and "cpu_time" in metrics:
+        raise SessionError("the metric name 'cpu_time' is reserved")
+    return _TimedScope(name, metrics)  # entering it outside a session does nothing
 
 
 class state:
@@ -276,46 +368,111 @@ class state:
         return wrapper  # type: ignore[return-value]
 
 
-class profile:
-    """Profile a block or a function and keep the tree in memory (for notebooks).
+def enter_state(name: str) -> None:
+    """Proton's ``enter_state``: kernels launched until ``exit_state`` carry this state."""
+    stack = _open_states.__dict__.setdefault("stack", [])
+    entered = state(name)
+    entered.__enter__()
+    stack.append(entered)
 
-    ``with deuteron.profile() as p: ...`` then ``p.result`` is the Profile and ``p.show()``
-    prints it. Pass ``output_format="hatchet"`` to also write ``<name>.hatchet``.
+
+def exit_state() -> None:
+    stack = _open_states.__dict__.get("stack")
+    if stack:
+        stack.pop().__exit__()
+
+
+_open_states = threading.local()
+METADATA_STATE = "__proton_launch_metadata"  # Proton's name for the work of computing launch metadata
+
+
+class metadata_state(state):
+    """Proton's state around computing a kernel's launch metadata: kernels launched inside (a
+    ``launch_metadata`` hook that reads a device tensor) are bookkeeping, not the workload, and
+    ``deuteron view`` leaves frames of this state out, as proton-viewer does."""
+
+    __slots__ = ()
+
+    def __init__(self, kernel_name: str | None = None) -> None:
+        super().__init__(f"{METADATA_STATE}:{kernel_name}" if kernel_name else METADATA_STATE)
+
+
+class profile:
+    """Profile a block or a function.
+
+    As a context manager (for notebooks): ``with deuteron.profile() as p: ...`` then ``p.result``
+    is the Profile and ``p.show()`` prints it; ``output_format="hatchet"`` also writes the file.
+
+    As Proton's decorator, bare (``@deuteron.profile``) or with Proton's options
+    (``@deuteron.profile(name="run", context="python")``): each call starts a session (once) and
+    deactivates it when the function returns; ``finalize()`` writes it, as in Proton.
     """
 
     def __init__(
         self,
-        name: str | None = None,
+        func: Any = None,
         *,
-        backend: str = "auto",
-        context: str = "shadow",
-        hook: str | None = None,
+        name: str | None = None,
+        backend: str | None = "auto",
+        context: str | None = "shadow",
+        data: str | None = "tree",
+        mode: Any = None,
+        hook: Any = None,
         output_format: str | None = None,
     ) -> None:
+        if isinstance(func, str):  # deuteron.profile("name", ...): the name, given by position
+            func, name = None, func
         self.name = name
-        self.options = {"backend": backend, "context": context, "hook": hook}
+        self.options = {
+            "backend": backend or "auto",
+            "context": context or "shadow",
+            "hook": _hook_name(hook),
+        }
+        self.data, self.mode = data, mode
         self.output_format = output_format
-        self.session = -1
+        self.session: int | None = None
         self.result: Profile | None = None
         self.files: list[Path] = []
+        self._func: Callable[..., Any] | None = None
+        if func is not None:
+            self._wrap(func)
 
     def __enter__(self) -> profile:
+        _check_mode(self.mode)
+        _data_format(self.data)
         outputs = tuple(f.strip() for f in (self.output_format or "").split(",") if f.strip())
         self.session = _start(self.name, outputs=outputs, **self.options)  # type: ignore[arg-type]
-        self.result = current_profile(self.session)
+        self.result = current_profile(self.session) if self.session is not None else None
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.session != -1:
+        if self.session is not None:
             self.files = finalize(self.session, self.output_format)
 
-    def __call__(self, func: F) -> F:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return func(*args, **kwargs)
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._func is not None:  # the bare decorator's wrapped function, being called
+            return self._call(*args, **kwargs)
+        (func,) = args
+        return profile(func, name=self.name, data=self.data, mode=self.mode, **self.options)
 
-        return wrapper  # type: ignore[return-value]
+    def _wrap(self, func: Callable[..., Any]) -> None:
+        self._func = func
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
+        """Proton's decorator: the session starts with the first call and is made active for each
+        call; it is written by ``finalize()`` (or at exit), not when the function returns."""
+        if self.session is None or self.session not in _sessions:
+            self.session = start(self.name, data=self.data, mode=self.mode, **self.options)  # type: ignore[arg-type]
+            self.result = current_profile(self.session) if self.session is not None else None
+        else:
+            activate(self.session)
+        assert self._func is not None
+        try:
+            return self._func(*args, **kwargs)
+        finally:
+            if self.session is not None and self.session in _sessions:
+                deactivate(self.session)
 
     def show(self, metrics: str = "time/ms", device: str | None = None, file: Any = None) -> None:
         """Print the tree as ``deuteron view -m METRICS [--device DEVICE]`` would."""

@@ -23,6 +23,8 @@ class FilterError(DeuteronError, ValueError):
 
 
 def _regex(pattern: str) -> re.Pattern[str]:
+    """A frame filter's pattern; it must match from the start of a frame's name (``re.match``), as
+    in proton-viewer's hatchet queries: ``.*matmul`` finds "matmul" anywhere."""
     try:
         return re.compile(pattern)
     except re.error as exc:
@@ -65,7 +67,7 @@ def _rebuild(
 def exclude(p: Profile, pattern: str) -> Profile:
     """Drop every frame whose name matches ``pattern``, with everything below it."""
     rx = _regex(pattern)
-    return _rebuild(p, lambda n, _depth: rx.search(n.name) is None)
+    return _rebuild(p, lambda n, _depth: rx.match(n.name) is None)
 
 
 def include(p: Profile, pattern: str) -> Profile:
@@ -76,7 +78,7 @@ def include(p: Profile, pattern: str) -> Profile:
     stack: list[tuple[Node, list[Node], bool]] = [(p.root, [], False)]
     while stack:
         n, ancestors, below_match = stack.pop()
-        hit = below_match or rx.search(n.name) is not None
+        hit = below_match or rx.match(n.name) is not None
         if hit:
             on_path.add(id(n))
             if not below_match:
@@ -110,6 +112,18 @@ def inclusive(p: Profile) -> Profile:
     root, order = _copy_with_parents(p.root)
     _accumulate(order, p.kinds)
     return _copy_profile(p, root, inclusive=True)
+
+
+def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
+    """Keep every node that is ``hot`` and the path to it (proton-viewer's ``-t``: a cool parent
+    of a hot child stays, so the child keeps its place); drop the rest."""
+    root, order = _copy_with_parents(p.root)
+    wanted = {id(root)}
+    for node, parent in reversed(order):  # children before parents
+        if parent is not None and (id(node) in wanted or hot(node)):
+            wanted.add(id(node))
+            wanted.add(id(parent))
+    return _rebuild(_copy_profile(p, root), lambda n, _depth: id(n) in wanted)
 
 
 def prune(p: Profile, keep: Callable[[Node, int], bool]) -> Profile:
@@ -171,6 +185,107 @@ def merge(profiles: Iterable[Profile]) -> Profile:
                 dst.add(name, value, p.kind(name))
             for child in src.children.values():
                 stack.append((child, dst.child(child.name, child.type)))
+    return out
+
+
+def rename(p: Profile, name_of: Callable[[str], str]) -> Profile:
+    """The tree with every frame renamed by ``name_of`` (proton-viewer's ``-f`` formats); frames of
+    one parent that end up with the same name are merged, their metrics added as their kinds say."""
+    root = Node(p.root.name, p.root.type)
+    root.metrics = dict(p.root.metrics)
+    stack = [(p.root, root)]
+    while stack:
+        src, dst = stack.pop()
+        for child in src.children.values():
+            twin = dst.child(name_of(child.name), child.type)
+            for metric, value in child.metrics.items():
+                twin.add(metric, value, p.kind(metric))
+            stack.append((child, twin))
+    return _copy_profile(p, root)
+
+
+# proton-viewer's frame-name formats (-f), for Python call-path frames ``path/file.py:line@function``
+NAME_FORMATS: dict[str, Callable[[str], str]] = {
+    "full": lambda name: name,
+    "file_function_line": lambda name: name.split("/")[-1],
+    "function_line": lambda name: name.split(":")[-1],
+    "file_function": lambda name: f"{name.split('/')[-1].split(':')[0]}@{name.split('@')[-1].split(':')[0]}",
+}
+
+
+COMPARE = ("old", "new", "ratio", "change %")
+
+
+def compare(new: Profile, old: Profile, labels: list[str]) -> Profile:
+    """Both trees side by side (each already turned into ``labels`` columns by :func:`derive`): per
+    label ``label (old)``, ``label (new)``, ``label (ratio)`` (new / old) and ``label (change %)``,
+    on the union of both trees; a frame one side lacks counts as 0 there and is marked ``diff``:
+    ``added`` or ``removed``. A ratio or change against 0 is NaN (shown as ``-``)."""
+    root = Node(new.root.name, new.root.type)
+    stack: list[tuple[Node | None, Node | None, Node]] = [(new.root, old.root, root)]
+    while stack:
+        a, b, dst = stack.pop()
+        for label in labels:
+            va = a.metrics.get(label) if a is not None else 0
+            vb = b.metrics.get(label) if b is not None else 0
+            va = va if isinstance(va, (int, float)) else math.nan
+            vb = vb if isinstance(vb, (int, float)) else math.nan
+            dst.metrics[f"{label} (old)"] = vb
+            dst.metrics[f"{label} (new)"] = va
+            dst.metrics[f"{label} (ratio)"] = va / vb if vb else math.nan
+            dst.metrics[f"{label} (change %)"] = (va - vb) / vb * 100 if vb else math.nan
+        if a is None:
+            dst.metrics["diff"] = "removed"
+        elif b is None:
+            dst.metrics["diff"] = "added"
+        keys = list(a.children if a else {}) + [
+            k for k in (b.children if b else {}) if not a or k not in a.children
+        ]
+        for key in keys:
+            ca = a.children.get(key) if a else None
+            cb = b.children.get(key) if b else None
+            dst.children[key] = Node(key[0], key[1])
+            stack.append((ca, cb, dst.children[key]))
+    out = _copy_profile(new, root)
+    out.kinds["diff"] = "pty"
+    out.metadata["diff_against"] = old.metadata.get("name", "")
+    return out
+
+
+SPREAD = ("min", "median", "max")
+
+
+def spread(profiles: list[Profile], labels: list[str]) -> Profile:
+    """One tree for several (one profile per rank, each already turned into ``labels`` columns by
+    :func:`derive`): on the union of their frames, each label becomes ``label (min)``,
+    ``label (median)`` and ``label (max)`` over the profiles, a frame missing from one counting as 0
+    there, so a rank that never reached a kernel pulls its minimum down as it should."""
+    count = len(profiles)
+    root = Node(profiles[0].root.name, profiles[0].root.type)
+    stack: list[tuple[list[Node | None], Node]] = [([p.root for p in profiles], root)]
+    while stack:
+        sources, dst = stack.pop()
+        for label in labels:
+            values = []
+            for src in sources:
+                v = src.metrics.get(label) if src is not None else 0
+                values.append(v if isinstance(v, (int, float)) and not math.isnan(v) else 0)
+            ordered = sorted(values)
+            middle = count // 2
+            median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+            dst.metrics[f"{label} (min)"] = ordered[0]
+            dst.metrics[f"{label} (median)"] = median
+            dst.metrics[f"{label} (max)"] = ordered[-1]
+        keys: dict[tuple[str, str], None] = {}
+        for src in sources:
+            if src is not None:
+                keys.update(dict.fromkeys(src.children))
+        for key in keys:
+            child = Node(key[0], key[1])
+            dst.children[key] = child
+            stack.append(([src.children.get(key) if src is not None else None for src in sources], child))
+    out = _copy_profile(profiles[0], root)
+    out.metadata["ranks"] = count
     return out
 
 

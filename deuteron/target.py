@@ -53,6 +53,7 @@ class Target:
         """From a command line's words: ``script.py [args]``, ``pytest [args]``, or ``-m module [args]``
         (``module`` given, ``argv`` its arguments). A missing script is a one-line error."""
         if module:
+            _check_top_level(module)
             return cls("module", module, tuple(argv))
         if not argv:
             raise TargetError("nothing to run: give a script, -m MODULE, or pytest [args]")
@@ -64,6 +65,25 @@ class Target:
         if os.path.isdir(first):
             raise TargetError(f"{first!r} is a directory; give a .py script (or -m package)")
         return cls("script", first, rest)
+
+
+def _check_top_level(module: str) -> None:
+    """A module whose top-level package cannot be found is one line before anything runs (found
+    without importing anything: a package's ``__init__`` may import triton, which must wait for
+    ``TRITON_INTERPRET``). Deeper names are checked when the target runs."""
+    top = module.split(".", 1)[0]
+    if not top or not all(part.isidentifier() for part in module.split(".")):
+        raise TargetError(f"{module!r} is not a module name")
+    path = list(sys.path)
+    sys.path.insert(0, os.getcwd())  # as python -m puts it first
+    try:
+        found = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        found = None
+    finally:
+        sys.path[:] = path
+    if found is None:
+        raise TargetError(f"no module named {top!r}")
 
 
 class Signalled(BaseException):
@@ -96,7 +116,11 @@ def _run(target: Target) -> int:
     if target.kind == "module":
         sys.argv = [target.name, *rest]
         sys.path.insert(0, os.getcwd())
-        if importlib.util.find_spec(target.name) is None:
+        try:
+            found = importlib.util.find_spec(target.name)  # imports its parent packages, as python -m does
+        except ModuleNotFoundError:
+            found = None
+        if found is None:
             raise TargetError(f"no module named {target.name!r}")
         runpy.run_module(target.name, run_name="__main__", alter_sys=True)
         return 0

@@ -23,10 +23,11 @@ class ViewOptions:
     metrics: list[str] | None = None  # None: time/ms, or the profile's first metric
     include: str | None = None  # keep only call paths through frames matching this regex
     exclude: str | None = None  # drop frames matching this regex and everything below
-    depth: int = 100  # deepest level shown (root is 0)
+    depth: int = 100  # levels shown, ROOT the first (proton-viewer's -d)
     threshold: float | None = None  # hide frames whose first column is below this
     sort: bool = False  # children by the first column, largest first
     device: str | None = None  # a named device for util/roofline instead of the profile's
+    name_format: str = "full"  # proton-viewer's -f: how much of a Python frame's name to show
 
 
 @dataclass
@@ -35,7 +36,7 @@ class View:
 
     tree: Profile
     columns: list[str]
-    signed: bool  # a diff: values carry a sign
+    signed: tuple[str, ...] = ()  # columns whose values carry a sign (a diff's changes)
 
 
 def device_lookup(
@@ -51,8 +52,9 @@ def device_lookup(
                 rows.setdefault(str(dev_id), device_from_table_row(dtype, row))
     if not rows:
         return lambda _m: None
-    first = next(iter(rows.values()))
-    return lambda m: rows.get(str(m.get("device_id", "")), first)
+    # Only frames that ran on a device (kernels: they carry device_id) are judged by one, as in
+    # proton-viewer; a scope's util would mix devices and count host time.
+    return lambda m: rows.get(str(m["device_id"])) if "device_id" in m else None
 
 
 def list_metrics(p: Profile) -> str:
@@ -89,7 +91,30 @@ def columns_of(profile: Profile, metrics: list[str], device: str | None = None) 
         raise MetricError("no metric to show; give one or more, e.g. time/ms,count")
     specs, override = parse_columns(metrics, profile.metric_names(), device, bool(profile.devices))
     shown = processors.derive(profile, specs, device_lookup(profile, override))
-    return View(shown, [s.label for s in specs], signed=False)
+    return View(shown, [s.label for s in specs])
+
+
+# Frames of Proton's launch-metadata state (work done to compute a kernel's launch metadata, not
+# the workload): left out of every view, as proton-viewer leaves them out.
+LAUNCH_METADATA_FRAMES = r"^__proton_launch_metadata"
+
+
+def _prepared(p: Profile, options: ViewOptions) -> Profile:
+    """Before any sums: launch-metadata work out (it is not the workload), names formatted."""
+    if any(n.name.startswith("__proton_launch_metadata") for n in p.root.walk()):
+        p = processors.exclude(p, LAUNCH_METADATA_FRAMES)
+    if options.name_format != "full":
+        p = processors.rename(p, processors.NAME_FORMATS[options.name_format])
+    return p
+
+
+def _derived(
+    p: Profile, specs: list[MetricSpec], override: DeviceSpec | None, options: ViewOptions
+) -> Profile:
+    """The columns of ``p``, then ``-i``/``-e``: frames are picked after the sums, so the
+    ancestors left in view keep their totals, as in proton-viewer."""
+    shown = processors.derive(_prepared(p, options), specs, device_lookup(p, override))
+    return _filtered(shown, options)
 
 
 def _filtered(p: Profile, options: ViewOptions) -> Profile:
@@ -100,40 +125,76 @@ def _filtered(p: Profile, options: ViewOptions) -> Profile:
     return p
 
 
-def build(
-    profile: Profile, options: ViewOptions, base: Profile | None = None, source: str = "profile"
-) -> View:
-    """The view of ``profile`` (minus ``base`` node by node, when given) under ``options``."""
-    available = profile.metric_names() | (base.metric_names() if base else set())
-    available -= PROPERTY_METRICS
+def _column_names(options: ViewOptions, available: set[str], source: str) -> list[str]:
     if options.metrics is not None:
         names = [m for m in options.metrics if m.strip()]
         if not names:
             raise MetricError("-m names no metric; give one or more, e.g. -m time/ms,count")
-    elif TIME in available:
-        names = ["time/ms"]
-    elif available:
-        names = [sorted(available)[0]]
-    else:
-        raise MetricError(f"{source}: the profile has no metrics to show")
+        return names
+    if TIME in available:
+        return ["time/ms"]
+    if available:
+        return [sorted(available)[0]]
+    raise MetricError(f"{source}: the profile has no metrics to show")
+
+
+def build(
+    profile: Profile,
+    options: ViewOptions,
+    base: Profile | None = None,
+    source: str = "profile",
+    minus: bool = False,
+) -> View:
+    """The view of ``profile`` under ``options``; against ``base``, when given, each column as old,
+    new, ratio and change, or (``minus``, proton-viewer's diff) as one signed difference."""
+    available = profile.metric_names() | (base.metric_names() if base else set())
+    available -= PROPERTY_METRICS
+    names = _column_names(options, available, source)
     specs, override = parse_columns(names, available, options.device, bool(profile.devices))
-    shown = processors.derive(_filtered(profile, options), specs, device_lookup(profile, override))
-    signed = False
-    if base is not None:
-        before = processors.derive(_filtered(base, options), specs, device_lookup(base, override))
-        shown = processors.diff(shown, before)
-        signed = True
-    first = specs[0].label
+    shown = _derived(profile, specs, override, options)
+    labels = [s.label for s in specs]
+    if base is None:
+        return _shaped(shown, labels, labels[0], options, signed=())
+    before = _derived(base, specs, override, options)
+    if minus:
+        return _shaped(processors.diff(shown, before), labels, labels[0], options, signed=tuple(labels))
+    shown = processors.compare(shown, before, labels)
+    columns = [f"{label} ({what})" for label in labels for what in processors.COMPARE]
+    changes = tuple(f"{label} (change %)" for label in labels)
+    return _shaped(shown, columns, f"{labels[0]} (new)", options, signed=changes)
+
+
+def build_ranks(profiles: list[Profile], options: ViewOptions, source: str = "profiles") -> View:
+    """Several profiles of one job (a file per rank) as one tree: each column's min, median and
+    max over them, frame by frame. Cuts and sorting follow the first column's max, so a frame hot
+    on any rank stays in view."""
+    available: set[str] = set()
+    for p in profiles:
+        available |= p.metric_names()
+    available -= PROPERTY_METRICS
+    names = _column_names(options, available, source)
+    specs, override = parse_columns(names, available, options.device, any(p.devices for p in profiles))
+    derived = [_derived(p, specs, override, options) for p in profiles]
+    labels = [s.label for s in specs]
+    shown = processors.spread(derived, labels)
+    columns = [f"{label} ({stat})" for label in labels for stat in processors.SPREAD]
+    return _shaped(shown, columns, f"{labels[0]} (max)", options, signed=())
+
+
+def _shaped(
+    shown: Profile, columns: list[str], first: str, options: ViewOptions, signed: tuple[str, ...]
+) -> View:
+    """Threshold, depth and order applied to a tree of columns."""
     if options.threshold is not None:
         t = options.threshold
 
-        def above(n: Node, _depth: int) -> bool:
+        def above(n: Node) -> bool:
             v = n.metrics.get(first)
             return isinstance(v, (int, float)) and not math.isnan(v) and abs(v) >= t
 
-        shown = processors.prune(shown, above)
-    if processors.max_depth(shown) > options.depth:
-        shown = processors.prune(shown, lambda _n, depth: depth <= options.depth)
+        shown = processors.keep_paths_to(shown, above)
+    if processors.max_depth(shown) >= options.depth:  # -d N: N levels, ROOT the first (proton-viewer's)
+        shown = processors.prune(shown, lambda _n, depth: depth < max(options.depth, 1))
     if options.sort:
         shown = processors.sort_children(shown, first)
-    return View(shown, [s.label for s in specs], signed)
+    return View(shown, columns, signed)

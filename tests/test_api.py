@@ -11,6 +11,7 @@ import torch
 import deuteron
 import deuteron.api as api
 from deuteron.collect.session import SessionError
+from deuteron.formats import hatchet
 from tests import kernels as k
 from tests.helpers import find, kernels
 
@@ -69,7 +70,8 @@ def test_decorator_made_before_a_session_still_records_inside_one():
     with deuteron.profile(backend="interpreter") as p:
         assert work() == 7
     assert p.result is not None
-    assert find(p.result, "early").metrics["cpu_time (ns)"] >= 0
+    early = find(p.result, "early")  # recorded; a plain scope has no cpu_time, as in Proton
+    assert early.name == "early" and "cpu_time (ns)" not in early.metrics
 
 
 def test_scopes_are_per_thread():
@@ -114,7 +116,7 @@ def test_disable_turns_everything_off(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DEUTERON_DISABLE", "1")
     sid = deuteron.start("off", backend="interpreter")
-    assert sid == -1
+    assert sid is None  # as Proton's start() when profiling is disabled
     with deuteron.scope("x"):
         k.add(torch.rand(8), torch.rand(8))
     assert deuteron.finalize(sid) == []
@@ -145,12 +147,7 @@ def test_metric_kinds_follow_proton_suffixes():
     prof = p.result
     assert prof is not None
     outer = find(prof, "outer")
-    assert outer.metrics == {
-        "flops": 10,
-        "slots": 4,
-        "tile": 64,
-        "cpu_time (ns)": outer.metrics["cpu_time (ns)"],
-    }
+    assert outer.metrics == {"flops": 10, "slots": 4, "tile": 64}
     assert prof.kind("slots") == "exc" and prof.kind("tile") == "pty" and prof.kind("flops") == "inc"
     from deuteron.processors import inclusive
 
@@ -171,13 +168,31 @@ def test_profile_context_manager_returns_tree_and_can_write(tmp_path: Path, monk
     assert sorted(f.name for f in p2.files) == ["nb.chrome_trace", "nb.hatchet"]
 
 
-def test_profile_as_decorator():
-    @deuteron.profile(backend="interpreter")
+def test_profile_as_protons_decorator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Proton's ``@profile`` (bare, or with options): each call records into one session, which is
+    inactive between calls and written by finalize()."""
+    monkeypatch.chdir(tmp_path)
+
+    @deuteron.profile(name="named", backend="interpreter")
     def job() -> str:
         k.add(torch.rand(8), torch.rand(8))
         return "done"
 
-    assert job() == "done"
+    assert job() == "done" and job() == "done"
+    assert job.__name__ == "job" and api._active == []
+    k.add(torch.rand(8), torch.rand(8))  # between calls: not recorded
+    deuteron.finalize()
+    named = hatchet.read(tmp_path / "named.hatchet")
+    assert find(named, "add_kernel").metrics["count"] == 2
+
+    @deuteron.profile
+    def bare(n: int) -> int:
+        k.add(torch.rand(n), torch.rand(n))
+        return n
+
+    assert bare(8) == 8  # backend auto: the interpreter on this GPU-less machine
+    deuteron.finalize()
+    assert find(hatchet.read(tmp_path / "proton.hatchet"), "add_kernel").metrics["count"] == 1
 
 
 def test_scope_mismatch_and_bad_arguments_raise_clear_errors():
@@ -221,7 +236,7 @@ def test_profile_show_prints_the_view():
     p.show("bytes,time/us", file=buf)
     lines = buf.getvalue().splitlines()
     assert lines[0].split() == ["bytes", "time/us", "name"]
-    assert lines[2].split()[0] == "768.000" and lines[2].endswith("shown")
+    assert lines[2].split()[0] == "768" and lines[2].endswith("shown")  # bytes are whole numbers
     with deuteron.profile(backend="interpreter") as p2:
         pass
     with pytest.raises(Exception, match="unknown metric 'nope'"):
@@ -254,3 +269,137 @@ def test_metric_values_from_numpy_and_torch_and_bad_ones(tmp_path: Path):
     # "bad" did not stay open: the scope after it is its sibling, not its child
     assert sorted(c.name for c in prof.root.children.values()) == ["after", "bad", "nan", "s"]
     assert find(back, "nan").metrics["bytes"] == 4
+
+
+def test_protons_start_options_and_the_names_its_users_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Proton's signatures: data="trace" writes a Chrome trace by default, enter_scope/exit_scope
+    hand out ids, states can be entered and left, cpu_timed_scope times, deactivate takes flushing."""
+    monkeypatch.chdir(tmp_path)
+    sid = deuteron.start("t", data="trace", backend=None, context=None, mode=None, hook=None)
+    assert sid is not None and deuteron.context.depth(sid) == 0
+    first = deuteron.enter_scope("outer")
+    assert isinstance(first, int) and deuteron.context.depth(sid) == 1
+    with deuteron.cpu_timed_scope("timed"):
+        assert deuteron.context.depth(sid) == 2
+        deuteron.enter_state("warm")
+        k.add(torch.rand(8), torch.rand(8))
+        deuteron.exit_state()
+        k.add(torch.rand(8), torch.rand(8))
+    assert deuteron.exit_scope() == first  # name optional, as in Proton
+    deuteron.deactivate(sid, flushing=True)
+    assert deuteron.enter_scope("ignored") is None  # nothing records: None, as in Proton
+    files = deuteron.finalize()
+    assert [f.name for f in files] == ["t.chrome_trace"] and not (tmp_path / "t.hatchet").exists()
+    prof = api.current_profile(sid)
+    assert prof is None  # finalized
+    with pytest.raises(SessionError, match="'cpu_time' is reserved"):
+        deuteron.cpu_timed_scope("x", {"cpu_time": 1})
+
+
+def test_states_and_cpu_time_land_where_proton_puts_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    with deuteron.profile(backend="interpreter") as p:
+        with deuteron.cpu_timed_scope("timed"):
+            deuteron.enter_state("warm")
+            k.add(torch.rand(8), torch.rand(8))
+            deuteron.exit_state()
+            k.add(torch.rand(8), torch.rand(8))
+    assert p.result is not None
+    timed = find(p.result, "timed")
+    assert timed.metrics["cpu_time (ns)"] > 0
+    assert find(p.result, "timed", "add_kernel", "warm").metrics["count"] == 1
+    assert find(p.result, "timed", "add_kernel").metrics["count"] == 1  # the one outside the state
+
+
+@pytest.mark.parametrize(
+    "mode",
+    ["pcsampling", "periodic_flushing:format=hatchet", "instrumentation"],
+)
+def test_modes_deuteron_lacks_are_refused_in_one_line(mode: str) -> None:
+    with pytest.raises(SessionError, match=f"mode '{mode.split(':')[0]}' is not supported"):
+        deuteron.start("m", mode=mode)
+    assert api._sessions == {}
+
+
+def test_mode_objects_are_built_as_in_proton_and_refused_at_start() -> None:
+    sampling = deuteron.mode.PCSampling(interval=500)
+    assert str(sampling) == "pcsampling:interval=500"
+    mma = deuteron.mode.MMA(granularity="warp_group", optimizations="time_shift,clock32")
+    assert mma.optimizations == [deuteron.mode.Optimize.TIMESHIFT, deuteron.mode.Optimize.CLOCK32]
+    assert str(mma).startswith("mma:metric_type=cycle:")
+    with pytest.raises(ValueError, match="Unknown granularity"):
+        deuteron.mode.Default(granularity="thread")
+    for mode in (sampling, mma, deuteron.mode.Default()):
+        with pytest.raises(SessionError, match="is not supported by Deuteron yet"):
+            deuteron.start("m", mode=mode)
+    with pytest.raises(SessionError, match="unknown data 'graph'"):
+        deuteron.start("m", data="graph")
+    with pytest.raises(SessionError, match="hook objects"):
+        deuteron.start("m", hook=object())
+    assert deuteron.DEFAULT_PROFILE_NAME == "proton" and api._sessions == {}
+
+
+def test_launch_metadata_work_is_left_out_of_views() -> None:
+    """Kernels launched while computing launch metadata (Proton's metadata state) are bookkeeping:
+    recorded, but not shown or counted by the viewer, as proton-viewer does."""
+    from deuteron.viewer import ViewOptions, build
+
+    with deuteron.profile(backend="interpreter") as p:
+        with deuteron.metadata_state("add_kernel"):
+            k.add(torch.rand(8), torch.rand(8))
+        k.add(torch.rand(8), torch.rand(8))
+    assert p.result is not None
+    assert find(p.result, "add_kernel", "__proton_launch_metadata:add_kernel").metrics["count"] == 1
+    view = build(p.result, ViewOptions(metrics=["count"]))
+    names = [n.name for n in view.tree.root.walk()]
+    assert not any(n.startswith("__proton_launch_metadata") for n in names), names
+    assert view.tree.root.metrics["count"] == 1
+
+
+def test_finalize_writes_hatchet_msgpack_and_view_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from tests.conftest import run_cli
+
+    monkeypatch.chdir(tmp_path)
+    sid = deuteron.start("packed", backend="interpreter")
+    with deuteron.scope("s"):
+        k.add(torch.rand(64), torch.rand(64))
+    files = deuteron.finalize(sid, output_format="hatchet_msgpack")
+    assert [f.name for f in files] == ["packed.hatchet_msgpack"]
+    assert find(hatchet.read(tmp_path / "packed.hatchet_msgpack"), "s", "add_kernel").metrics["count"] == 1
+    proc = run_cli("view", "packed.hatchet_msgpack", "-m", "count,bytes", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1].split()[:2] == ["1", "768"]
+
+
+def test_scope_metrics_follow_protons_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Scope metrics inside a state go under the state's frame; a metric keeps its value type
+    (properties aside); only cpu_timed_scope records cpu_time; unknown sessions are named."""
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    deuteron.start("rules", backend="interpreter")
+    with deuteron.scope("plain"), deuteron.cpu_timed_scope("timed"):
+        pass
+    deuteron.enter_scope("outer")
+    deuteron.enter_state("warm")
+    deuteron.enter_scope("inner", metrics={"a": 1.0})
+    deuteron.exit_scope()
+    deuteron.exit_state()
+    deuteron.exit_scope()
+    with deuteron.scope("props", {"p (pty)": "x"}), deuteron.scope("props2", {"p (pty)": 2.0}):
+        pass
+    mismatch = r"type mismatch for valueId 0 \(a\): current=double, new=uint64_t"
+    with pytest.raises(SessionError, match=mismatch):
+        with deuteron.scope("again", {"a": 1}):
+            pass
+    with pytest.raises(SessionError, match="Session has not been initialized: 7"):
+        deuteron.activate(7)
+    deuteron.finalize()
+    root = json.loads((tmp_path / "rules.hatchet").read_text())[0]
+    plain = next(c for c in root["children"] if c["frame"]["name"] == "plain")
+    assert "cpu_time (ns)" not in plain["metrics"]
+    assert plain["children"][0]["metrics"]["cpu_time (ns)"] > 0  # the timed scope inside it
+    outer = next(c for c in root["children"] if c["frame"]["name"] == "outer")
+    (inner,) = outer["children"]
+    assert [c["frame"] for c in inner["children"]] == [{"name": "warm", "type": "state"}]
+    assert inner["children"][0]["metrics"] == {"a": 1.0} and "a" not in inner["metrics"]

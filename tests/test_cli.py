@@ -147,6 +147,119 @@ def test_module_target(tmp_path: Path):
     assert "add_kernel" in kernels(hatchet.read(tmp_path / "deuteron.hatchet"))
 
 
+@pytest.mark.parametrize(
+    "words",
+    [
+        ("-m", "mypkg.job"),
+        ("-mmypkg.job",),
+        ("-n", "deuteron", "-b", "interpreter", "-m", "mypkg.job"),
+        ("--name=deuteron", "--", "mypkg/job.py"),
+        ("mypkg/job.py",),
+    ],
+    ids=["module", "module-joined", "options-first", "double-dash", "script"],
+)
+def test_every_word_after_the_target_belongs_to_the_target(tmp_path: Path, words: tuple[str, ...]):
+    """Words that look like Deuteron's options (``--name``, ``--n`` (a prefix of it), ``-m``,
+    ``--trace``) reach the program untouched, however the target is named."""
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    _script(
+        tmp_path / "mypkg",
+        """
+        json.dump({"argv": sys.argv[1:]}, open("seen.json", "w"))
+        add()
+    """,
+        name="job.py",
+    )
+    own = ["--epochs", "1", "--n", "1000", "--name", "mine", "-m", "x", "--trace", "-h"]
+    proc = run_cli("run", *words, *own, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "seen.json").read_text()) == {"argv": own}
+    assert sorted(p.name for p in tmp_path.glob("*.hatchet")) == ["deuteron.hatchet"]
+    assert not list(tmp_path.glob("*.chrome_trace"))  # the target's --trace is not ours
+
+
+def test_a_script_with_its_own_session_under_run(tmp_path: Path):
+    """The program's own start()/finalize() write its own file; its bare finalize() does not end
+    the whole-program profile, which also gets the launches after it."""
+    _script(
+        tmp_path,
+        """
+        add()
+        sid = deuteron.start("mine")
+        with deuteron.scope("inside"):
+            add()
+        deuteron.finalize()
+        add()
+        print("own session", sid)
+    """,
+    )
+    proc = run_cli("run", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("own session ") and "no session" not in proc.stderr
+    whole = hatchet.read(tmp_path / "deuteron.hatchet")
+    mine = hatchet.read(tmp_path / "mine.hatchet")
+    assert find(whole, "add_kernel").metrics["count"] == 2
+    assert find(whole, "inside", "add_kernel").metrics["count"] == 1
+    assert find(mine, "inside", "add_kernel").metrics["count"] == 1
+    assert "add_kernel" not in {c.name for c in mine.root.children.values()}
+
+
+def test_each_rank_writes_its_own_files_and_view_merges_them(tmp_path: Path):
+    """Under torchrun every rank runs the same command in the same folder: each writes
+    NAME.rank<R>.*; viewing them together gives each column's min, median and max over ranks."""
+    _script(
+        tmp_path,
+        """
+        rank = int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
+        with deuteron.scope("step"):
+            for _ in range(rank + 1):  # rank r launches r + 1 times
+                add()
+    """,
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "deuteron", "run", "--trace", "job.py"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(REPO), variable: str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r, variable in ((0, "RANK"), (1, "RANK"), (2, "LOCAL_RANK"))
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    names = sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".hatchet", ".chrome_trace"))
+    assert names == [f"deuteron.rank{r}.{f}" for r in range(3) for f in ("chrome_trace", "hatchet")]
+    for r in range(3):
+        profile = hatchet.read(tmp_path / f"deuteron.rank{r}.hatchet")
+        assert find(profile, "step", "add_kernel").metrics["count"] == r + 1
+        assert profile.metadata["rank"] == str(r)
+    files = [f"deuteron.rank{r}.hatchet" for r in range(3)]
+    proc = run_cli("view", *files, "-m", "count,bytes", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split()[:6] == ["count", "(min)", "count", "(median)", "count", "(max)"]
+    kernel_row = next(r for r in rows if r.endswith("add_kernel"))
+    assert kernel_row.split()[:3] == ["1", "2", "3"]  # launches per rank: min, median, max, as integers
+    assert kernel_row.split()[3:6] == ["3600", "7200", "10800"]  # 2 loads + 1 store of 300 fp32 a launch
+    bad = run_cli("view", *files[:2], "--diff", "x.hatchet", cwd=tmp_path)
+    _one_line_error(bad, "give one profile, not several")
+
+
+def test_no_stale_trace_is_left_beside_a_new_profile(tmp_path: Path):
+    _script(tmp_path, "add()\n")
+    assert run_cli("run", "--trace", "job.py", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "deuteron.chrome_trace").is_file()
+    assert run_cli("run", "job.py", cwd=tmp_path).returncode == 0  # no --trace this time
+    assert not (tmp_path / "deuteron.chrome_trace").exists()
+    (tmp_path / "mine.chrome_trace").write_text('{"traceEvents": []}')  # not ours: left alone
+    assert run_cli("run", "-n", "mine", "job.py", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "mine.chrome_trace").read_text() == '{"traceEvents": []}'
+
+
 def test_pytest_target_with_trace_and_hook(tmp_path: Path):
     _script(
         tmp_path,
@@ -198,12 +311,15 @@ def test_non_triton_script_runs_and_writes_an_empty_profile(tmp_path: Path):
     assert hatchet.read(tmp_path / "deuteron.hatchet").node_count() == 1
 
 
-def test_disable_runs_the_script_without_a_profile(tmp_path: Path):
-    (tmp_path / "plain.py").write_text("import sys\nprint('hi')\nsys.exit(4)\n")
-    proc = run_cli("run", "plain.py", cwd=tmp_path, env={"DEUTERON_DISABLE": "1"})
-    assert proc.returncode == 4 and proc.stdout == "hi\n"
-    assert not (tmp_path / "deuteron.hatchet").exists()
-    assert "DEUTERON_DISABLE" in proc.stderr
+@pytest.mark.parametrize("variable", ["DEUTERON_DISABLE", "TRITON_PROTON_DISABLE"])
+def test_disable_runs_the_script_without_a_profile(tmp_path: Path, variable: str):
+    (tmp_path / "plain.py").write_text(
+        "import sys, deuteron\nprint('hi', deuteron.start('own'))\ndeuteron.finalize()\nsys.exit(4)\n"
+    )
+    proc = run_cli("run", "plain.py", cwd=tmp_path, env={variable: "1"})
+    assert proc.returncode == 4 and proc.stdout == "hi None\n"  # start() is a no-op, as in Proton
+    assert not list(tmp_path.glob("*.hatchet"))
+    assert variable in proc.stderr
 
 
 @pytest.mark.parametrize(
@@ -213,12 +329,20 @@ def test_disable_runs_the_script_without_a_profile(tmp_path: Path):
         (("run", "-b", "gpu", "x.py"), ("invalid choice: 'gpu'",)),
         (("run", "-b", "cupti", "x.py"), ("cupti backend is unavailable", "--backend interpreter")),
         (("run", "-m", "no_such_module_here"), ("no module named 'no_such_module_here'",)),
+        (("run", "-m", "no_such_pkg.job", "--epochs", "1"), ("no module named 'no_such_pkg'",)),
+        (("check", "-m", "json.no_such_job"), ("no module named 'json.no_such_job'",)),
+        (("explain", "-m", "no_such_pkg.job", "--n", "100"), ("no module named 'no_such_pkg'",)),
+        (("run", "-m", "a,,b"), ("'a,,b' is not a module name",)),
+        (("run", "--n", "5", "x.py"), ("unrecognized arguments: --n",)),  # never an abbreviation of --name
+        (("check", "--fail", "error", "x.py"), ("unrecognized arguments: --fail",)),
         (("run",), ("nothing to run",)),
         (("run", "."), ("is a directory",)),
         (("view", "missing.hatchet"), ("missing.hatchet: no such file",)),
         (("view", "truncated.hatchet"), ("not valid JSON",)),
         (("view", "shape.hatchet"), ("not a hatchet profile",)),
         (("view", "good.hatchet", "-m", "nope"), ("unknown metric 'nope'", "--list-metrics")),
+        (("view", "good.hatchet", "-m", "time/mss"), ("did you mean 'time/ms'?",)),
+        (("view", "good.hatchet", "-m", "tmie"), ("did you mean 'time (ns)'?",)),
         (("view", "good.hatchet", "-m", "util"), ("needs a device", "--device")),
         (("view", "good.hatchet", "--device", "tpu", "-m", "util"), ("unknown device 'tpu'",)),
         (("view", "good.hatchet", "-i", "("), ("missing ),",)),
@@ -266,9 +390,9 @@ def test_view_options(interp_profile: Path):
     assert "matmul_kernel" in only.stdout and "add_kernel" not in only.stdout
     dropped = run_cli("view", str(interp_profile), "-e", "matmul", cwd=cwd)
     assert "matmul" not in dropped.stdout and "add_kernel" in dropped.stdout
-    shallow = run_cli("view", str(interp_profile), "-d", "1", cwd=cwd)
+    shallow = run_cli("view", str(interp_profile), "-d", "2", cwd=cwd)  # 2 levels: ROOT and below it
     assert "vector_add" in shallow.stdout and "add_kernel" not in shallow.stdout
-    sorted_ = run_cli("view", str(interp_profile), "-m", "bytes", "--sort", "-d", "1", cwd=cwd)
+    sorted_ = run_cli("view", str(interp_profile), "-m", "bytes", "--sort", "-d", "2", cwd=cwd)
     names = [line.split()[-1] for line in sorted_.stdout.splitlines()[2:]]
     assert names == ["vector_add", "matmul"]  # 24 KB beats 16 KB
     cut = run_cli("view", str(interp_profile), "-m", "bytes", "-t", "20000", cwd=cwd)
@@ -300,7 +424,31 @@ def test_view_json_and_diff_across_different_metric_sets(interp_profile: Path):
     assert "[removed]" in diff.stdout and "[added]" in diff.stdout
     same = run_cli("diff", str(interp_profile), str(interp_profile), "-m", "bytes", "--json", cwd=cwd)
     assert same.returncode == 0, same.stderr
-    assert json.loads(same.stdout)["tree"]["metrics"]["bytes"] == 0
+    both = json.loads(same.stdout)
+    assert both["columns"] == ["bytes (old)", "bytes (new)", "bytes (ratio)", "bytes (change %)"]
+    root = both["tree"]["metrics"]
+    assert root["bytes (old)"] == root["bytes (new)"] > 0
+    assert (root["bytes (ratio)"], root["bytes (change %)"]) == (1, 0)
+    assert "warning" not in same.stderr
+
+
+def test_diff_shows_old_new_ratio_and_change_and_warns_on_other_contexts(tmp_path: Path):
+    _script(tmp_path, "add()\nadd()\n", name="two.py")
+    _script(tmp_path, "add()\nadd()\nadd()\n", name="three.py")
+    for name, context in (("two", "shadow"), ("three", "shadow"), ("lines", "python")):
+        script = "three.py" if name == "lines" else f"{name}.py"
+        proc = run_cli("run", "-n", name, "-c", context, script, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    proc = run_cli("diff", "two.hatchet", "three.hatchet", "-m", "count", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split("  ")[:4] == ["count (old)", "count (new)", "count (ratio)", "count (change %)"]
+    kernel = next(r for r in rows if r.endswith("add_kernel")).split()
+    assert kernel[:4] == ["2", "3", "1.500", "+50.000"]
+    mixed = run_cli("diff", "two.hatchet", "lines.hatchet", "-m", "count", cwd=tmp_path)
+    assert mixed.returncode == 0, mixed.stderr
+    assert mixed.stderr.count("\n") == 1 and "context 'shadow'" in mixed.stderr
+    assert "with 'python'" in mixed.stderr and "[added]" in mixed.stdout
 
 
 def test_view_reads_protons_files(proton_fixtures: Path, tmp_path: Path):
@@ -330,3 +478,29 @@ def test_unfinalized_session_is_written_at_exit(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     assert "was not finalized; wrote forgot.hatchet at exit" in proc.stderr
     assert find(hatchet.read(tmp_path / "forgot.hatchet"), "s", "add_kernel").metrics["count"] == 1
+
+
+def test_view_takes_proton_viewers_spellings(tmp_path: Path):
+    """-l, -f, --print-sorted and -diff/--diff-profile, as proton-viewer spells them."""
+    _script(tmp_path, "for _ in range(3):\n    add()\nadd()\n")
+    assert run_cli("run", "-c", "python", "-n", "lines", "job.py", cwd=tmp_path).returncode == 0
+    assert run_cli("run", "-n", "scopes", "job.py", cwd=tmp_path).returncode == 0
+    listed = run_cli("view", "-l", "lines.hatchet", cwd=tmp_path)
+    assert listed.returncode == 0 and "count  (inclusive)" in listed.stdout
+    full = run_cli("view", "lines.hatchet", "-m", "count", cwd=tmp_path)
+    short = run_cli(
+        "view", "lines.hatchet", "-m", "count", "-f", "function_line", "--print-sorted", cwd=tmp_path
+    )
+    assert full.returncode == 0 and short.returncode == 0, short.stderr
+    assert f"{tmp_path}/job.py:" in full.stdout  # frames are path/file.py:line@function
+    tree, _, listing = short.stdout.partition("Sorted frames by count\n")
+    assert str(tmp_path) not in tree and "@<module>" in tree and "@add" in tree
+    values = [line.split()[-1] for line in listing.splitlines()]
+    assert values[0] == "3" and values[-1] == "1"  # largest first: the loop's line, its helper, ...
+    ours = run_cli("view", "scopes.hatchet", "--diff", "scopes.hatchet", "-m", "count", cwd=tmp_path)
+    assert ours.returncode == 0 and "count (change %)" in ours.stdout, ours.stderr
+    for spelling in ("-diff", "--diff-profile"):  # proton-viewer's: one signed difference per metric
+        diff = run_cli("view", "scopes.hatchet", spelling, "scopes.hatchet", "-m", "count", cwd=tmp_path)
+        assert diff.returncode == 0, diff.stderr
+        assert diff.stdout.splitlines()[0].split() == ["count", "name"]
+        assert diff.stdout.splitlines()[1].split()[0] == "0"

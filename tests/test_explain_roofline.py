@@ -157,7 +157,7 @@ def test_a_device_without_a_model_leaves_those_fields_unknown(tmp_path: Path):
     gemm = kernel_costs(profile, turing)["gemm"]
     assert gemm.flop_util is None and gemm.byte_util == pytest.approx(1e12 / turing.peak_bytes_per_s())
     assert gemm.util == gemm.byte_util and gemm.bound is None  # its flops are known but cannot be judged
-    other = DeviceSpec("HIP", "gfx942", 304, 2100000, 1300000, 8192)
+    other = DeviceSpec("HIP", "gfx1100", 96, 2500000, 1250000, 384)  # RDNA3: Proton has no model for it
     gemm = kernel_costs(profile, other)["gemm"]
     assert (gemm.flop_util, gemm.byte_util, gemm.util, gemm.opportunity_ns) == (None, None, None, 1e6)
     assert gemm.tflops_per_s == pytest.approx(500)  # rates need no device

@@ -49,7 +49,13 @@ def test_written_file_has_protons_layout(tmp_path: Path):
     data = json.loads(hatchet.write(_sample(), tmp_path / "s.hatchet").read_text())
     assert isinstance(data, list) and len(data) == 2
     root = data[0]
-    assert root["frame"] == {"name": "ROOT", "type": "function"}
+    assert (root["frame"]["name"], root["frame"]["type"]) == ("ROOT", "function")
+    # ROOT's children are only real frames; our run metadata rides in the root's frame
+    real = [c.name for c in _sample().root.children.values()]
+    assert [c["frame"]["name"] for c in root["children"]] == real
+    meta = json.loads(root["frame"]["deuteron"])
+    assert (meta["format"], meta["version"]) == ("deuteron-hatchet", 2)
+    assert meta["metadata"]["name"] == "sample"
     for column in ("time (ns)", "count", "bytes", "flops"):
         assert root["metrics"][column] == 0  # Proton pads the root so every column exists
     assert data[1]["CUDA"]["0"]["arch"] == "90"
@@ -116,6 +122,10 @@ BAD_FILES = {
     ),
     "binary": (b"\x80\x81\x82", "not a text file"),
     "child_not_object": ('[{"frame": {"name": "R"}, "metrics": {}, "children": [3]}]', "is not an object"),
+    "damaged_root_metadata": (
+        '[{"frame": {"name": "R", "deuteron": "{oops"}, "metrics": {}, "children": []}]',
+        "metadata",
+    ),
     "damaged_metadata": (
         '[{"frame": {"name": "R"}, "metrics": {}, "children": [{"frame": {"name": '
         '"deuteron:metadata", "type": "metadata", "deuteron": "{oops"}}]}]',
@@ -159,3 +169,75 @@ def test_deep_tree_round_trips_without_recursion(tmp_path: Path):
     while leaf.children:
         leaf = next(iter(leaf.children.values()))
     assert leaf.metrics == {"time (ns)": 5}
+
+
+def test_hatchet_msgpack_is_the_same_document_and_reads_back(tmp_path: Path):
+    """Proton's hatchet_msgpack: the JSON document's exact structure in msgpack, read by the same
+    checked reader (``deuteron view`` takes either), at any depth."""
+    import msgpack
+
+    sample = _sample()
+    as_json = json.loads(hatchet.write(sample, tmp_path / "s.hatchet").read_text())
+    packed = tmp_path / "s.hatchet_msgpack"
+    packed.write_bytes(hatchet.to_msgpack(sample))
+    assert msgpack.unpackb(packed.read_bytes(), raw=False, strict_map_key=False) == as_json
+    back = hatchet.read(packed)
+    assert find(back, "train", "add_kernel").metrics["count"] == 3
+    assert back.kind("slots") == "exc" and back.metadata["name"] == "sample"
+    assert back.devices["CUDA"]["0"]["arch"] == "90"
+    deep = Profile()
+    node = deep.root
+    for i in range(3000):  # msgpack's own packer stops at 512 levels
+        node = node.child(f"s{i}")
+    node.metrics["count"] = 1
+    (tmp_path / "deep.hatchet_msgpack").write_bytes(hatchet.to_msgpack(deep))
+    assert sum(1 for _ in hatchet.read(tmp_path / "deep.hatchet_msgpack").root.walk()) == 3001
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x92", "not a valid hatchet msgpack file"),  # truncated
+        (b"\x92\x01\x80", "not a valid hatchet msgpack file"),  # a number where the tree belongs
+        (b"\x92\x81\xa8children\xdd\xff\xff\xff\xff", "not a valid hatchet msgpack file"),  # a bomb
+        (b"\x91\x81\xa5frame\x81\xa4name\x01", "no frame name"),  # a frame name that is no string
+        (b"\x90", "not a hatchet profile"),
+    ],
+)
+def test_bad_msgpack_files_raise_one_clear_error(tmp_path: Path, content: bytes, message: str):
+    path = tmp_path / "bad.hatchet_msgpack"
+    path.write_bytes(content)
+    with pytest.raises(FormatError, match=message):
+        hatchet.read(path)
+
+
+def test_protons_exclusive_metrics_are_not_summed_up_the_tree(tmp_path: Path):
+    """In Proton's files ROOT carries (zero-padded) every inclusive column; a metric absent there,
+    like a cpu_timed_scope's cpu_time, is exclusive: proton-viewer does not add it up the tree."""
+    from deuteron.viewer import ViewOptions, build
+
+    doc = [
+        {
+            "frame": {"name": "ROOT", "type": "function"},
+            "metrics": {"time (ns)": 0, "count": 0},
+            "children": [
+                {
+                    "frame": {"name": "outer", "type": "function"},
+                    "metrics": {"cpu_time (ns)": 100},
+                    "children": [
+                        {"frame": {"name": "inner", "type": "function"}, "metrics": {"cpu_time (ns)": 40},
+                         "children": [{"frame": {"name": "k", "type": "function"},
+                                       "metrics": {"time (ns)": 5, "count": 1}, "children": []}]},
+                    ],
+                }
+            ],
+        },
+        {},
+    ]  # fmt: skip
+    path = tmp_path / "proton.hatchet"
+    path.write_text(json.dumps(doc))
+    prof = hatchet.read(path)
+    assert prof.kind("cpu_time (ns)") == "exc" and prof.kind("time (ns)") == "inc"
+    view = build(prof, ViewOptions(metrics=["cpu_time/ns", "time/ns"]))
+    outer = find(view.tree, "outer").metrics
+    assert outer["cpu_time/ns"] == 100 and outer["time/ns"] == 5  # not 140; time still adds up

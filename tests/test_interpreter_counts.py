@@ -104,7 +104,7 @@ def test_repeated_launches_aggregate_under_their_scopes():
 
     def work():
         for _ in range(3):
-            with deuteron.scope("step"):
+            with deuteron.cpu_timed_scope("step"):  # a plain scope records no cpu_time (Proton's rule)
                 k.add(x, y)
                 k.add(x, y)
         k.add(x, y)
@@ -160,3 +160,41 @@ def test_state_adds_a_frame_below_the_kernel():
     kernel = find(prof, "add_kernel")
     assert kernel.metrics["count"] == 1
     assert find(prof, "add_kernel", "warmup").metrics["count"] == 1
+
+
+def test_launch_metadata_gets_the_record_a_compiled_launch_gets(tmp_path):  # type: ignore[no-untyped-def]
+    """Proton users read e.g. ``metadata.num_ctas`` in their hook: under the interpreter it gets
+    the same KernelMetadata fields as a compiled launch (from Triton's own option parsing for the
+    driver's target), in a fresh process where Triton's notice about TRITON_DEFAULT_FP_FUSION
+    (about Deuteron's option parsing, not the script's) is not shown."""
+    from tests.conftest import run_cli
+
+    (tmp_path / "job.py").write_text(
+        "import torch, triton, triton.language as tl\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.compiler import ASTSource\n"
+        "seen = {}\n"
+        "def meta(grid, metadata, args):\n"
+        "    seen.update(metadata._asdict())\n"
+        "    return {'name': f'k_ctas{metadata.num_ctas}_w{metadata.num_warps}', 'flops': args['n']}\n"
+        "@triton.jit(launch_metadata=meta)\n"
+        "def k(x_ptr, n, BLOCK: tl.constexpr):\n"
+        "    i = tl.arange(0, BLOCK)\n"
+        "    tl.store(x_ptr + i, i.to(tl.float32), mask=i < n)\n"
+        "k[(1,)](torch.empty(100), 100, BLOCK=128, num_warps=8)\n"
+        "assert seen['target'] == GPUTarget('cuda', 90, 32) and seen['arch'] == 'sm90', seen\n"
+        "assert (seen['name'], seen['num_ctas'], seen['num_stages']) == ('k', 1, 3), seen\n"
+        "import triton.compiler.compiler as cc\n"
+        "ref = cc.make_backend(seen['target']).parse_options({'num_warps': 8}).__dict__\n"
+        "missing = set(ref) - set(seen)\n"
+        "assert not missing, missing\n"
+        "print('ok', len(seen))\n"
+    )
+    proc = run_cli("run", "-k", "triton", "job.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ok "), proc.stdout
+    assert "TRITON_DEFAULT_FP_FUSION" not in proc.stderr
+    from deuteron.formats import hatchet
+
+    tree = hatchet.read(tmp_path / "deuteron.hatchet")
+    assert find(tree, "k_ctas1_w8").metrics["flops"] == 100

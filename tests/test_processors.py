@@ -83,11 +83,12 @@ def test_device_peaks_match_protons_formulas():
     for name, dev in NAMED_DEVICES.items():
         for width in (8, 16, 32):
             ours = dev.peak_flops(width)
-            theirs = specs.max_flops("CUDA", dev.arch, width, dev.num_sms, dev.clock_rate)
+            theirs = specs.max_flops(dev.device_type, dev.arch, width, dev.num_sms, dev.clock_rate)
             assert ours == pytest.approx(theirs), (name, width)
         assert dev.peak_bytes_per_s() == pytest.approx(
-            specs.max_bps("CUDA", dev.arch, dev.bus_width, dev.memory_clock_rate)
+            specs.max_bps(dev.device_type, dev.arch, dev.bus_width, dev.memory_clock_rate)
         )
+    assert {d.device_type for d in NAMED_DEVICES.values()} == {"CUDA", "HIP"}
 
 
 def test_metric_parsing_and_errors():
@@ -130,3 +131,49 @@ def test_console_renderer_colours_kernels_and_diff_signs():
     signed = io.StringIO()
     render_profile(up, ["time/ns"], file=signed, signed=True, color=True)
     assert "\x1b[31m+200.000" in signed.getvalue()  # slower: red
+
+
+def test_view_filters_as_proton_viewer_does() -> None:
+    """-t keeps the path to a hot frame; -i/-e pick frames after the sums (ancestors keep their
+    totals) with patterns matched from the start of a name; -d N shows N levels."""
+    from deuteron.viewer import ViewOptions, build
+
+    p = Profile()
+    cool = p.root.child("cool")
+    cool.child("hot_kernel").metrics.update({"time (ns)": 10_000, "count": 1})
+    cool.child("slow_kernel").metrics.update({"time (ns)": 1_000, "count": 100})  # avg 10 ns
+    p.root.child("other_kernel").metrics.update({"time (ns)": 5_000, "count": 5})
+
+    def names(view) -> list[str]:  # type: ignore[no-untyped-def]
+        return [n.name for n in view.tree.root.walk()]
+
+    # avg_time is not inclusive-monotone: "cool" averages below the threshold, its child does not
+    hot = build(p, ViewOptions(metrics=["avg_time/ns"], threshold=5000))
+    assert names(hot) == ["ROOT", "cool", "hot_kernel"]
+    only = build(p, ViewOptions(metrics=["time/ns"], include="hot"))
+    assert names(only) == ["ROOT", "cool", "hot_kernel"]
+    assert only.tree.root.metrics["time/ns"] == 16_000  # ROOT keeps its total, as in proton-viewer
+    assert names(build(p, ViewOptions(metrics=["time/ns"], include="kernel"))) == ["ROOT"]  # re.match
+    assert "hot_kernel" in names(build(p, ViewOptions(metrics=["time/ns"], include=".*kernel")))
+    dropped = build(p, ViewOptions(metrics=["time/ns"], exclude="cool"))
+    assert names(dropped) == ["ROOT", "other_kernel"] and dropped.tree.root.metrics["time/ns"] == 16_000
+    assert names(build(p, ViewOptions(metrics=["count"], depth=2))) == ["ROOT", "cool", "other_kernel"]
+    assert names(build(p, ViewOptions(metrics=["count"], depth=1))) == ["ROOT"]
+
+
+def test_util_only_on_frames_that_ran_on_a_device_and_amd_peaks() -> None:
+    """As proton-viewer: util where a frame carries its device (kernels), NaN on scopes and ROOT
+    (which would mix devices); AMD MI250X/MI300X/MI350X peaks as Proton models them."""
+    from deuteron.viewer import ViewOptions, build
+
+    p = Profile()
+    row = {"arch": "gfx942", "num_sms": 304, "clock_rate": 2100000, "memory_clock_rate": 1, "bus_width": 1}
+    p.devices = {"HIP": {"0": row}}
+    k = p.root.child("step").child("gemm", KERNEL)
+    k.metrics.update({"time (ns)": 1000, "count": 1, "bytes": 5.3e6, "flops8": 0, "device_id": "0"})
+    view = build(p, ViewOptions(metrics=["util"]))
+    assert find(view.tree, "step", "gemm").metrics["util"] == pytest.approx(1.0)  # 5.3 MB in 1 us at 5.3 TB/s
+    assert math.isnan(find(view.tree, "step").metrics["util"]) and math.isnan(view.tree.root.metrics["util"])
+    assert named_device("mi300x").peak_flops(8) == pytest.approx(4096 * 304 * 2.1e9)
+    assert named_device("mi250x").peak_bytes_per_s() == 3.2e12
+    assert named_device("mi350x").peak_flops(16) == pytest.approx(8192 * 256 * 2.4e9 / 2)

@@ -11,6 +11,7 @@ from .. import __version__
 from ..model.errors import DeuteronError
 from ..render.text import printable
 from . import check, explain, run, view
+from .target import split_target
 
 
 class _Parser(argparse.ArgumentParser):
@@ -20,14 +21,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"deuteron: error: {message} (see '{self.prog} -h')\n")
 
 
+TARGET_COMMANDS = ("run", "check", "explain")  # commands whose words end with a program to run
+
+
+class _Exact(_Parser):
+    """No prefix matching anywhere: ``--n`` is never ``--name``."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
+        allow_abbrev=False,
         prog="deuteron",
         description="See inside GPU programs written with Triton and PyTorch.",
         epilog="Run 'deuteron COMMAND -h' for a command's options.",
     )
     parser.add_argument("--version", action="version", version=f"deuteron {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Exact)
     run.add_parser(sub)
     check.add_parser(sub)
     explain.add_parser(sub)
@@ -42,7 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args_list:
         parser.print_help(sys.stderr)
         return 2
-    args = parser.parse_args(args_list)
+    command = args_list[0]
+    if command in TARGET_COMMANDS:
+        sub = _subparser(parser, command)
+        head, module, words = split_target(sub, args_list[1:])
+        args = parser.parse_args([command, *head])
+        args.module, args.target = module, words
+    else:
+        args = parser.parse_args(args_list)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
@@ -56,3 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # ours (the target's own errors end inside the target's run): one line
         print(f"deuteron: error: {printable(exc)}", file=sys.stderr)
         return 2
+
+
+def _subparser(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[command]  # type: ignore[no-any-return]
+    raise KeyError(command)

@@ -7,11 +7,14 @@ import gc
 import sys
 from typing import Any
 
+from .. import processors
 from ..formats import hatchet
+from ..model.errors import DeuteronError
 from ..model.metrics import DERIVED_HELP
 from ..render.console import render_profile
 from ..render.json_tree import render_json
-from ..viewer import ViewOptions, build, list_metrics
+from ..render.text import printable, say
+from ..viewer import ViewOptions, build, build_ranks, list_metrics
 
 
 def add_parser(sub: Any) -> None:
@@ -22,9 +25,25 @@ def add_parser(sub: Any) -> None:
         epilog=DERIVED_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("profile", help="a .hatchet file written by deuteron or Proton")
+    p.add_argument(
+        "profile",
+        nargs="+",
+        help="a .hatchet file written by deuteron or Proton; several (one per rank: NAME.rank*.hatchet) "
+        "are shown merged, each column as its min, median and max over them",
+    )
     _add_view_options(p)
-    p.add_argument("--diff", metavar="OTHER", help="show PROFILE minus OTHER, node by node")
+    p.add_argument(
+        "--diff",
+        metavar="OTHER",
+        help="compare with OTHER, the baseline: old, new, ratio and change %% per metric",
+    )
+    p.add_argument(
+        "--diff-profile",
+        "-diff",
+        dest="diff_profile",
+        metavar="OTHER",
+        help="proton-viewer's diff: this profile minus OTHER, one signed column per metric",
+    )
     p.set_defaults(handler=run_view)
 
 
@@ -53,13 +72,45 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         "-e", "--exclude", metavar="REGEX", help="drop frames matching REGEX and everything below"
     )
-    p.add_argument("-d", "--depth", type=_non_negative, default=100, help="deepest level to show (root is 0)")
+    p.add_argument(
+        "-d",
+        "--depth",
+        type=_non_negative,
+        default=100,
+        help="levels to show, ROOT the first (as proton-viewer)",
+    )
     p.add_argument(
         "-t", "--threshold", type=float, default=None, help="hide frames whose first metric is below this"
     )
     p.add_argument("--sort", action="store_true", help="order children by the first metric, largest first")
-    p.add_argument("--device", metavar="NAME", help="device for util/roofline: a100, l40s, h100, h200, b200")
-    p.add_argument("--list-metrics", action="store_true", help="list the metrics this profile has, then exit")
+    p.add_argument(
+        "-f",
+        "--format",
+        dest="name_format",
+        choices=sorted(processors.NAME_FORMATS),
+        default="full",
+        help="how much of a Python frame's name (path/file.py:line@function) to show, as proton-viewer",
+    )
+    p.add_argument(
+        "--print-sorted",
+        "--print_sorted",
+        dest="print_sorted",
+        action="store_true",
+        help="after the tree, every frame by its first metric, largest first (proton-viewer's list)",
+    )
+    p.add_argument(
+        "--device",
+        metavar="NAME",
+        help="device for util/roofline: a100, l40s, h100, h200, b200, mi250x, mi300x, mi350x",
+    )
+    p.add_argument(
+        "-l",
+        "--list",
+        "--list-metrics",
+        dest="list_metrics",
+        action="store_true",
+        help="list the metrics this profile has, then exit",
+    )
     p.add_argument("--json", action="store_true", help="print the shown tree as JSON instead of text")
 
 
@@ -84,12 +135,21 @@ def run_view(args: argparse.Namespace, diff_path: str | None = None) -> int:
 
 
 def _view(args: argparse.Namespace, diff_path: str | None) -> int:
-    diff_path = diff_path or getattr(args, "diff", None)
-    profile = hatchet.read(args.profile)
+    minus = getattr(args, "diff_profile", None)
+    if minus and (diff_path or getattr(args, "diff", None)):
+        raise DeuteronError("--diff and -diff/--diff-profile: give one of them")
+    diff_path = diff_path or getattr(args, "diff", None) or minus
+    sources = args.profile if isinstance(args.profile, list) else [args.profile]
+    if len(sources) > 1 and diff_path:
+        raise DeuteronError("--diff compares one profile with another: give one profile, not several")
+    profiles = [hatchet.read(path) for path in sources]
+    profile = profiles[0]
     if args.list_metrics:
-        print(list_metrics(profile))
+        print(list_metrics(processors.merge(profiles) if len(profiles) > 1 else profile))
         return 0
     base = hatchet.read(diff_path) if diff_path else None
+    if base is not None:
+        _warn_if_contexts_differ(base, diff_path or "", profile, sources[0])
     options = ViewOptions(
         metrics=args.metrics.split(",") if args.metrics else None,
         include=args.include,
@@ -98,10 +158,41 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         threshold=args.threshold,
         sort=args.sort,
         device=args.device,
+        name_format=args.name_format,
     )
-    view = build(profile, options, base, source=args.profile)
+    if len(profiles) > 1:
+        view = build_ranks(profiles, options, source=", ".join(sources))
+    else:
+        view = build(profile, options, base, source=sources[0], minus=bool(minus))
     if args.json:
         render_json(view.tree, view.columns, sys.stdout)
     else:
         render_profile(view.tree, view.columns, signed=view.signed)
+        if args.print_sorted:
+            _print_sorted(view.tree, view.columns[0])
     return 0
+
+
+def _print_sorted(tree: Any, column: str) -> None:
+    """proton-viewer's ``--print-sorted``: every frame but ROOT by the first column, largest first."""
+    rows = []
+    for n in tree.root.walk():
+        value = n.metrics.get(column)
+        if n is not tree.root and isinstance(value, (int, float)) and value == value:  # not NaN
+            rows.append((value, n.name))
+    rows.sort(key=lambda r: -r[0])
+    print(f"Sorted frames by {printable(column)}")
+    for value, name in rows:
+        shown = name if len(name) <= 100 else name[:100] + "..."
+        print(f"{printable(shown):105} {value:.4g}")
+
+
+def _warn_if_contexts_differ(old: Any, old_path: str, new: Any, new_path: str) -> None:
+    """Profiles made with different contexts (scopes vs Python call paths) have different frames:
+    their diff pairs nothing below ROOT, so say why before showing it."""
+    a, b = old.metadata.get("context"), new.metadata.get("context")
+    if a and b and a != b:
+        say(
+            f"deuteron: warning: {old_path} was recorded with context {a!r} and {new_path} with {b!r}: "
+            "their frames differ, so most rows show as added or removed"
+        )

@@ -20,7 +20,7 @@ from ..model.tree import Profile
 from ..render.text import say
 from ..signals import Deferred
 
-OUTPUT_FORMATS = ("hatchet", "chrome_trace")
+OUTPUT_FORMATS = ("hatchet", "hatchet_msgpack", "chrome_trace")
 
 
 def parse_formats(output_format: str) -> list[str]:
@@ -32,10 +32,27 @@ def parse_formats(output_format: str) -> list[str]:
     return formats
 
 
+RANK_VARIABLES = ("RANK", "LOCAL_RANK")  # torchrun, torch.distributed and most launchers set these
+
+
+def rank() -> int | None:
+    """This process's rank in a distributed job (``RANK``, else ``LOCAL_RANK``), None outside one."""
+    for variable in RANK_VARIABLES:
+        value = os.environ.get(variable, "").strip()
+        if value.isdigit():
+            return int(value)
+    return None
+
+
 def paths(base: Path, formats: list[str]) -> list[Path]:
-    """The files ``formats`` write for ``base`` (``run`` -> ``run.hatchet``, ``run.chrome_trace``)."""
-    if base.suffix in (".hatchet", ".chrome_trace", ".json"):
+    """The files ``formats`` write for ``base`` (``run`` -> ``run.hatchet``, ``run.chrome_trace``);
+    in a distributed job each rank writes its own (``run.rank1.hatchet``): ranks share a folder,
+    and one file for all would keep only the last rank's profile."""
+    if base.suffix in (".hatchet", ".hatchet_msgpack", ".chrome_trace", ".json"):
         base = base.with_suffix("")
+    r = rank()
+    if r is not None and not base.name.endswith(f".rank{r}"):
+        base = base.with_name(f"{base.name}.rank{r}")
     return [base.with_name(base.name + "." + f) for f in formats]
 
 
@@ -53,16 +70,35 @@ def write(
     written = []
     with Deferred(note="finishing the profile first"):
         for target, f in zip(paths(base, formats), formats, strict=True):
+            text: str | bytes
             if f == "hatchet":
                 text = "".join(hatchet.chunks(profile))
+            elif f == "hatchet_msgpack":
+                text = hatchet.to_msgpack(profile)
             else:
                 events, lane_names = trace()
                 text = chrome_trace.text(events, pid=os.getpid(), lane_names=lane_names)
             written.append(_write_or_rescue(target, text))
+        if "chrome_trace" not in formats:
+            _remove_stale_trace(paths(base, ["chrome_trace"])[0])
     return written
 
 
-def _write_or_rescue(target: Path, text: str) -> Path:
+def _remove_stale_trace(path: Path) -> None:
+    """A trace of ours left by an earlier run of the same name would sit beside the new profile
+    and look like its trace: removed (only ours, recognised by its format name at its start)."""
+    try:
+        if not path.is_file():
+            return
+        with open(path, "rb") as f:
+            head = f.read(200)
+        if chrome_trace.FORMAT.encode() in head:
+            path.unlink()
+    except OSError:  # not ours to fight over: leave it
+        return
+
+
+def _write_or_rescue(target: Path, text: str | bytes) -> Path:
     try:
         return atomic_write(target, text)
     except OutputError as first:
@@ -95,8 +131,9 @@ def run_metadata(
         "pid": os.getpid(),
         "python": platform.python_version(),
     }
-    if "RANK" in os.environ:
-        meta["rank"] = os.environ["RANK"]
+    r = rank()
+    if r is not None:
+        meta["rank"] = str(r)
     triton = sys.modules.get("triton")
     if triton is not None:
         meta["triton"] = getattr(triton, "__version__", "")

@@ -11,6 +11,7 @@ also keeps the spans of scopes and launches for traces. Where partial contexts g
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from ..formats.files import OutputError, check_writable
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
-from ..model.tree import KERNEL, Node, Profile
+from ..model.tree import KERNEL, STATE, Node, Profile
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import CONTEXTS, ContextSource
@@ -38,11 +39,35 @@ class SessionError(DeuteronError, ValueError):
     """Bad arguments to the session API; the message says which and what is allowed."""
 
 
+DISABLE_VARIABLES = ("DEUTERON_DISABLE", "TRITON_PROTON_DISABLE")  # ours, and Proton's (same meaning)
+
+
+DISABLED_OFF = ("", "0", "false", "no")  # values that leave profiling on
+
+
 def disabled() -> bool:
-    return os.environ.get("DEUTERON_DISABLE", "").strip().lower() not in ("", "0", "false", "no")
+    if any(os.environ.get(name, "").strip().lower() not in DISABLED_OFF for name in DISABLE_VARIABLES):
+        return True
+    triton = sys.modules.get("triton")  # Proton's knob, set in code (triton.knobs.proton.disable)
+    knob = getattr(getattr(getattr(triton, "knobs", None), "proton", None), "disable", False)
+    return knob is True
 
 
 _get_ident = threading.get_ident
+
+
+def _value_type(value: Any) -> str:
+    """A metric value's type in Proton's words (NumPy and torch scalars as the number they hold)."""
+    if not isinstance(value, (str, bool, int, float)) and callable(getattr(value, "item", None)):
+        try:
+            value = value.item()
+        except (TypeError, ValueError, RuntimeError):
+            return "other"  # not a scalar: add_metrics says why
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (bool, int)):
+        return "int64_t" if value < 0 else "uint64_t"
+    return "double"
 
 
 class Session:
@@ -92,6 +117,8 @@ class Session:
         # Told the thread's innermost scope and state, as ids, whenever they change (the CUPTI shim's slots).
         self.context_listener: Callable[[int, int], None] | None = None
         self.kernel_spans: list[KernelSpans] = []
+        self.default_format = "hatchet"  # what finalize() writes when not told (data="tree")
+        self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
 
     # --- context ---------------------------------------------------------------------------------
 
@@ -107,23 +134,55 @@ class Session:
         node = parent.child(name)
         if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
-                self.profile.add_metrics(node, metrics)
+                self._check_types(metrics)
+                self.profile.add_metrics(self._metrics_node(node), metrics)
         stack.append(node)
         if self.context_listener is not None:
             self._tell_context(node)
 
     def close_scope(
-        self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
+        self,
+        name: str | None,
+        start_ns: int,
+        end_ns: int,
+        metrics: dict[str, Any] | None,
+        timed: bool = False,
     ) -> None:
+        """``timed``: a ``cpu_timed_scope``, whose node gets its CPU time (plain scopes do not, as
+        in Proton; every scope's span is in the trace either way)."""
         node = self.shadow.pop(name)
         if self.context_listener is not None:
             self._tell_context(self.shadow.current())
         with self.lock:
             if metrics:
-                self.profile.add_metrics(node, metrics)
-            m = node.metrics
-            m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
+                self._check_types(metrics)
+                self.profile.add_metrics(self._metrics_node(node), metrics)
+            if timed:
+                m = node.metrics
+                m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
             self._event(("scope", node, start_ns, end_ns, _get_ident(), None))
+
+    def _check_types(self, metrics: dict[str, Any]) -> None:
+        """A user metric (not a property) keeps the value type it first had (float, unsigned or
+        signed integer, string), as in Proton, whose error this repeats: adding 1 to a metric that was 1.0 is
+        refused rather than silently mixed."""
+        for raw, value in metrics.items():
+            name, metric_kind = split_kind(raw)
+            if metric_kind == "pty":  # properties may be a string in one scope, a number in another
+                continue
+            kind = _value_type(value)
+            seen = self._value_types.setdefault(name, kind)
+            if seen != kind:
+                index = list(self._value_types).index(name)
+                raise SessionError(
+                    f"Metric value type mismatch for valueId {index} ({name}): current={seen}, new={kind}"
+                )
+
+    def _metrics_node(self, node: Node) -> Node:
+        """Where a scope's metrics go: the scope, or, inside a state, that state's frame below it
+        (as Proton files them: scope, then state, then the values)."""
+        state = self.states.current()
+        return node.child(state, STATE) if state else node
 
     def state(self) -> str | None:
         """The state the calling thread is in (see ``deuteron.state``)."""

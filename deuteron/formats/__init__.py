@@ -10,12 +10,16 @@ from typing import Any
 from . import jsonio
 from .files import FormatError, OutputError, read_bytes
 
-__all__ = ["FormatError", "OutputError", "load_json"]
+__all__ = ["FormatError", "OutputError", "load_json", "parse_json"]
 
 
 def load_json(path: str | os.PathLike[str], what: str = "profile") -> Any:
     """Parse a JSON file, checked for size and kind first; any problem is one FormatError line."""
-    data = read_bytes(path, what)
+    return parse_json(read_bytes(path, what), path)
+
+
+def parse_json(data: bytes, path: str | os.PathLike[str]) -> Any:
+    """JSON already read (see :func:`load_json`)."""
     try:
         return jsonio.loads(data)
     except jsonio.NotText as exc:

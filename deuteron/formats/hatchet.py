@@ -2,9 +2,11 @@
 
 The file is a list: ``[root, device_table]``. Nodes are ``{"frame": {"name", "type"},
 "metrics": {...}, "children": [...]}`` with each node's own (not inclusive) values. Our run
-metadata and metric kinds ride in one extra leaf under the root, a frame of type
-``"metadata"`` with no metrics: proton-viewer drops metric-less leaves before it builds its
-graph, and plain hatchet shows it as an empty frame, so neither tool is disturbed by it.
+metadata and metric kinds ride in one more key of the root's frame, ``"deuteron"`` (a JSON
+string, so hatchet can hash the frame): ROOT's children are only real frames, as code that counts
+them expects, and proton-viewer, llnl-hatchet and Proton's own readers look at no frame key but
+``name`` and ``type``. Files written before this (version 1) carried it in a leaf under the root,
+a frame of type ``"metadata"``; the reader still takes that.
 """
 
 from __future__ import annotations
@@ -13,21 +15,21 @@ import gc
 import json
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..model.metrics import INC, KINDS
 from ..model.tree import Node, Profile
-from . import FormatError, jsonio, load_json
-from .files import atomic_write
+from . import FormatError, jsonio, msgpack_tree, parse_json
+from .files import atomic_write, read_bytes
 
 METADATA_FRAME = "deuteron:metadata"
 METADATA_TYPE = "metadata"
-# The version of what the metadata frame carries (the tree itself is Proton's layout).
+# The version of what the metadata carries (the tree itself is Proton's layout). 2: in the
+# root's frame; 1: in a leaf under the root (still read).
 FORMAT = "deuteron-hatchet"
-VERSION = 1
-# Proton writes these at the root with zero values so every column exists in hatchet.
-_ROOT_COLUMNS = ("bytes", "count", "flops", "time (ns)")
+VERSION = 2
 
 
 _dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=str).encode
@@ -38,15 +40,10 @@ def _fields(node: Node) -> dict[str, Any]:
     return {"frame": {"name": node.name, "type": node.type}, "metrics": metrics}
 
 
-def _metadata_leaf(profile: Profile) -> Node:
-    """The metric-less leaf that carries our run metadata and metric kinds (see the module's doc)."""
-    leaf = Node(METADATA_FRAME, METADATA_TYPE)
-    leaf.metrics = {}
-    return leaf
-
-
-def chunks(profile: Profile) -> list[str]:
-    """The file's text in pieces: ``[tree, device table]``, written without recursion."""
+def layout(profile: Profile) -> tuple[Node, Callable[[Node], dict[str, Any]], Callable[[Node], list[Node]]]:
+    """The tree as the file lays it out: its root, each node's ``frame``/``metrics`` fields (the
+    root padded with zeros for every column and carrying our metadata), and each node's children.
+    The JSON writer and the msgpack one both walk this."""
     string_valued: set[str] = set()
     all_names: set[str] = set()
     for node in profile.root.walk():
@@ -56,31 +53,40 @@ def chunks(profile: Profile) -> list[str]:
                 string_valued.add(name)
     numeric = sorted(n for n in all_names - string_valued if profile.kind(n) == INC)
     root_metrics = dict(profile.root.metrics)
-    for name in (*_ROOT_COLUMNS, *numeric):
+    for name in numeric:  # as Proton: every inclusive column the tree has exists at ROOT (zero)
         root_metrics.setdefault(name, 0)
     meta = json.dumps(
         {"format": FORMAT, "version": VERSION, "metadata": profile.metadata, "kinds": profile.kinds},
         sort_keys=True,
         default=str,
     )
-    meta_leaf = _metadata_leaf(profile)
     root = profile.root
 
     def fields(node: Node) -> dict[str, Any]:
         if node is root:
             out = _fields(node)
+            out["frame"]["deuteron"] = meta
             out["metrics"] = {
                 k: v for k, v in root_metrics.items() if v.__class__ is not float or math.isfinite(v)
             }
             return out
-        if node is meta_leaf:
-            return {"frame": {"name": METADATA_FRAME, "type": METADATA_TYPE, "deuteron": meta}, "metrics": {}}
         return _fields(node)
 
     def children(node: Node) -> list[Node]:
-        kids = list(node.children.values())
-        return [*kids, meta_leaf] if node is root else kids
+        return list(node.children.values())
 
+    return root, fields, children
+
+
+def to_msgpack(profile: Profile) -> bytes:
+    """The same document in msgpack (Proton's ``hatchet_msgpack``)."""
+    root, fields, children = layout(profile)
+    return msgpack_tree.pack(root, fields, children, profile.devices)
+
+
+def chunks(profile: Profile) -> list[str]:
+    """The file's text in pieces: ``[tree, device table]``, written without recursion."""
+    root, fields, children = layout(profile)
     return ["[", *jsonio.tree_chunks(root, fields, children, dumps=_dumps), ",", _dumps(profile.devices), "]"]
 
 
@@ -95,7 +101,10 @@ def read(path: str | os.PathLike[str]) -> Profile:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return from_json(load_json(path), str(path))
+        data = read_bytes(path, "profile")
+        if msgpack_tree.is_msgpack_array(data):  # Proton's hatchet_msgpack: the same tree
+            return from_json(msgpack_tree.loads(data, str(path)), str(path))
+        return from_json(parse_json(data, path), str(path))
     finally:
         if was_enabled:
             gc.enable()
@@ -112,6 +121,7 @@ def from_json(data: Any, where: str = "profile") -> Profile:
     string_metrics: set[str] = set()
     first = _check_node(data[0], where, "root")
     profile.root = Node(first["frame"]["name"], str(first["frame"].get("type", "function")))
+    meta_json = first["frame"].get("deuteron")
     _take_metrics(profile.root, first["metrics"], string_metrics, where)
     stack = [(first, profile.root)]
     while stack:
@@ -149,6 +159,9 @@ def from_json(data: Any, where: str = "profile") -> Profile:
         profile.kinds.setdefault(name, "pty")
     for name in ("device_id", "device_type", "stream_id"):
         profile.kinds.setdefault(name, "pty")
+    if meta_json is None:  # Proton's file: its ROOT carries every inclusive column; others are exclusive
+        for name in profile.metric_names() - set(first["metrics"]):
+            profile.kinds.setdefault(name, "exc")
     _drop_zero_root_columns(profile)
     return profile
 
@@ -194,13 +207,13 @@ def _drop_zero_root_columns(profile: Profile) -> None:
 
 def _apply_metadata(profile: Profile, meta_json: object, where: str) -> None:
     if not isinstance(meta_json, str):
-        raise FormatError(f"{where}: the deuteron metadata frame is damaged")
+        raise FormatError(f"{where}: the deuteron metadata is damaged")
     try:
         meta = jsonio.loads(meta_json)
     except jsonio.JSONError:
-        raise FormatError(f"{where}: the deuteron metadata frame is not valid JSON") from None
+        raise FormatError(f"{where}: the deuteron metadata is not valid JSON") from None
     if not isinstance(meta, dict):
-        raise FormatError(f"{where}: the deuteron metadata frame is damaged")
+        raise FormatError(f"{where}: the deuteron metadata is damaged")
     kinds = meta.get("kinds", {})
     if isinstance(kinds, dict):
         profile.kinds.update({str(k): v for k, v in kinds.items() if v in KINDS})

@@ -8,6 +8,11 @@ from dataclasses import dataclass
 
 from .errors import MetricError
 
+# AMD peaks as Proton models them: HBM bandwidth per architecture, and dense FP8 matrix flops per
+# clock per compute unit (INT8 on gfx90a, which has no FP8 matrix ops), halving as width doubles.
+AMD_BYTES_PER_S = {"gfx90a": 3.2e12, "gfx942": 5.3e12, "gfx950": 8.0e12}
+AMD_FP8_FLOPS_PER_CLOCK_PER_CU = {"gfx90a": 1024, "gfx942": 4096, "gfx950": 8192}
+
 
 @dataclass(frozen=True)
 class DeviceSpec:
@@ -24,14 +29,24 @@ class DeviceSpec:
         if self.device_type == "CUDA":
             # HBM/GDDR is double data rate: two transfers per memory clock.
             return 2 * self.bus_width * self.memory_clock_rate * 1e3 / 8
+        if self.device_type == "HIP":
+            try:
+                return AMD_BYTES_PER_S[self.arch]
+            except KeyError:
+                raise MetricError(f"no bandwidth model for AMD {self.arch}") from None
         raise MetricError(f"no bandwidth model for device type {self.device_type!r}")
 
     def peak_flops(self, width: int) -> float:
-        """Dense tensor-core peak for operands of ``width`` bits (halves as width doubles)."""
+        """Dense matrix-core peak for operands of ``width`` bits (halves as width doubles)."""
         scale = width / 8
+        clock_hz = self.clock_rate * 1e3
+        if self.device_type == "HIP":
+            try:
+                return AMD_FP8_FLOPS_PER_CLOCK_PER_CU[self.arch] * self.num_sms * clock_hz / scale
+            except KeyError:
+                raise MetricError(f"no flop model for AMD {self.arch}") from None
         if self.device_type != "CUDA":
             raise MetricError(f"no flop model for device type {self.device_type!r}")
-        clock_hz = self.clock_rate * 1e3
         if self.arch == "80":
             return 624e12 / scale
         if self.arch == "89":
@@ -60,6 +75,10 @@ NAMED_DEVICES: dict[str, DeviceSpec] = {
     "h100": DeviceSpec("CUDA", "90", 132, 1980000, 2619000, 5120),
     "h200": DeviceSpec("CUDA", "90", 132, 1980000, 3201000, 6016),
     "b200": DeviceSpec("CUDA", "100", 148, 1965000, 4000000, 8192),
+    # AMD: compute units as num_sms, peak engine clock; bandwidth comes from the architecture
+    "mi250x": DeviceSpec("HIP", "gfx90a", 220, 1700000, 1600000, 8192),
+    "mi300x": DeviceSpec("HIP", "gfx942", 304, 2100000, 2600000, 8192),
+    "mi350x": DeviceSpec("HIP", "gfx950", 256, 2400000, 4000000, 8192),
 }
 
 

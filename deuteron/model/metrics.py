@@ -94,7 +94,28 @@ def _match_raw(text: str, available: set[str], original: str) -> str:
         if text in (raw.lower(), raw.split("(")[0].strip().lower()):
             return raw
     listing = ", ".join(sorted(available)) or "none"
-    raise MetricError(f"unknown metric {original!r}; this profile has: {listing} (see --list-metrics)")
+    hint = _closest(text, available)
+    guess = f"did you mean {hint!r}? " if hint else ""
+    raise MetricError(
+        f"unknown metric {original!r}; {guess}this profile has: {listing} (see --list-metrics)"
+    )
+
+
+# Derived names a user may mean, beside the profile's own (a typo in one of them lands here too).
+_DERIVED_NAMES = (
+    "time/s", "time/ms", "time/us", "time/ns", "avg_time/ms", "cpu_time/ms", "flop/s", "gflop/s",
+    "tflop/s", "byte/s", "gbyte/s", "tbyte/s", "util", "roofline_time/us",
+)  # fmt: skip
+
+
+def _closest(text: str, available: set[str]) -> str | None:
+    """The likeliest intended name: a raw metric of this profile or a derived one, by spelling."""
+    import difflib
+
+    names = {raw.split("(")[0].strip().lower(): raw for raw in available}
+    names.update({d: d for d in _DERIVED_NAMES})
+    hits = difflib.get_close_matches(text, list(names), n=1, cutoff=0.6)
+    return names[hits[0]] if hits else None
 
 
 def flop_widths(metrics: Mapping[str, object]) -> list[int]:

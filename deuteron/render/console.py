@@ -8,6 +8,7 @@ it writes plain text, which is also what keeps 100 000-node profiles fast to pri
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from itertools import repeat
 from typing import IO, Any
 
@@ -54,9 +55,29 @@ def _walk(p: Profile) -> tuple[list[Node], list[str], list[str]]:
     return nodes, branches, labels
 
 
-def _format_column(values: list[Any], signed: bool) -> list[str]:
+# Columns that count things (launches, bytes, flops, programs): shown as whole numbers when every
+# value is one, "12" rather than "12.000".
+_COUNTED = ("count", "bytes", "flops", "programs")
+
+
+def _counted(column: str) -> bool:
+    base, _, what = column.partition(" (")
+    if what and what.rstrip(")") not in ("old", "new", "min", "median", "max"):
+        return False  # a ratio or a change is a fraction even between counts
+    return base.startswith(_COUNTED) and "/" not in base
+
+
+def _format_column(values: list[Any], signed: bool, column: str = "") -> list[str]:
     """Format a whole column at once: fixed-point in bulk, the rare odd value one by one."""
     arr = np.array([v if v.__class__ in (int, float) else np.nan for v in values], dtype=float)
+    finite = arr[~np.isnan(arr)]
+    if _counted(column) and finite.size and bool(np.all(finite == np.round(finite))) and (
+        float(np.abs(finite).max()) < 1e15
+    ):
+        texts = ["-" if t != t else f"{int(t)}" for t in arr.tolist()]
+        if signed:
+            texts = ["+" + t if v > 0 else t for t, v in zip(texts, arr.tolist(), strict=True)]
+        return texts
     texts = list(map("{:.3f}".format, arr.tolist()))
     magnitude = np.abs(arr)
     odd = np.flatnonzero(np.isnan(arr) | (magnitude >= 1e7) | ((magnitude < 1e-3) & (magnitude > 0)))
@@ -73,12 +94,13 @@ def render_profile(
     columns: list[str],
     *,
     file: IO[str] | None = None,
-    signed: bool = False,
+    signed: bool | Collection[str] = False,
     color: bool | None = None,
 ) -> None:
     out = file if file is not None else sys.stdout
     nodes, branches, labels = _walk(p)
-    formatted = [_format_column([n.metrics.get(c) for n in nodes], signed) for c in columns]
+    signs = set(columns) if signed is True else set(signed or ())
+    formatted = [_format_column([n.metrics.get(c) for n in nodes], c in signs, c) for c in columns]
     widths = [max(len(c), *map(len, col)) for c, col in zip(columns, formatted, strict=True)]
     padded = [list(map(str.rjust, col, repeat(w))) for col, w in zip(formatted, widths, strict=True)]
     header = "  ".join(printable(c).rjust(w) for c, w in zip(columns, widths, strict=True)) + "  name"
@@ -90,14 +112,15 @@ def render_profile(
         return
     text = Text()
     text.append(header + "\n", style="bold")
+    marked = [c in signs for c in columns]
     for i, node in enumerate(nodes):
-        for col in padded:
+        for col, has_sign in zip(padded, marked, strict=True):
             v = col[i]
             style = "cyan"
             stripped = v.lstrip()
-            if signed and stripped.startswith("+"):
+            if has_sign and stripped.startswith("+"):
                 style = "red"
-            elif signed and stripped.startswith("-") and stripped != "-":
+            elif has_sign and stripped.startswith("-") and stripped != "-":
                 style = "green"
             text.append(v, style=style)
             text.append("  ")

@@ -58,3 +58,17 @@ def enable_interpreter_mode() -> None:
                 stacklevel=3,
             )
         os.environ["TRITON_INTERPRET"] = "1"
+
+
+def quiet_compile_notice() -> None:
+    """Triton 3.9 warns once per process, when options are first parsed, that
+    ``TRITON_DEFAULT_FP_FUSION`` is unset. Where Deuteron parses options itself (explain's compiles,
+    a ``launch_metadata`` record under the interpreter) the notice is about Deuteron's compile,
+    not the user's program: it is spent silently, as Triton's own test setup does."""
+    try:
+        from triton._utils import FP_FUSION_DEFAULT_WARNING, warn_once
+    except ImportError:  # a Triton without the notice
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warn_once(FP_FUSION_DEFAULT_WARNING)

@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from . import quiet_compile_notice
+
 
 @dataclass
 class CompileResult:
@@ -80,6 +82,7 @@ def compile_kernel(
     import triton
     from triton.compiler import ASTSource
 
+    quiet_compile_notice()
     src = ASTSource(fn, signature, constexprs, attrs)
     dump_text = ""
     try:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from . import compile_time, unsupported
+from . import compile_time, quiet_compile_notice, unsupported
 from .hooks import MANAGER, AttributePatch, Patch
 
 GROUP = "jit.capture"
@@ -48,6 +48,7 @@ def _parts() -> tuple[Any, Any, Any, Any]:
         raise unsupported(f"JIT binder ({exc})") from None
     if not hasattr(JITFunction, "_pack_args"):
         raise unsupported("JITFunction._pack_args")
+    quiet_compile_notice()
     return knobs, make_backend, JITFunction, create_function_from_signature
 
 

@@ -1,11 +1,31 @@
 """A kernel's ``launch_metadata`` hook, evaluated for an interpreted launch as Triton would on a GPU:
-``hook(grid, metadata, bound arguments)`` with the caller's defaults filled in."""
+``hook(grid, metadata, bound arguments)`` with the caller's defaults filled in, and ``metadata``
+the same ``KernelMetadata`` record a compiled launch passes (every field Triton's compiler sets:
+``num_ctas``, ``target``, ``arch``, ``shared``, ...), built from the backend's own option parsing
+for the target Triton's driver reports. What only a real compile knows (``shared``, ``hash``) is 0
+or empty: the interpreter compiles nothing."""
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable
-from types import SimpleNamespace
+from functools import lru_cache
 from typing import Any
+
+from . import quiet_compile_notice
+
+# Set by Triton's compile pipeline beside the backend's options (their values for a kernel that
+# compiled to nothing: the interpreter compiles nothing).
+_COMPILED = {
+    "hash": "",
+    "shared": 0,
+    "tmem_size": 0,
+    "global_scratch_size": 0,
+    "global_scratch_align": 1,
+    "profile_scratch_size": 0,
+    "profile_scratch_align": 1,
+    "tensordesc_meta": [],
+}
 
 
 def thunk(
@@ -25,12 +45,37 @@ def thunk(
         for p in inspect.signature(jit_fn.fn).parameters.values():
             if p.name not in bound and p.default is not inspect.Parameter.empty:
                 bound[p.name] = p.default
-        meta = SimpleNamespace(
-            name=jit_fn.fn.__name__,
-            num_warps=kwargs.get("num_warps", 4),
-            num_stages=kwargs.get("num_stages", 3),
-        )
-        result = hook(grid, meta, bound)
+        result = hook(grid, kernel_metadata(jit_fn.fn.__name__, kwargs), bound)
         return dict(result) if result else None
 
     return evaluate
+
+
+def kernel_metadata(name: str, launch_kwargs: dict[str, Any]) -> Any:
+    """The ``KernelMetadata`` record a compiled launch of kernel ``name`` with these options would
+    carry, for the target Triton's driver reports."""
+    options = tuple(
+        sorted((k, v) for k, v in launch_kwargs.items() if isinstance(v, (int, float, str, bool, type(None))))
+    )
+    fields = dict(_options(options))
+    fields["name"] = name
+    return namedtuple("KernelMetadata", sorted(fields))(**fields)
+
+
+@lru_cache(maxsize=64)
+def _options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    import triton
+    from triton.compiler.compiler import make_backend
+    from triton.runtime import driver
+
+    quiet_compile_notice()
+    target = driver.active.get_current_target()
+    backend = make_backend(target)
+    known = backend.parse_options({}).__dict__
+    parsed = backend.parse_options({k: v for k, v in options if k in known}).__dict__
+    fields: dict[str, Any] = {**_COMPILED, **parsed, "target": target}
+    fields["triton_version"] = triton.__version__
+    arch = target.arch
+    fields["arch"] = f"sm{arch}" if target.backend == "cuda" else str(arch)
+    fields.setdefault("warp_size", target.warp_size)
+    return tuple(fields.items())
