@@ -28,7 +28,7 @@ Errors for bad input all derive from ``deuteron.errors.DeuteronError``.
 
 __version__ = "0.1.0"
 
-from . import context, mode  # noqa: E402  (Proton's submodules of the same names)
+from . import context, data, mode  # noqa: E402  (Proton's submodules of the same names)
 from .api import (  # noqa: E402
     DEFAULT_PROFILE_NAME,
     activate,
@@ -57,6 +57,7 @@ __all__ = [
     "check",
     "context",
     "cpu_timed_scope",
+    "data",
     "deactivate",
     "enter_scope",
     "enter_state",

@@ -139,10 +139,8 @@ def diff(new: Profile, old: Profile) -> Profile:
     so profiles with different metric sets still diff cleanly.
     """
     shared = {m for m in new.metric_names() & old.metric_names()}
-    root = Node(new.root.name, new.root.type)
-    stack: list[tuple[Node | None, Node | None, Node]] = [(new.root, old.root, root)]
-    while stack:
-        a, b, dst = stack.pop()
+
+    def fill(a: Node | None, b: Node | None, dst: Node) -> None:
         am = a.metrics if a else {}
         bm = b.metrics if b else {}
         for name in shared:
@@ -150,6 +148,21 @@ def diff(new: Profile, old: Profile) -> Profile:
             if isinstance(va, str) or isinstance(vb, str) or (va is None and vb is None):
                 continue
             dst.metrics[name] = (va or 0) - (vb or 0)
+
+    return _paired(new, old, fill)
+
+
+def _paired(
+    new: Profile, old: Profile, fill: Callable[[Node | None, Node | None, Node], None]
+) -> Profile:
+    """Walk the union of two trees frame by frame; ``fill(new_node, old_node, out_node)`` sets each
+    output node's metrics (a side lacking the frame gives None); frames only one side has are
+    marked ``diff``: ``added`` or ``removed``."""
+    root = Node(new.root.name, new.root.type)
+    stack: list[tuple[Node | None, Node | None, Node]] = [(new.root, old.root, root)]
+    while stack:
+        a, b, dst = stack.pop()
+        fill(a, b, dst)
         if a is None:
             dst.metrics["diff"] = "removed"
         elif b is None:
@@ -221,10 +234,8 @@ def compare(new: Profile, old: Profile, labels: list[str]) -> Profile:
     label ``label (old)``, ``label (new)``, ``label (ratio)`` (new / old) and ``label (change %)``,
     on the union of both trees; a frame one side lacks counts as 0 there and is marked ``diff``:
     ``added`` or ``removed``. A ratio or change against 0 is NaN (shown as ``-``)."""
-    root = Node(new.root.name, new.root.type)
-    stack: list[tuple[Node | None, Node | None, Node]] = [(new.root, old.root, root)]
-    while stack:
-        a, b, dst = stack.pop()
+
+    def fill(a: Node | None, b: Node | None, dst: Node) -> None:
         for label in labels:
             va = a.metrics.get(label) if a is not None else 0
             vb = b.metrics.get(label) if b is not None else 0
@@ -234,22 +245,8 @@ def compare(new: Profile, old: Profile, labels: list[str]) -> Profile:
             dst.metrics[f"{label} (new)"] = va
             dst.metrics[f"{label} (ratio)"] = va / vb if vb else math.nan
             dst.metrics[f"{label} (change %)"] = (va - vb) / vb * 100 if vb else math.nan
-        if a is None:
-            dst.metrics["diff"] = "removed"
-        elif b is None:
-            dst.metrics["diff"] = "added"
-        keys = list(a.children if a else {}) + [
-            k for k in (b.children if b else {}) if not a or k not in a.children
-        ]
-        for key in keys:
-            ca = a.children.get(key) if a else None
-            cb = b.children.get(key) if b else None
-            dst.children[key] = Node(key[0], key[1])
-            stack.append((ca, cb, dst.children[key]))
-    out = _copy_profile(new, root)
-    out.kinds["diff"] = "pty"
-    out.metadata["diff_against"] = old.metadata.get("name", "")
-    return out
+
+    return _paired(new, old, fill)
 
 
 SPREAD = ("min", "median", "max")

@@ -403,3 +403,36 @@ def test_scope_metrics_follow_protons_rules(tmp_path: Path, monkeypatch: pytest.
     (inner,) = outer["children"]
     assert [c["frame"] for c in inner["children"]] == [{"name": "warm", "type": "state"}]
     assert inner["children"][0]["metrics"] == {"a": 1.0} and "a" not in inner["metrics"]
+
+
+def test_data_phases_as_protons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Proton's data API: get/get_msgpack a phase as the hatchet document, advance, clear,
+    is_phase_complete; finalize writes every phase not cleared."""
+    import msgpack
+
+    monkeypatch.chdir(tmp_path)
+    sid = deuteron.start("phased", backend="interpreter")
+    with deuteron.scope("phase0"):
+        k.add(torch.rand(8), torch.rand(8))
+    assert not deuteron.data.is_phase_complete(sid, 0)
+    first = deuteron.data.get(sid)
+    assert [c["frame"]["name"] for c in first[0]["children"]] == ["phase0"]
+    assert msgpack.unpackb(deuteron.data.get_msgpack(sid), raw=False, strict_map_key=False) == first
+    assert deuteron.data.advance_phase(sid) == 1 and deuteron.data.is_phase_complete(sid, 0)
+    with deuteron.scope("phase1"):
+        k.add(torch.rand(8), torch.rand(8))
+        k.add(torch.rand(8), torch.rand(8))
+    deuteron.deactivate(sid, flushing=True)
+    current = deuteron.data.get(sid, phase=1)
+    assert [c["frame"]["name"] for c in current[0]["children"]] == ["phase1"]  # phase 0's frames: empty here
+    assert not deuteron.data.is_phase_complete(sid, 1)
+    deuteron.data.clear(sid, phase=0)
+    with pytest.raises(SessionError, match="no data for phase 0"):
+        deuteron.data.get(sid, phase=0)
+    with pytest.raises(SessionError, match="Session has not been initialized: 9"):
+        deuteron.data.get(9)
+    assert deuteron.data.get(None) is None and deuteron.data.advance_phase(None) is None
+    deuteron.finalize()
+    written = hatchet.read(tmp_path / "phased.hatchet")
+    assert find(written, "phase1", "add_kernel").metrics["count"] == 2
+    assert "count" not in find(written, "phase0").metrics  # its phase was cleared

@@ -23,6 +23,7 @@ from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
 from ..model.tree import KERNEL, STATE, Node, Profile
+from ..processors import merge
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import CONTEXTS, ContextSource
@@ -54,6 +55,19 @@ def disabled() -> bool:
 
 
 _get_ident = threading.get_ident
+
+
+def _copy_tree(p: Profile) -> Profile:
+    """A detached copy of a profile (a phase's record), made without recursion."""
+    copy = Profile(kinds=dict(p.kinds), devices=p.devices, metadata=dict(p.metadata))
+    copy.root.name, copy.root.type = p.root.name, p.root.type
+    stack = [(p.root, copy.root)]
+    while stack:
+        src, dst = stack.pop()
+        dst.metrics = dict(src.metrics)
+        for child in src.children.values():
+            stack.append((child, dst.child(child.name, child.type)))
+    return copy
 
 
 def _value_type(value: Any) -> str:
@@ -119,6 +133,9 @@ class Session:
         self.kernel_spans: list[KernelSpans] = []
         self.default_format = "hatchet"  # what finalize() writes when not told (data="tree")
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
+        # Proton's data phases: the live tree is the current phase; completed ones are kept here
+        self.phase = 0
+        self.phases: dict[int, Profile] = {}
 
     # --- context ---------------------------------------------------------------------------------
 
@@ -269,6 +286,41 @@ class Session:
         """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes."""
         return lanes.trace_events(self.profile.root, self.events, self.kernel_spans)
 
+    # --- phases (Proton's data API) ------------------------------------------------------------
+
+    def advance_phase(self) -> int:
+        """Close the current phase (what the GPU has recorded is filed first) and start the next:
+        its values start from zero on the same frames, so open scopes stay open."""
+        flush = getattr(self.backend, "flush", None)
+        if flush is not None and not self.finalized:
+            flush(self)
+        with self.lock:
+            self.phases[self.phase] = _copy_tree(self.profile)
+            for node in self.profile.root.walk():
+                node.metrics = {}
+            self.phase += 1
+            return self.phase
+
+    def phase_profile(self, phase: int) -> Profile | None:
+        """The tree of one phase (the live one for the current phase); None once cleared."""
+        return self.profile if phase == self.phase else self.phases.get(phase)
+
+    def clear_phase(self, phase: int, up_to: bool = False) -> None:
+        with self.lock:
+            for p in [p for p in list(self.phases) if p == phase or (up_to and p < phase)]:
+                del self.phases[p]
+            if phase == self.phase or (up_to and phase > self.phase):
+                for node in self.profile.root.walk():
+                    node.metrics = {}
+
+    def _whole(self) -> Profile:
+        """Every phase not cleared, as one tree (what ``finalize`` writes)."""
+        if not self.phases:
+            return self.profile
+        merged = merge([*self.phases.values(), self.profile])
+        merged.metadata = self.profile.metadata
+        return merged
+
     def write(self, output_format: str = "hatchet", path: str | os.PathLike[str] | None = None) -> list[Path]:
         try:
             formats = output.parse_formats(output_format)
@@ -278,7 +330,7 @@ class Session:
         with self.lock:
             self.profile.metadata["end_time"] = time.time()
             self.profile.metadata["dropped_trace_events"] = self.dropped_events
-            written = output.write(self.profile, formats, base, self.trace_events)
+            written = output.write(self._whole(), formats, base, self.trace_events)
         return [self._as_named(p) for p in written]
 
     def _as_named(self, path: Path) -> Path:

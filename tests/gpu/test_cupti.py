@@ -334,3 +334,42 @@ def test_autotune_benchmarks_are_filed_under_autotune(tmp_path: Path) -> None:
     assert find(root, "tuned_add_kernel")["metrics"]["count"] == 1
     benched = find(root, "<autotune>", "tuned_add_kernel")["metrics"]["count"]
     assert benched >= 3 * 2  # each config, warm-up and timed repetitions
+
+
+def test_data_phases_with_gpu_kernels(tmp_path: Path) -> None:
+    """Proton's data API on CUPTI: deactivate(flushing=True) files every kernel launched so far,
+    so data.get sees them; advance_phase starts the next phase on the same frames."""
+    script = tmp_path / "phases.py"
+    script.write_text("""
+import json, torch, deuteron
+sid = deuteron.start("out", backend="cupti")
+x = torch.ones((64, 64), device="cuda")
+with deuteron.scope("first"):
+    for _ in range(3):
+        x = x + 1
+deuteron.deactivate(sid, flushing=True)
+first = deuteron.data.get(sid)
+deuteron.activate(sid)
+assert deuteron.data.advance_phase(sid) == 1 and deuteron.data.is_phase_complete(sid, 0)
+with deuteron.scope("second"):
+    x = x * 2
+deuteron.deactivate(sid, flushing=True)
+second = deuteron.data.get(sid, phase=1)
+print(json.dumps({"first": first, "second": second}))
+deuteron.finalize()
+""")
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert sum(kernel_counts(find(got["first"][0], "first")).values()) == 3
+    assert [c["frame"]["name"] for c in got["second"][0]["children"]] == ["second"]
+    assert sum(kernel_counts(find(got["second"][0], "second")).values()) == 1
+    whole = json.loads((tmp_path / "out.hatchet").read_text())[0]
+    assert sum(kernel_counts(find(whole, "first")).values()) == 3

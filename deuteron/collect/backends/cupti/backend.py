@@ -246,6 +246,15 @@ class CuptiBackend:
             self.finalize_seconds = time.perf_counter() - began
             self._report(session)
 
+    def flush(self, session: SessionPort) -> None:
+        """Everything the GPU has recorded so far, filed now (``deactivate(flushing=True)``, a
+        phase boundary): wait for the devices, force CUPTI's buffers out, drain them."""
+        if CuptiBackend._active is not self:
+            return
+        _shim.synchronize()
+        _shim.flush(True)
+        self._drain()
+
     def set_active(self, session: SessionPort, active: bool) -> None:
         if CuptiBackend._active is self:
             _shim.set_paused(not active)
