@@ -373,3 +373,31 @@ deuteron.finalize()
     assert sum(kernel_counts(find(got["second"][0], "second")).values()) == 1
     whole = json.loads((tmp_path / "out.hatchet").read_text())[0]
     assert sum(kernel_counts(find(whole, "first")).values()) == 3
+
+
+def test_back_to_back_sessions_each_file_their_kernels(tmp_path: Path) -> None:
+    """Six start/finalize sessions in a row, each launching one kernel in scope "s": CUPTI numbers
+    correlation ids afresh each time, and no session may lose its launch to the last one's id."""
+    script = tmp_path / "again.py"
+    script.write_text("""
+import json, torch, deuteron
+torch.ones(4, device="cuda"); torch.cuda.synchronize()  # CUDA ready before the first session
+for i in range(6):
+    deuteron.start(f"run{i}", backend="cupti")
+    with deuteron.scope("s"):
+        torch.ones((2, 2), device="cuda")
+    deuteron.finalize()
+""")
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for i in range(6):
+        root = json.loads((tmp_path / f"run{i}.hatchet").read_text())[0]
+        assert sum(kernel_counts(find(root, "s")).values()) == 1, (i, root)
+        assert "<no launch record>" not in {c["frame"]["name"] for c in root["children"]}, i

@@ -151,6 +151,8 @@ typedef struct ThreadState {
     struct ThreadState *next;
 } ThreadState;
 
+#define NO_CORR UINT64_MAX /* no launch seen yet in this session */
+
 static __thread ThreadState *t_state;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static ThreadState *g_threads;
@@ -180,6 +182,7 @@ static ThreadState *thread_state(void) {
         return NULL;
     }
     ts->ident = (unsigned long)pthread_self();
+    ts->last_corr = NO_CORR;
     pthread_mutex_lock(&g_mu);
     ts->index = g_nthreads++;
     ts->next = g_threads;
@@ -591,6 +594,12 @@ static PyObject *py_start(PyObject *self, PyObject *args) {
     ts->is_main = 1;
     ts->ctx = root;
     ts->has_ctx = 1;
+    /* CUPTI numbers correlation ids afresh after cuptiFinalize: a previous session's last id, left
+       in a thread's state, would make that thread drop the new session's launch with the same id
+       as a "nested driver call". No callback runs now (not subscribed), so resetting is safe. */
+    pthread_mutex_lock(&g_mu);
+    for (ThreadState *t = g_threads; t; t = t->next) t->last_corr = NO_CORR;
+    pthread_mutex_unlock(&g_mu);
     CUptiResult r;
     SubscriberHandle sub = NULL;
     Py_BEGIN_ALLOW_THREADS r = cupti.subscribe(&sub, on_callback, NULL);
