@@ -145,8 +145,8 @@ def diff(new: Profile, old: Profile) -> Profile:
         bm = b.metrics if b else {}
         for name in shared:
             va, vb = am.get(name), bm.get(name)
-            if isinstance(va, str) or isinstance(vb, str) or (va is None and vb is None):
-                continue
+            if isinstance(va, (str, list)) or isinstance(vb, (str, list)) or (va is None and vb is None):
+                continue  # strings and vectors have no difference to show
             dst.metrics[name] = (va or 0) - (vb or 0)
 
     return _paired(new, old, fill)
@@ -331,6 +331,12 @@ def _add_into(pm: dict[str, Any], m: dict[str, Any], kinds: dict[str, str]) -> N
         if value.__class__ is str or kinds.get(name, INC) != INC:
             continue
         old = pm.get(name)
+        if value.__class__ is list or old.__class__ is list:  # vectors: element by element
+            if old is None:
+                pm[name] = list(value)
+            elif old.__class__ is list and value.__class__ is list and len(old) == len(value):
+                pm[name] = [a + b for a, b in zip(old, value, strict=True)]
+            continue
         pm[name] = value if old is None or old.__class__ is str else old + value
 
 

@@ -254,8 +254,8 @@ def test_metric_values_from_numpy_and_torch_and_bad_ones(tmp_path: Path):
             pass
         with deuteron.scope("nan", metrics={"flops": float("nan"), "bytes": 4}):
             pass
-        with pytest.raises(MetricError, match="metric 'bad' must be a number or a string, not list"):
-            with deuteron.scope("bad", metrics={"bad": [1, 2]}):
+        with pytest.raises(MetricError, match="metric 'bad' must be a number or a string, not dict"):
+            with deuteron.scope("bad", metrics={"bad": {"x": 1}}):
                 pass
         with deuteron.scope("after"):
             pass
@@ -436,3 +436,40 @@ def test_data_phases_as_protons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     written = hatchet.read(tmp_path / "phased.hatchet")
     assert find(written, "phase1", "add_kernel").metrics["count"] == 2
     assert "count" not in find(written, "phase0").metrics  # its phase was cleared
+
+
+def test_vector_metrics_as_protons(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Proton's list metrics: written as lists, added element by element, read back, refused when
+    they hold anything but numbers; a view shows them as no number ("-")."""
+    import json
+
+    import numpy as np
+
+    from deuteron.model.errors import MetricError
+    from deuteron.viewer import ViewOptions, build
+
+    monkeypatch.chdir(tmp_path)
+    deuteron.start("vec", backend="interpreter")
+    for _ in range(2):
+        with deuteron.scope("test0", {"foo": 1.0, "bar": [1, 2, 3], "baz": np.array([1.0, 2.0, 3.0])}):
+            pass
+    with pytest.raises(MetricError, match="vector metric holds numbers only"):
+        with deuteron.scope("bad", {"v": [1, "x"]}):
+            pass
+    deuteron.finalize()
+    data = json.loads((tmp_path / "vec.hatchet").read_text())
+    test0 = next(c for c in data[0]["children"] if c["frame"]["name"] == "test0")
+    m = test0["metrics"]
+    assert (m["bar"], m["baz"], m["foo"]) == ([2, 4, 6], [2.0, 4.0, 6.0], 2.0)
+    back = hatchet.read(tmp_path / "vec.hatchet")
+    assert find(back, "test0").metrics["bar"] == [2, 4, 6]
+    view = build(back, ViewOptions(metrics=["bar", "foo"]))
+    import math
+
+    assert view.tree.root.metrics["foo"] == 2.0 and math.isnan(find(view.tree, "test0").metrics["bar"])
+    bad = tmp_path / "bad.hatchet"
+    bad.write_text(json.dumps([{"frame": {"name": "R"}, "metrics": {"v": [1, "x"]}, "children": []}]))
+    from deuteron.formats import FormatError
+
+    with pytest.raises(FormatError, match="not a vector of at most"):
+        hatchet.read(bad)

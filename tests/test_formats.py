@@ -111,8 +111,12 @@ BAD_FILES = {
     "no_frame_name": ('[{"frame": {}, "metrics": {}, "children": []}]', "has no frame name"),
     "children_not_list": ('[{"frame": {"name": "R"}, "metrics": {}, "children": {}}]', "must be a list"),
     "metrics_not_object": ('[{"frame": {"name": "R"}, "metrics": [], "children": []}]', "must be an object"),
-    "metric_is_list": (
-        '[{"frame": {"name": "R"}, "metrics": {"t": [1]}, "children": []}]',
+    "metric_is_list_of_strings": (  # a vector metric holds numbers only
+        '[{"frame": {"name": "R"}, "metrics": {"t": ["a"]}, "children": []}]',
+        "not a vector of at most",
+    ),
+    "metric_is_object": (
+        '[{"frame": {"name": "R"}, "metrics": {"t": {"a": 1}}, "children": []}]',
         "not a number or string",
     ),
     "bad_devices": ('[{"frame": {"name": "R"}, "metrics": {}, "children": []}, []]', "device table"),

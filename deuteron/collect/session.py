@@ -81,6 +81,8 @@ def _value_type(value: Any) -> str:
         return "string"
     if isinstance(value, (bool, int)):
         return "int64_t" if value < 0 else "uint64_t"
+    if isinstance(value, (list, tuple)):
+        return "vector<double>" if any(isinstance(v, float) for v in value) else "vector<int64_t>"
     return "double"
 
 

@@ -35,8 +35,17 @@ VERSION = 2
 _dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False, default=str).encode
 
 
+def _finite(v: Any) -> bool:
+    """Whether a value can be written (JSON has no NaN or infinity; a vector needs all finite)."""
+    if v.__class__ is float:
+        return math.isfinite(v)
+    if v.__class__ is list:
+        return all(x.__class__ is not float or math.isfinite(x) for x in v)
+    return True
+
+
 def _fields(node: Node) -> dict[str, Any]:
-    metrics = {k: v for k, v in node.metrics.items() if v.__class__ is not float or math.isfinite(v)}
+    metrics = {k: v for k, v in node.metrics.items() if _finite(v)}
     return {"frame": {"name": node.name, "type": node.type}, "metrics": metrics}
 
 
@@ -66,9 +75,7 @@ def layout(profile: Profile) -> tuple[Node, Callable[[Node], dict[str, Any]], Ca
         if node is root:
             out = _fields(node)
             out["frame"]["deuteron"] = meta
-            out["metrics"] = {
-                k: v for k, v in root_metrics.items() if v.__class__ is not float or math.isfinite(v)
-            }
+            out["metrics"] = {k: v for k, v in root_metrics.items() if _finite(v)}
             return out
         return _fields(node)
 
@@ -181,8 +188,22 @@ def _plain(metrics: dict[str, Any]) -> bool:
     return True
 
 
+# The longest vector metric a file may hold (Proton's vectors are per-kernel lists, short).
+LONGEST_VECTOR = 1 << 16
+
+
 def _take_metrics(node: Node, metrics: dict[str, Any], string_metrics: set[str], where: str) -> None:
     for name, value in metrics.items():
+        if isinstance(value, list):
+            if len(value) > LONGEST_VECTOR or not all(
+                v.__class__ in (int, float) and -LARGEST <= v <= LARGEST for v in value
+            ):
+                raise FormatError(
+                    f"{where}: metric {name!r} of frame {node.name!r} is a list that is not a vector "
+                    f"of at most {LONGEST_VECTOR} finite numbers"
+                )
+            node.add(name, list(value))
+            continue
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise FormatError(f"{where}: metric {name!r} of frame {node.name!r} is not a number or string")
         if isinstance(value, str):

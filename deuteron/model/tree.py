@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import MetricError
 from .metrics import INC, PTY, split_kind
 
-MetricValue = int | float | str
+# A metric is a number, a string (properties), or a vector of numbers (Proton's list metrics,
+# added element by element).
+MetricValue = int | float | str | list[int | float]
 
 FUNCTION = "function"
 KERNEL = "kernel"
@@ -38,11 +41,18 @@ class Node:
         return node
 
     def add(self, name: str, value: MetricValue, kind: str = INC) -> None:
-        """Record one value: numbers add up, properties and strings overwrite."""
+        """Record one value: numbers add up, vectors element by element (a vector of another
+        length replaces the old one), properties and strings overwrite."""
         if kind == PTY or isinstance(value, str):
             self.metrics[name] = value
             return
         old = self.metrics.get(name)
+        if isinstance(value, list) or isinstance(old, list):
+            if isinstance(value, list) and isinstance(old, list) and len(old) == len(value):
+                self.metrics[name] = [a + b for a, b in zip(old, value, strict=True)]
+            else:
+                self.metrics[name] = list(value) if isinstance(value, list) else value
+            return
         self.metrics[name] = value if old is None or isinstance(old, str) else old + value
 
     def walk(self) -> Iterator[Node]:
@@ -88,6 +98,12 @@ def _plain(name: str, value: object) -> MetricValue:
         return int(value)
     if isinstance(value, (int, float, str)):
         return value
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:  # a vector metric
+        items: Any = value.tolist() if hasattr(value, "tolist") else list(value)  # type: ignore[call-overload]
+        flat = [_plain(name, v) for v in items]
+        if all(isinstance(v, (int, float)) for v in flat):
+            return flat  # type: ignore[return-value]
+        raise MetricError(f"metric {name!r}: a vector metric holds numbers only")
     item = getattr(value, "item", None)
     if callable(item):
         try:
