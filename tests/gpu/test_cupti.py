@@ -358,15 +358,7 @@ second = deuteron.data.get(sid, phase=1)
 print(json.dumps({"first": first, "second": second}))
 deuteron.finalize()
 """)
-    proc = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=tmp_path,
-        env=python_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_plain(script)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert sum(kernel_counts(find(got["first"][0], "first")).values()) == 3
     assert [c["frame"]["name"] for c in got["second"][0]["children"]] == ["second"]
@@ -388,16 +380,22 @@ for i in range(6):
         torch.ones((2, 2), device="cuda")
     deuteron.finalize()
 """)
+    run_plain(script)
+    for i in range(6):
+        root = json.loads((tmp_path / f"run{i}.hatchet").read_text())[0]
+        assert sum(kernel_counts(find(root, "s")).values()) == 1, (i, root)
+        assert "<no launch record>" not in {c["frame"]["name"] for c in root["children"]}, i
+
+
+def run_plain(script: Path) -> subprocess.CompletedProcess[str]:
+    """Run a script with plain Python (not ``deuteron run``) on the GPU; it must succeed."""
     proc = subprocess.run(
         [sys.executable, str(script)],
-        cwd=tmp_path,
+        cwd=script.parent,
         env=python_env(),
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for i in range(6):
-        root = json.loads((tmp_path / f"run{i}.hatchet").read_text())[0]
-        assert sum(kernel_counts(find(root, "s")).values()) == 1, (i, root)
-        assert "<no launch record>" not in {c["frame"]["name"] for c in root["children"]}, i
+    return proc
