@@ -108,6 +108,7 @@ class Capture:
         self._lock = threading.Lock()
         self._active: AbstractContextManager[None] | None = None
         self._gpu: list[bool] = []  # decided at the first launch, once the script has set up its devices
+        self._previous_device = emulated_driver.chosen()  # put back when the capture ends
 
     def _backend(self, target: Target) -> Any:
         backend = self._backends.get(target.name)
@@ -183,6 +184,7 @@ class Capture:
 
     def __enter__(self) -> Capture:
         first = self.targets[0] if self.targets else None
+        self._previous_device = emulated_driver.chosen()
         if first is not None:  # without a GPU, Triton's driver answers as the first target
             emulated_driver.choose_target(first.backend, first.arch, first.warp_size, "--target")
         emulated_driver.acquire()
@@ -195,6 +197,7 @@ class Capture:
             self._active.__exit__(None, None, None)
             self._active = None
             emulated_driver.release()
+            emulated_driver.restore(self._previous_device)  # a later run answers as its own --device
 
 
 def _grid_of(grid: Any, bound: Any) -> tuple[int, ...] | None:

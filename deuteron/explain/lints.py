@@ -55,10 +55,6 @@ class _Flow:
                 stack.extend(self.deps.get(v, ()))
         return seen
 
-    def reaching_args(self, value: str) -> list[str]:
-        """The kernel arguments (by parameter name) this value is computed from."""
-        return sorted(v[1:] for v in self._reach(value) if v in self.args)
-
     def loads_through_memory(self, value: str) -> bool:
         """Whether the value depends on data loaded from memory (a gather: offsets read at run time)."""
         return any(self.ops.get(v) == "tt.load" for v in self._reach(value) if v != value)

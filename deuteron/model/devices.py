@@ -77,7 +77,7 @@ NAMED_DEVICES: dict[str, DeviceSpec] = {
     "b200": DeviceSpec("CUDA", "100", 148, 1965000, 4000000, 8192),
     # AMD: compute units as num_sms, peak engine clock; bandwidth comes from the architecture
     "mi250x": DeviceSpec("HIP", "gfx90a", 220, 1700000, 1600000, 8192),
-    "mi300x": DeviceSpec("HIP", "gfx942", 304, 2100000, 2600000, 8192),
+    "mi300x": DeviceSpec("HIP", "gfx942", 304, 2100000, 1300000, 8192),
     "mi350x": DeviceSpec("HIP", "gfx950", 256, 2400000, 4000000, 8192),
 }
 

@@ -19,8 +19,6 @@ from typing import Any
 from .compile_time import StaticAssertFailed
 from .hooks import MANAGER, AttributePatch, Patch, after_import
 
-BENCHMARK_SCOPE = "<autotune>"
-
 
 class _State:
     __slots__ = ("scopes", "waiting")

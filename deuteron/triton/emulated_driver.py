@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..model.devices import NAMED_DEVICES
 from ..model.errors import DeuteronError
 from .hooks import MANAGER, AttributePatch, CallbackPatch, Patch
 
@@ -58,16 +59,35 @@ class EmulatedDevice:
         }
 
 
-# The SXM parts (as model.devices names them), and an MI300X for AMD kernels.
+def _emulated(name: str, max_shared_mem: int, max_num_regs: int) -> EmulatedDevice:
+    """A named part of ``model.devices`` (SMs, clocks, memory bus: one table for the whole
+    project), with what only a driver says: shared memory and registers per block."""
+    spec = NAMED_DEVICES[name]
+    cuda = spec.device_type == "CUDA"
+    return EmulatedDevice(
+        name,
+        "cuda" if cuda else "hip",
+        int(spec.arch) if cuda else spec.arch,
+        32 if cuda else 64,
+        spec.num_sms,
+        max_shared_mem,
+        max_num_regs,
+        spec.clock_rate,
+        spec.memory_clock_rate,
+        spec.bus_width,
+    )
+
+
+# The SXM parts, and an MI300X for AMD kernels: per-block shared memory and registers.
 DEVICES: dict[str, EmulatedDevice] = {
     d.name: d
     for d in (
-        EmulatedDevice("a100", "cuda", 80, 32, 108, 166912, 65536, 1410000, 1593000, 5120),
-        EmulatedDevice("l40s", "cuda", 89, 32, 142, 101376, 65536, 2520000, 2250000, 384),
-        EmulatedDevice("h100", "cuda", 90, 32, 132, 232448, 65536, 1980000, 2619000, 5120),
-        EmulatedDevice("h200", "cuda", 90, 32, 132, 232448, 65536, 1980000, 3201000, 6016),
-        EmulatedDevice("b200", "cuda", 100, 32, 148, 232448, 65536, 1965000, 4000000, 8192),
-        EmulatedDevice("mi300x", "hip", "gfx942", 64, 304, 65536, 131072, 2100000, 1300000, 8192),
+        _emulated("a100", 166912, 65536),
+        _emulated("l40s", 101376, 65536),
+        _emulated("h100", 232448, 65536),
+        _emulated("h200", 232448, 65536),
+        _emulated("b200", 232448, 65536),
+        _emulated("mi300x", 65536, 131072),
     )
 }
 DEFAULT = "h100"
@@ -99,9 +119,19 @@ def choose(name: str) -> EmulatedDevice:
     return _s.device
 
 
+def chosen() -> tuple[EmulatedDevice, str]:
+    """The GPU answered for now and the option that picks it (to put back with :func:`restore`)."""
+    return _s.device, _s.option
+
+
+def restore(previous: tuple[EmulatedDevice, str]) -> None:
+    _s.device, _s.option = previous
+
+
 def choose_target(backend: str, arch: int | str, warp_size: int, option: str) -> EmulatedDevice:
     """Answer for a compilation target (``deuteron explain --target``): the named GPU of that
-    architecture, else the default one's numbers under that architecture."""
+    architecture, else the default one's numbers under that architecture. The caller puts the
+    previous choice back when done (:func:`chosen`, :func:`restore`)."""
     found = next((d for d in DEVICES.values() if (d.backend, d.arch) == (backend, arch)), None)
     if found is None:
         base = DEVICES[DEFAULT]

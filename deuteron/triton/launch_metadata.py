@@ -59,7 +59,13 @@ def kernel_metadata(name: str, launch_kwargs: dict[str, Any]) -> Any:
     )
     fields = dict(_options(options))
     fields["name"] = name
-    return namedtuple("KernelMetadata", sorted(fields))(**fields)
+    return _record_type(tuple(sorted(fields)))(**fields)
+
+
+@lru_cache(maxsize=8)
+def _record_type(names: tuple[str, ...]) -> Any:
+    """One ``KernelMetadata`` class per field set (making a namedtuple class is not cheap)."""
+    return namedtuple("KernelMetadata", names)  # type: ignore[misc]
 
 
 @lru_cache(maxsize=64)

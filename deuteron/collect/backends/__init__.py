@@ -8,7 +8,9 @@ and never builds tree nodes: the interpreter reports each launch from the launch
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -65,6 +67,26 @@ class Backend(Protocol):
     def start(self, session: SessionPort) -> None: ...
 
     def stop(self, session: SessionPort) -> None: ...
+
+
+AUTOTUNE_SCOPE = "<autotune>"  # where @triton.autotune's benchmark launches are filed (Proton's recipe)
+
+
+@contextmanager
+def benchmark_scope(sessions: Sequence[SessionPort]) -> Iterator[None]:
+    """``@triton.autotune``'s benchmark launches under ``<autotune>`` in each active session, apart
+    from the launches the script asked for; the scope closes only where the session still records."""
+    sessions = [s for s in sessions if s.active]
+    start = time.perf_counter_ns()
+    for session in sessions:
+        session.open_scope(AUTOTUNE_SCOPE, None)
+    try:
+        yield
+    finally:
+        end = time.perf_counter_ns()
+        for session in reversed(sessions):
+            if session.active:
+                session.close_scope(AUTOTUNE_SCOPE, start, end, None)
 
 
 def launch_metadata_metrics(meta: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:

@@ -10,14 +10,13 @@ The events come from :mod:`deuteron.triton.interpreter`.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ...model.metrics import BYTES, COUNT, FLOPS, TIME
 from ...triton import autotune, enable_interpreter_mode, interpreter
-from . import SessionPort, launch_metadata_metrics
+from . import SessionPort, benchmark_scope, launch_metadata_metrics
 
 _sessions: list[SessionPort] = []
 
@@ -67,20 +66,8 @@ def _dispatch(record: interpreter.LaunchRecord) -> None:
 _unfile: list[Callable[[], None]] = []  # undoes filing the autotuner's benchmarks under a scope
 
 
-@contextmanager
-def _benchmark_scope() -> Iterator[None]:
-    """``@triton.autotune``'s benchmark launches, filed under ``<autotune>`` as Proton's recipe does."""
-    sessions = [s for s in _sessions if s.active]
-    start = time.perf_counter_ns()
-    for session in sessions:
-        session.open_scope(autotune.BENCHMARK_SCOPE, None)
-    try:
-        yield
-    finally:
-        end = time.perf_counter_ns()
-        for session in reversed(sessions):
-            if session.active:
-                session.close_scope(autotune.BENCHMARK_SCOPE, start, end, None)
+def _benchmark_scope() -> AbstractContextManager[None]:
+    return benchmark_scope(_sessions)
 
 
 class InterpreterBackend:

@@ -22,8 +22,8 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from ....model.metrics import COUNT, TIME
 from ....model.trace import KernelSpans
 from ....triton import autotune
 from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
-from .. import BackendError, KernelGroup, SessionPort, launch_metadata_metrics
+from .. import BackendError, KernelGroup, SessionPort, benchmark_scope, launch_metadata_metrics
 from . import library, records
 from .join import UNMATCHED, Batch, Join
 
@@ -281,21 +281,8 @@ class CuptiBackend:
         assert best is not None
         self.clock_offset = best[1]
 
-    @contextmanager
-    def _benchmark_scope(self) -> Iterator[None]:
-        """``@triton.autotune``'s benchmark launches (every repetition ``do_bench`` makes, and the
-        cache flushes between them) under ``<autotune>``, apart from the launches the script asked for."""
-        session = self.session
-        if session is None or not session.active:
-            yield
-            return
-        start = time.perf_counter_ns()
-        session.open_scope(autotune.BENCHMARK_SCOPE, None)
-        try:
-            yield
-        finally:
-            if session.active:
-                session.close_scope(autotune.BENCHMARK_SCOPE, start, time.perf_counter_ns(), None)
+    def _benchmark_scope(self) -> AbstractContextManager[None]:
+        return benchmark_scope([self.session] if self.session is not None else [])
 
     # --- context slots -----------------------------------------------------------------------------
 
