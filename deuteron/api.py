@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -137,8 +138,10 @@ def _start(
 
 
 def _select(session: int | None) -> list[Session]:
+    """The sessions a call names; None: all the program's own (not one ``deuteron run`` opened
+    around it, which a program's bare ``deactivate()``/``finalize()`` must not end)."""
     if session is None:
-        return list(_sessions.values())
+        return [s for s in _sessions.values() if s.id not in _command_sessions]
     if session == -1:  # what start() returned before it returned None when disabled
         return []
     try:
@@ -186,20 +189,23 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
     or None to write nothing (the tree stays available through ``profile``). A session is closed
     even when its file cannot be written (OutputError then says why, once)."""
     written: list[Path] = []
-    chosen = _select(session)
-    if session is None:
-        chosen = [s for s in chosen if s.id not in _command_sessions]
-    for s in chosen:
+    failure: BaseException | None = None
+    for s in _select(session):
         _command_sessions.discard(s.id)
         deactivate(s.id)
         try:
-            s.backend.stop(s)
-        finally:  # whatever the backend collected is written even when stopping it failed
-            s.finalized = True
-            with _lock:
-                _sessions.pop(s.id, None)
-            if output_format is not None:
-                written.extend(s.write(output_format or s.default_format))
+            try:
+                s.backend.stop(s)
+            finally:  # whatever the backend collected is written even when stopping it failed
+                s.finalized = True
+                with _lock:
+                    _sessions.pop(s.id, None)
+                if output_format is not None:
+                    written.extend(s.write(output_format or s.default_format))
+        except Exception as exc:  # every chosen session is still closed and written; then the first error
+            failure = failure or exc
+    if failure is not None:
+        raise failure
     return written
 
 
@@ -453,7 +459,18 @@ class profile:
         if self._func is not None:  # the bare decorator's wrapped function, being called
             return self._call(*args, **kwargs)
         (func,) = args
-        return profile(func, name=self.name, data=self.data, mode=self.mode, **self.options)
+        return profile(
+            func,
+            name=self.name,
+            data=self.data,
+            mode=self.mode,
+            output_format=self.output_format,
+            **self.options,
+        )
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        """A decorated method binds to its instance, as a function would."""
+        return self if obj is None or self._func is None else types.MethodType(self, obj)
 
     def _wrap(self, func: Callable[..., Any]) -> None:
         self._func = func

@@ -9,13 +9,12 @@ a phase (or all up to it); ``is_phase_complete`` says whether a phase can still 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from . import api, processors
 from .collect.session import Session, SessionError
-from .formats import hatchet
-from .model.tree import Node, Profile
+from .formats import hatchet, jsonio
+from .model.tree import Profile
 
 
 def _session(session: int | None) -> Session | None:
@@ -33,19 +32,7 @@ def _phase(s: Session, phase: int) -> Profile:
     profile = s.phase_profile(phase)
     if profile is None:
         raise SessionError(f"Session {s.id} has no data for phase {phase} (cleared, or not reached)")
-    holding: set[int] = set()
-    order: list[tuple[Node, Node | None]] = []
-    stack: list[tuple[Node, Node | None]] = [(profile.root, None)]
-    while stack:
-        node, parent = stack.pop()
-        order.append((node, parent))
-        stack.extend((child, node) for child in node.children.values())
-    for node, parent in reversed(order):  # children first
-        if node.metrics or id(node) in holding:
-            holding.add(id(node))
-            if parent is not None:
-                holding.add(id(parent))
-    return processors.prune(profile, lambda n, depth: depth == 0 or id(n) in holding)
+    return processors.keep_paths_to(profile, lambda n: bool(n.metrics))
 
 
 def get(session: int | None = 0, phase: int = 0) -> Any:
@@ -54,7 +41,7 @@ def get(session: int | None = 0, phase: int = 0) -> Any:
     if s is None:
         return None
     with s.lock:
-        return json.loads("".join(hatchet.chunks(_phase(s, phase))))
+        return jsonio.loads("".join(hatchet.chunks(_phase(s, phase))))  # any depth
 
 
 def get_msgpack(session: int | None = 0, phase: int = 0) -> bytes | None:

@@ -126,6 +126,11 @@ def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
     return _rebuild(_copy_profile(p, root), lambda n, _depth: id(n) in wanted)
 
 
+def copy(p: Profile) -> Profile:
+    """A detached copy of the tree (a data phase's record), made without recursion."""
+    return _rebuild(p)
+
+
 def prune(p: Profile, keep: Callable[[Node, int], bool]) -> Profile:
     """Drop nodes (and their subtrees) that ``keep(node, depth)`` rejects; the root always stays."""
     return _rebuild(p, keep)

@@ -392,8 +392,8 @@ def test_scope_metrics_follow_protons_rules(tmp_path: Path, monkeypatch: pytest.
     with pytest.raises(SessionError, match=mismatch):
         with deuteron.scope("again", {"a": 1}):
             pass
-    with pytest.raises(SessionError, match="Session has not been initialized: 7"):
-        deuteron.activate(7)
+    with pytest.raises(SessionError, match="Session has not been initialized: 100000"):
+        deuteron.activate(100_000)  # an id no test reaches
     deuteron.finalize()
     root = json.loads((tmp_path / "rules.hatchet").read_text())[0]
     plain = next(c for c in root["children"] if c["frame"]["name"] == "plain")
@@ -473,3 +473,33 @@ def test_vector_metrics_as_protons(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     with pytest.raises(FormatError, match="not a vector of at most"):
         hatchet.read(bad)
+
+
+def test_review_mends_deep_phases_methods_and_vector_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """data.get at any depth; @profile on a method binds like a function; a vector metric is one
+    type whether it comes as a list or an array."""
+    import numpy as np
+
+    monkeypatch.chdir(tmp_path)
+    sid = deuteron.start("deep", backend="interpreter")
+    for _ in range(3000):
+        deuteron.enter_scope("s", metrics={"v": np.array([1.0, 2.0])})
+    with deuteron.scope("t", {"v": [1.5, 2.5]}):  # a list after arrays: no type mismatch
+        pass
+    for _ in range(3000):
+        deuteron.exit_scope()
+    node = deuteron.data.get(sid)[0]
+    depth = 0
+    while node["children"]:
+        node, depth = node["children"][0], depth + 1
+    assert depth == 3001
+    deuteron.finalize()
+
+    class Model:
+        @deuteron.profile(name="method", backend="interpreter")
+        def step(self, n: int) -> int:
+            return n * 2
+
+    assert Model().step(3) == 6
+    deuteron.finalize()
+    assert (tmp_path / "method.hatchet").exists()

@@ -22,7 +22,7 @@ def unwritten(findings: Findings, launch: LaunchInfo, shadow: Shadow) -> None:
     cells: np.ndarray | None = None
     for t in shadow.area.tensors:
         tensor = launch.tensors[t]
-        numel = int(np.prod(tensor.shape)) if tensor.shape else 1
+        numel = tensor.numel
         counted = None
         if dense is not None:
             hit = view_of(dense, shadow.area, tensor)

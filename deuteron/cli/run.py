@@ -17,7 +17,7 @@ from .. import api
 from ..collect.backends import NAMES as BACKENDS
 from ..collect.backends import resolve
 from ..collect.context import CONTEXTS
-from ..collect.session import DISABLE_VARIABLES, DISABLED_OFF, disabled
+from ..collect.session import disabled_by
 from ..formats.files import OutputError
 from ..render.text import printable, say
 from ..signals import Deferred
@@ -69,9 +69,8 @@ def add_parser(sub: Any) -> None:
 def run_command(args: argparse.Namespace) -> int:
     target = parse_target(args)
     choose_device(args)
-    if disabled():
-        on = [v for v in DISABLE_VARIABLES if os.environ.get(v, "").strip().lower() not in DISABLED_OFF]
-        which = on[0]
+    which = disabled_by()
+    if which is not None:
         print(f"deuteron: {which} is set; running without profiling", file=sys.stderr)
         return _run_unprofiled(target)
     backend = resolve(args.backend)  # fails early, with the reason, before the target runs

@@ -22,8 +22,8 @@ from ..formats.files import OutputError, check_writable
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
-from ..model.tree import KERNEL, STATE, Node, Profile
-from ..processors import merge
+from ..model.tree import KERNEL, STATE, Node, Profile, plain_value
+from ..processors import copy, merge
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import CONTEXTS, ContextSource
@@ -46,43 +46,33 @@ DISABLE_VARIABLES = ("DEUTERON_DISABLE", "TRITON_PROTON_DISABLE")  # ours, and P
 DISABLED_OFF = ("", "0", "false", "no")  # values that leave profiling on
 
 
-def disabled() -> bool:
-    if any(os.environ.get(name, "").strip().lower() not in DISABLED_OFF for name in DISABLE_VARIABLES):
-        return True
+def disabled_by() -> str | None:
+    """What turns profiling off (a variable's name, or Proton's knob), None while it is on."""
+    for name in DISABLE_VARIABLES:
+        if os.environ.get(name, "").strip().lower() not in DISABLED_OFF:
+            return name
     triton = sys.modules.get("triton")  # Proton's knob, set in code (triton.knobs.proton.disable)
     knob = getattr(getattr(getattr(triton, "knobs", None), "proton", None), "disable", False)
-    return knob is True
+    return "triton.knobs.proton.disable" if knob is True else None
+
+
+def disabled() -> bool:
+    return disabled_by() is not None
 
 
 _get_ident = threading.get_ident
 
 
-def _copy_tree(p: Profile) -> Profile:
-    """A detached copy of a profile (a phase's record), made without recursion."""
-    copy = Profile(kinds=dict(p.kinds), devices=p.devices, metadata=dict(p.metadata))
-    copy.root.name, copy.root.type = p.root.name, p.root.type
-    stack = [(p.root, copy.root)]
-    while stack:
-        src, dst = stack.pop()
-        dst.metrics = dict(src.metrics)
-        for child in src.children.values():
-            stack.append((child, dst.child(child.name, child.type)))
-    return copy
-
-
-def _value_type(value: Any) -> str:
-    """A metric value's type in Proton's words (NumPy and torch scalars as the number they hold)."""
-    if not isinstance(value, (str, bool, int, float)) and callable(getattr(value, "item", None)):
-        try:
-            value = value.item()
-        except (TypeError, ValueError, RuntimeError):
-            return "other"  # not a scalar: add_metrics says why
+def _value_type(name: str, value: Any) -> str:
+    """A metric value's type in Proton's words, judged on the value as it is stored (NumPy and
+    torch scalars as the number they hold, arrays as vectors)."""
+    value = plain_value(name, value)  # a value add_metrics would refuse is refused here, by name
     if isinstance(value, str):
         return "string"
-    if isinstance(value, (bool, int)):
-        return "int64_t" if value < 0 else "uint64_t"
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         return "vector<double>" if any(isinstance(v, float) for v in value) else "vector<int64_t>"
+    if isinstance(value, int):
+        return "int64_t" if value < 0 else "uint64_t"
     return "double"
 
 
@@ -189,7 +179,7 @@ class Session:
             name, metric_kind = split_kind(raw)
             if metric_kind == "pty":  # properties may be a string in one scope, a number in another
                 continue
-            kind = _value_type(value)
+            kind = _value_type(name, value)
             seen = self._value_types.setdefault(name, kind)
             if seen != kind:
                 index = list(self._value_types).index(name)
@@ -297,7 +287,7 @@ class Session:
         if flush is not None and not self.finalized:
             flush(self)
         with self.lock:
-            self.phases[self.phase] = _copy_tree(self.profile)
+            self.phases[self.phase] = copy(self.profile)
             for node in self.profile.root.walk():
                 node.metrics = {}
             self.phase += 1

@@ -6,6 +6,7 @@ non-finite values). Produced from Triton's interpreter by ``deuteron.triton.inte
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -76,7 +77,6 @@ class TensorArg:
     element_size: int
     data_ptr: int
     storage: int  # index into LaunchInfo.storages
-    argument: bool = True
 
     @property
     def numel(self) -> int:
@@ -126,18 +126,7 @@ class LaunchInfo:
         arguments' storages."""
         storage = len(self.storages)
         self.storages.append(StorageArea(start, nbytes, granule, (len(self.tensors),)))
-        self.tensors.append(
-            TensorArg(
-                tensor.name,
-                tensor.shape,
-                tensor.strides,
-                tensor.dtype,
-                tensor.element_size,
-                tensor.data_ptr,
-                storage,
-                argument=False,
-            )
-        )
+        self.tensors.append(dataclasses.replace(tensor, storage=storage))
         return len(self.tensors) - 1
 
 

@@ -92,7 +92,7 @@ def node_paths(root: Node) -> dict[int, tuple[str, ...]]:
     return out
 
 
-def _plain(name: str, value: object) -> MetricValue:
+def plain_value(name: str, value: object) -> MetricValue:
     """A metric value as a plain number or string: numpy and torch scalars become Python ones."""
     if isinstance(value, bool):
         return int(value)
@@ -100,7 +100,7 @@ def _plain(name: str, value: object) -> MetricValue:
         return value
     if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:  # a vector metric
         items: Any = value.tolist() if hasattr(value, "tolist") else list(value)  # type: ignore[call-overload]
-        flat = [_plain(name, v) for v in items]
+        flat = [plain_value(name, v) for v in items]
         if all(isinstance(v, (int, float)) for v in flat):
             return flat  # type: ignore[return-value]
         raise MetricError(f"metric {name!r}: a vector metric holds numbers only")
@@ -138,7 +138,7 @@ class Profile:
     def add_metrics(self, node: Node, metrics: Mapping[str, object]) -> None:
         for raw_name, value in metrics.items():
             name, kind = self.declare(raw_name)
-            node.add(name, _plain(raw_name, value), kind)
+            node.add(name, plain_value(raw_name, value), kind)
 
     def metric_names(self) -> set[str]:
         names: set[str] = set()

@@ -127,7 +127,7 @@ class _State:
         self.sanitizer: Sanitizer | None = None
         self.counter: _Counter | None = None  # the launch being counted for the profiler
         self.checking = False  # the running launch is being checked
-        self.pending: tuple[Any, Any, Any] | None = None  # (fn, host args, host kwargs) of the next launch
+        self.pending = False  # host tensors described to the sanitizer; pointers not made yet
         # The interpreter keeps the program id in one shared builder, so launches from several
         # threads would corrupt each other's results: they run one at a time.
         self.lock = threading.RLock()
@@ -203,7 +203,7 @@ def detach() -> None:
         return
     _s.sanitizer = None
     _s.checking = False
-    _s.pending = None
+    _s.pending = False
     MANAGER.release(SANITIZER_GROUP)
     emulated_driver.release()
     MANAGER.release(GROUP)
@@ -418,7 +418,7 @@ def _checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwarg
     finally:
         checking, sanitizer = s.checking, s.sanitizer
         s.checking = False
-        s.pending = None
+        s.pending = False
         if checking and sanitizer is not None:
             sanitizer.launch_end(error)
 
@@ -468,23 +468,27 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
         result = orig_init_args(self, args_dev, kwargs)
         sanitizer = s.sanitizer
         if sanitizer is not None:
-            s.pending = (self.fn, result[0], result[1])
+            s.pending = True
             copies = _device_copies(interp, args_dev, kwargs, result[0], result[1])
             sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table(), copies)
         return result
 
-    orig_cvt = interp._implicit_cvt
+    def tagging(orig_cvt: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """A tensor argument's pointer, tagged with its tensor's index (wraps whatever converts
+        arguments when the sanitizer's group is applied: the base group's mends included)."""
 
-    def _implicit_cvt(arg: Any) -> Any:
-        out = orig_cvt(arg)
-        sanitizer = s.sanitizer
-        if sanitizer is not None and s.pending is not None and hasattr(arg, "data_ptr"):
-            tag = sanitizer.tag_of(arg)
-            handle = getattr(out, "handle", None)
-            data = getattr(handle, "data", None)
-            if tag and handle is not None and isinstance(data, np.ndarray):
-                handle.data = data | np.uint64(tag << TAG_SHIFT)
-        return out
+        def _implicit_cvt(arg: Any) -> Any:
+            out = orig_cvt(arg)
+            sanitizer = s.sanitizer
+            if sanitizer is not None and s.pending and hasattr(arg, "data_ptr"):
+                tag = sanitizer.tag_of(arg)
+                handle = getattr(out, "handle", None)
+                data = getattr(handle, "data", None)
+                if tag and handle is not None and isinstance(data, np.ndarray):
+                    handle.data = data | np.uint64(tag << TAG_SHIFT)
+            return out
+
+        return _implicit_cvt
 
     def create_int_to_ptr(value: Any, dst_type: Any) -> Any:
         out = orig_int_to_ptr(builder, value, dst_type)
@@ -502,7 +506,7 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
 
     def set_grid_dim(nx: int, ny: int, nz: int) -> None:
         orig_dim(builder, nx, ny, nz)
-        if s.pending is None or s.sanitizer is None:
+        if not s.pending or s.sanitizer is None:
             return
         sites.note_rewritten(rewritten)
         s.sanitizer.launch_begin((int(nx), int(ny), int(nz)))
@@ -542,7 +546,7 @@ def _sanitizer_patches(interp: Any) -> list[Patch]:
         if getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
             patches.append(WrapPatch(builder, name, partial(_finite_checked, label=label)))
     patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
-    patches.append(AttributePatch(interp, "_implicit_cvt", _implicit_cvt))
+    patches.append(WrapPatch(interp, "_implicit_cvt", tagging))
     return patches
 
 
