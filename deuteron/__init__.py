@@ -28,7 +28,7 @@ Errors for bad input all derive from ``deuteron.errors.DeuteronError``.
 
 __version__ = "0.1.0"
 
-from . import context, data, mode  # noqa: E402  (Proton's submodules of the same names)
+from . import context, data, flags, hooks, metric, mode, specs  # noqa: E402  (Proton's submodules)
 from .api import (  # noqa: E402
     DEFAULT_PROFILE_NAME,
     activate,
@@ -47,6 +47,7 @@ from .api import (  # noqa: E402
 )
 from .check import CheckFailed, check  # noqa: E402
 from .model.errors import DeuteronError  # noqa: E402
+from .rocm import configure_runtime  # noqa: E402
 
 __all__ = [
     "__version__",
@@ -55,6 +56,7 @@ __all__ = [
     "DeuteronError",
     "activate",
     "check",
+    "configure_runtime",
     "context",
     "cpu_timed_scope",
     "data",
@@ -64,10 +66,14 @@ __all__ = [
     "exit_scope",
     "exit_state",
     "finalize",
+    "flags",
+    "hooks",
     "metadata_state",
+    "metric",
     "mode",
     "profile",
     "scope",
+    "specs",
     "start",
     "state",
 ]

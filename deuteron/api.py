@@ -18,21 +18,25 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from . import registry
 from .collect.session import Session, SessionError, disabled
+from .flags import flags
+from .hooks import Hook, HookManager, InstrumentationHook, LaunchHook
 from .model.tree import Profile
 from .render.text import printable, say
+from .state import enter_state, exit_state, metadata_state, state
+
+__all__ = ["enter_state", "exit_state", "metadata_state", "state"]  # Proton has them here too
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_sessions: dict[int, Session] = {}
-_active: list[Session] = []  # mutated in place; the hot path reads it
-_lock = threading.Lock()
+_sessions = registry.sessions
+_active = registry.active  # mutated in place; the hot path reads it
+_lock = registry.lock
+_command_sessions = registry.command_sessions
 _next_id = 0
 _now = time.perf_counter_ns
 _open_scopes = threading.local()  # enter_scope/exit_scope bookkeeping: [(name, start_ns)]
-# Sessions `deuteron run` opened around the program: a bare finalize() in the program ends the
-# program's own sessions, not these (the whole-program profile goes on and is written at its end).
-_command_sessions: set[int] = set()
 
 
 DEFAULT_PROFILE_NAME = "proton"  # Proton's default, so `import deuteron as proton` code finds its file
@@ -57,15 +61,16 @@ def start(
     interpreter. The output file is checked now and its path fixed: a later ``chdir`` does not
     move it. Modes and hook objects Deuteron does not have yet are refused here, in one line."""
     fmt = _data_format(data)
-    _check_mode(mode)
+    flush_format = _check_mode(mode)
     return _start(
         DEFAULT_PROFILE_NAME if name is None else name,
         backend=backend or "auto",
         context=context or "shadow",
-        hook=_hook_name(hook),
+        hook=hook,
         command=command,
         outputs=(fmt,),
         default_format=fmt,
+        flush_format=flush_format,
     )
 
 
@@ -76,25 +81,59 @@ def _data_format(data: str | None) -> str:
     return fmt
 
 
-def _check_mode(mode: Any) -> None:
-    """Proton's modes beyond the default (PC sampling, instrumentation, periodic flushing) are not
-    in Deuteron yet: a clear refusal beats a profile that silently lacks what was asked for."""
+PERIODIC_FLUSHING = "periodic_flushing"
+
+
+def _check_mode(mode: Any) -> str | None:
+    """The mode's flush format for ``periodic_flushing`` (each completed phase written to
+    ``NAME.part_<phase>.<format>`` and dropped from memory), None for the default mode. Proton's
+    other modes (PC sampling, instrumentation) are not in Deuteron yet: a clear refusal beats a
+    profile that silently lacks what was asked for."""
     if mode is None or mode == "":
-        return
+        return None
+    if isinstance(mode, str) and mode.split(":", 1)[0] == PERIODIC_FLUSHING:
+        options = dict(_mode_option(part) for part in mode.split(":")[1:])
+        unknown = set(options) - {"format"}
+        if unknown:
+            raise SessionError(f"unknown {PERIODIC_FLUSHING} option {sorted(unknown)[0]!r}; it takes format=")
+        fmt = options.get("format", "hatchet")
+        if fmt not in PHASE_FORMATS:
+            choices = ", ".join(PHASE_FORMATS)
+            raise SessionError(f"unknown {PERIODIC_FLUSHING} format {fmt!r}; choose one of: {choices}")
+        return fmt
     text = str(mode).split(":", 1)[0] if isinstance(mode, str) else type(mode).__name__
     raise SessionError(
-        f"mode {text!r} is not supported by Deuteron yet (only the default mode); start without mode="
+        f"mode {text!r} is not supported by Deuteron yet (the default mode and {PERIODIC_FLUSHING}); "
+        "start without mode="
     )
 
 
-def _hook_name(hook: Any) -> str | None:
-    if hook is None or isinstance(hook, str):
-        return hook
-    if type(hook).__name__ == "LaunchHook":  # Proton's own launch hook object: the same as "triton"
-        return "triton"
-    raise SessionError(
-        f"hook objects ({type(hook).__name__}) are not supported by Deuteron yet; use hook='triton'"
-    )
+PHASE_FORMATS = ("hatchet", "hatchet_msgpack", "chrome_trace")
+
+
+def _mode_option(part: str) -> tuple[str, str]:
+    key, sep, value = part.partition("=")
+    if not sep:
+        raise SessionError(f"malformed mode option {part!r}; write it as key=value")
+    return key.strip(), value.strip()
+
+
+def _hooks(hook: Any) -> tuple[str | None, Hook | None]:
+    """A ``hook=`` argument as (the session's hook word, a program's own Hook to register).
+
+    ``"triton"`` or a ``LaunchHook`` (ours or Proton's): launch metadata. Any other
+    :class:`deuteron.hooks.Hook` is the program's own and is called around every launch. An
+    instrumentation hook is refused in one line: Deuteron has no instrumentation yet."""
+    if hook is None or hook == "":
+        return None, None
+    kind = type(hook).__name__
+    if hook == "triton" or isinstance(hook, LaunchHook) or kind == "LaunchHook":
+        return "triton", None
+    if isinstance(hook, InstrumentationHook) or kind == "InstrumentationHook":
+        raise SessionError("instrumentation hooks are not supported by Deuteron yet; start without hook=")
+    if isinstance(hook, Hook):
+        return None, hook
+    raise SessionError(f"unknown hook {hook!r}; choose None, 'triton' or a deuteron.hooks.Hook object")
 
 
 def _start(
@@ -102,15 +141,17 @@ def _start(
     *,
     backend: str = "auto",
     context: str = "shadow",
-    hook: str | None = None,
+    hook: Any = None,
     command: list[str] | None = None,
     outputs: tuple[str, ...] = (),
     for_command: bool = False,
     default_format: str = "hatchet",
+    flush_format: str | None = None,
 ) -> int | None:
     global _next_id
     if disabled():
         return None
+    word, own_hook = _hooks(hook)
     with _lock:
         sid = _next_id
         session = Session(
@@ -118,11 +159,12 @@ def _start(
             name or "deuteron",
             backend=backend,
             context=context,
-            hook=hook,
+            hook=word,
             command=command,
             outputs=outputs,
         )
         session.default_format = default_format
+        session.flush_format = flush_format
         _next_id += 1
         _sessions[sid] = session
         if for_command:
@@ -133,6 +175,11 @@ def _start(
         with _lock:
             _sessions.pop(sid, None)
         raise
+    if word == "triton":
+        HookManager.register(LaunchHook(), sid)
+    if own_hook is not None:
+        HookManager.register(own_hook, sid)
+    flags.profiling_on = True
     activate(sid)
     return sid
 
@@ -155,6 +202,7 @@ def _select(session: int | None) -> list[Session]:
 
 def activate(session: int | None = None) -> None:
     for s in _select(session):
+        HookManager.activate(s.id)
         if not s.active:
             s.active = True
             _active.append(s)
@@ -165,6 +213,7 @@ def deactivate(session: int | None = None, flushing: bool = False) -> None:
     """Stop recording into the session(s); their data stays until ``finalize``. ``flushing``: also
     gather what the GPU has recorded so far now (Proton's flag)."""
     for s in _select(session):
+        HookManager.deactivate(s.id)
         if s.active:
             s.active = False
             _active.remove(s)
@@ -193,6 +242,7 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
     for s in _select(session):
         _command_sessions.discard(s.id)
         deactivate(s.id)
+        HookManager.unregister(s.id)
         try:
             try:
                 s.backend.stop(s)
@@ -201,9 +251,10 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
                 with _lock:
                     _sessions.pop(s.id, None)
                 if output_format is not None:
-                    written.extend(s.write(output_format or s.default_format))
+                    written.extend(s.write(output_format or s.flush_format or s.default_format))
         except Exception as exc:  # every chosen session is still closed and written; then the first error
             failure = failure or exc
+    flags.profiling_on = bool(_sessions)
     if failure is not None:
         raise failure
     return written
@@ -342,67 +393,6 @@ def cpu_timed_scope(name: str, metrics: dict[str, Any] | None = None) -> _Scope:
     return _TimedScope(name, metrics)  # entering it outside a session does nothing
 
 
-class state:
-    """Tag kernels launched inside with a state; it shows as a frame below each kernel."""
-
-    __slots__ = ("name", "_previous")
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._previous: list[tuple[Session, str | None]] = []
-
-    def __enter__(self) -> state:
-        self._previous = []
-        for s in _active:
-            self._previous.append((s, s.state()))
-            s.set_state(self.name)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for s, prev in self._previous:
-            s.set_state(prev)
-        self._previous = []
-
-    def __call__(self, func: F) -> F:
-        name = self.name
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with state(name):
-                return func(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-
-def enter_state(name: str) -> None:
-    """Proton's ``enter_state``: kernels launched until ``exit_state`` carry this state."""
-    stack = _open_states.__dict__.setdefault("stack", [])
-    entered = state(name)
-    entered.__enter__()
-    stack.append(entered)
-
-
-def exit_state() -> None:
-    stack = _open_states.__dict__.get("stack")
-    if stack:
-        stack.pop().__exit__()
-
-
-_open_states = threading.local()
-METADATA_STATE = "__proton_launch_metadata"  # Proton's name for the work of computing launch metadata
-
-
-class metadata_state(state):
-    """Proton's state around computing a kernel's launch metadata: kernels launched inside (a
-    ``launch_metadata`` hook that reads a device tensor) are bookkeeping, not the workload, and
-    ``deuteron view`` leaves frames of this state out, as proton-viewer does."""
-
-    __slots__ = ()
-
-    def __init__(self, kernel_name: str | None = None) -> None:
-        super().__init__(f"{METADATA_STATE}:{kernel_name}" if kernel_name else METADATA_STATE)
-
-
 class profile:
     """Profile a block or a function.
 
@@ -429,10 +419,11 @@ class profile:
         if isinstance(func, str):  # deuteron.profile("name", ...): the name, given by position
             func, name = None, func
         self.name = name
+        _hooks(hook)  # a bad hook is refused where it is written, not at the first call
         self.options = {
             "backend": backend or "auto",
             "context": context or "shadow",
-            "hook": _hook_name(hook),
+            "hook": hook,
         }
         self.data, self.mode = data, mode
         self.output_format = output_format
@@ -444,10 +435,10 @@ class profile:
             self._wrap(func)
 
     def __enter__(self) -> profile:
-        _check_mode(self.mode)
+        flush_format = _check_mode(self.mode)
         _data_format(self.data)
         outputs = tuple(f.strip() for f in (self.output_format or "").split(",") if f.strip())
-        self.session = _start(self.name, outputs=outputs, **self.options)  # type: ignore[arg-type]
+        self.session = _start(self.name, outputs=outputs, flush_format=flush_format, **self.options)  # type: ignore[arg-type]
         self.result = current_profile(self.session) if self.session is not None else None
         return self
 

@@ -14,7 +14,7 @@ from . import processors
 from .model.devices import DeviceSpec, device_from_table_row, named_device
 from .model.errors import MetricError
 from .model.metrics import DERIVED_HELP, PROPERTY_METRICS, TIME, MetricSpec, parse_metric
-from .model.tree import Node, Profile
+from .model.tree import LAUNCH_METADATA_STATE, Node, Profile
 from .render.text import printable
 
 
@@ -96,12 +96,12 @@ def columns_of(profile: Profile, metrics: list[str], device: str | None = None) 
 
 # Frames of Proton's launch-metadata state (work done to compute a kernel's launch metadata, not
 # the workload): left out of every view, as proton-viewer leaves them out.
-LAUNCH_METADATA_FRAMES = r"^__proton_launch_metadata"
+LAUNCH_METADATA_FRAMES = "^" + LAUNCH_METADATA_STATE
 
 
 def _prepared(p: Profile, options: ViewOptions) -> Profile:
     """Before any sums: launch-metadata work out (it is not the workload), names formatted."""
-    if any(n.name.startswith("__proton_launch_metadata") for n in p.root.walk()):
+    if any(n.name.startswith(LAUNCH_METADATA_STATE) for n in p.root.walk()):
         p = processors.exclude(p, LAUNCH_METADATA_FRAMES)
     if options.name_format != "full":
         p = processors.rename(p, processors.NAME_FORMATS[options.name_format])

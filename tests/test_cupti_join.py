@@ -335,7 +335,8 @@ def test_replay_files_kernels_under_their_contexts(replayed: tuple[Session, cupt
         return node.type, node.metrics["count"], node.metrics["time (ns)"]  # type: ignore[return-value]
 
     assert at("outer", "kern_a") == (KERNEL, 1, 10)
-    assert at("outer", "inner", "kern_a", "fwd") == (STATE, 1, 20)
+    assert find(p, "outer", "inner", "fwd").type == STATE
+    assert at("outer", "inner", "fwd", "kern_a") == (KERNEL, 1, 20)
     assert at("outer", "inner", "kern_b") == (KERNEL, 1, 70)  # launched in drain 0, ran in drain 1
     assert at("outer", "<other threads>", "kern_b") == (KERNEL, 1, 30)
     assert at("outer", "<captured_at>", "cap", "kern_a") == (KERNEL, 2, 100)
@@ -360,7 +361,7 @@ def test_replay_trace_has_gpu_lanes_and_launch_arrows(replayed: tuple[Session, c
     assert names[first.launched_from[0]] == "thread 12345"
     other = next(e for e in kernels if "<other threads>" in e.call_stack)
     assert other.launched_from is not None and names[other.launched_from[0]] == "thread 777"
-    state = next(e for e in kernels if e.call_stack[-1] == "fwd")
+    state = next(e for e in kernels if e.call_stack[-2:] == ("fwd", "kern_a"))
     assert state.name == "kern_a"
     unmatched = [e for e in kernels if e.launched_from is None]
     assert [e.call_stack for e in unmatched] == [("ROOT", "<no launch record>", "kern_b")]

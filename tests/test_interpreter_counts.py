@@ -148,7 +148,7 @@ def test_python_context_attributes_kernels_to_source_lines():
     assert not any(n.startswith((ours, theirs)) for n in names), names
 
 
-def test_state_adds_a_frame_below_the_kernel():
+def test_state_is_the_kernels_parent_frame():
     x, y = torch.rand(256), torch.rand(256)
 
     def work():
@@ -159,7 +159,8 @@ def test_state_adds_a_frame_below_the_kernel():
     prof = _profile(work)
     kernel = find(prof, "add_kernel")
     assert kernel.metrics["count"] == 1
-    assert find(prof, "add_kernel", "warmup").metrics["count"] == 1
+    assert find(prof, "warmup", "add_kernel").metrics["count"] == 1
+    assert find(prof, "warmup").type == "state"
 
 
 def test_launch_metadata_gets_the_record_a_compiled_launch_gets(tmp_path):  # type: ignore[no-untyped-def]

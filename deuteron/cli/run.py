@@ -18,6 +18,7 @@ from ..collect.backends import NAMES as BACKENDS
 from ..collect.backends import resolve
 from ..collect.context import CONTEXTS
 from ..collect.session import disabled_by
+from ..flags import flags
 from ..formats.files import OutputError
 from ..render.text import printable, say
 from ..signals import Deferred
@@ -79,6 +80,7 @@ def run_command(args: argparse.Namespace) -> int:
     command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target.name, *target.args]
     formats = ("hatchet", "chrome_trace") if args.trace else ("hatchet",)
     # The output files are checked (and their paths fixed) here, before the target runs.
+    flags.command_line = True
     sid = api._start(
         args.name,
         backend=backend.name,

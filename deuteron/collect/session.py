@@ -23,7 +23,7 @@ from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
 from ..model.tree import KERNEL, STATE, Node, Profile, plain_value
-from ..processors import copy, merge
+from ..processors import copy, keep_paths_to, merge
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import CONTEXTS, ContextSource
@@ -128,6 +128,10 @@ class Session:
         # Proton's data phases: the live tree is the current phase; completed ones are kept here
         self.phase = 0
         self.phases: dict[int, Profile] = {}
+        # Proton's periodic flushing: each completed phase is written to NAME.part_<phase>.<format>
+        # and dropped from memory (None: phases are kept until finalize)
+        self.flush_format: str | None = None
+        self.parts_written: list[Path] = []
 
     # --- context ---------------------------------------------------------------------------------
 
@@ -230,7 +234,7 @@ class Session:
     def add_kernel(self, parent: Node, name: str, metrics: dict[str, Any], state: str | None) -> Node:
         """File a kernel's metrics under ``parent`` (and its state), as the kernel's node."""
         with self.lock:
-            node = self.states.place(parent.child(name, KERNEL), state)
+            node = self.states.place(parent, state).child(name, KERNEL)
             self.profile.add_metrics(node, metrics)
         return node
 
@@ -287,11 +291,24 @@ class Session:
         if flush is not None and not self.finalized:
             flush(self)
         with self.lock:
-            self.phases[self.phase] = copy(self.profile)
+            if self.flush_format is not None:
+                self._write_part(self.flush_format)
+            else:
+                self.phases[self.phase] = copy(self.profile)
             for node in self.profile.root.walk():
                 node.metrics = {}
             self.phase += 1
             return self.phase
+
+    def _write_part(self, fmt: str) -> None:
+        """Write the current phase as ``NAME.part_<phase>.<fmt>`` and drop its trace spans (the
+        tree is cleared by the caller); frames that hold nothing in this phase are left out."""
+        part = keep_paths_to(self.profile, lambda n: bool(n.metrics))
+        part.metadata = {**self.profile.metadata, "phase": self.phase, "end_time": time.time()}
+        base = self.base.with_name(f"{self.base.name}.part_{self.phase}")
+        self.parts_written += output.write(part, [fmt], base, self.trace_events)
+        self.events = []
+        self.kernel_spans = []
 
     def phase_profile(self, phase: int) -> Profile | None:
         """The tree of one phase (the live one for the current phase); None once cleared."""
@@ -319,6 +336,11 @@ class Session:
         except ValueError as exc:
             raise SessionError(str(exc)) from None
         base = Path(path) if path is not None else self.base
+        if self.flush_format is not None and path is None:  # the last phase, as one more part
+            with self.lock:
+                if not self.parts_written or any(n.metrics for n in self.profile.root.walk()):
+                    self._write_part(formats[0] if formats else self.flush_format)
+            return [self._as_named(p) for p in self.parts_written]
         with self.lock:
             self.profile.metadata["end_time"] = time.time()
             self.profile.metadata["dropped_trace_events"] = self.dropped_events

@@ -21,6 +21,8 @@ MetricValue = int | float | str | list[int | float]
 FUNCTION = "function"
 KERNEL = "kernel"
 STATE = "state"
+# Proton's state around computing a kernel's launch metadata (that work is not the workload).
+LAUNCH_METADATA_STATE = "__proton_launch_metadata"
 
 
 class Node:

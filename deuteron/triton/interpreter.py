@@ -47,6 +47,7 @@ from . import (
     compile_time,
     device_calls,
     emulated_driver,
+    launch_hook,
     launch_metadata,
     libdevice,
     mends,
@@ -97,15 +98,10 @@ class LaunchRecord:
     bytes_loaded: int = 0
     bytes_stored: int = 0
     flops: dict[int, int] = field(default_factory=dict)  # operand width in bits -> flops
-    _metadata_fn: Callable[[], dict[str, Any] | None] | None = None
 
     @property
     def programs(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
-
-    def launch_metadata(self) -> dict[str, Any] | None:
-        """The kernel's ``launch_metadata`` hook evaluated as Triton would: (grid, metadata, args)."""
-        return self._metadata_fn() if self._metadata_fn else None
 
 
 class _Counter:
@@ -373,6 +369,23 @@ def _recorded_run(
     s = _s
     if s.counter is not None:  # a launch from inside a launch's hook: count it with the outer one
         return orig_run(fn, *args, grid=grid, warmup=False, **kwargs)
+    # Triton's launch hooks, called around the launch as a compiled launch calls them
+    chains = launch_hook.chains_in_use() if s.profiler is not None else None
+    metadata = None
+    if chains is not None:
+        metadata = launch_metadata.lazy(fn, launch_metadata.grid_of(fn, grid, args, kwargs), args, kwargs)
+        chains[0](metadata)
+    try:
+        return _counted_run(orig_run, builder, fn, args, grid, kwargs)
+    finally:
+        if chains is not None and chains[1] is not None:
+            chains[1](metadata)
+
+
+def _counted_run(
+    orig_run: Any, builder: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]
+) -> Any:
+    s = _s
     counter = s.counter = _Counter() if s.profiler is not None else None
     start = time.perf_counter_ns()
     try:
@@ -395,7 +408,6 @@ def _recorded_run(
                     bytes_loaded=counter.loaded,
                     bytes_stored=counter.stored,
                     flops=counter.flops,
-                    _metadata_fn=launch_metadata.thunk(fn, grid3, args, kwargs),
                 )
             )
 

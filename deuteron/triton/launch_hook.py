@@ -1,10 +1,12 @@
-"""Triton's launch hook, for ``hook="triton"`` on a GPU.
+"""Triton's launch hook chains (``knobs.runtime``), for Proton's hook manager.
 
-Triton (3.6 and later) calls ``knobs.runtime.launch_enter_hook`` before each launch with a
-``LazyDict`` holding the kernel's name and whatever its ``launch_metadata`` function returns
-(flops, bytes, ...). The hook runs on the launching thread just before the launch API, so the
-CUPTI shim attaches the id handed to it to that thread's next launch. The hook is added to and
-removed from Triton's chain through the hook manager (group ``launch_hook``).
+Triton (3.6 and later) calls ``knobs.runtime.launch_enter_hook`` just before each compiled
+launch with a ``LazyDict`` holding the kernel's name and its ``launch_metadata`` (flops, bytes,
+...), and ``launch_exit_hook`` just after; ``kernel_load_end_hook`` (and, from 3.9,
+``kernel_unload_hook``) when a kernel's module is loaded and unloaded. The hook manager's entry
+points go into these chains as one patch group (``launch_hook``), so they are added once and taken
+out in reverse. Under the interpreter, :func:`call_enter`/:func:`call_exit` call the same chains
+around each interpreted launch with the same ``LazyDict``.
 """
 
 from __future__ import annotations
@@ -13,31 +15,63 @@ from collections.abc import Callable
 from typing import Any
 
 from . import unsupported
-from .hooks import MANAGER, CallbackPatch
+from .hooks import MANAGER, CallbackPatch, Patch
 
 GROUP = "launch_hook"
+_CHAINS = ("launch_enter_hook", "launch_exit_hook", "kernel_load_end_hook", "kernel_unload_hook")
 
 
-def _chain() -> Any:
+def _runtime() -> Any:
     try:
         from triton import knobs
     except ImportError:
-        raise unsupported(
-            "knobs.runtime.launch_enter_hook (hook='triton' needs triton 3.6 or newer)"
-        ) from None
-    chain = getattr(getattr(knobs, "runtime", None), "launch_enter_hook", None)
-    if chain is None or not hasattr(chain, "add"):
-        raise unsupported("knobs.runtime.launch_enter_hook (hook='triton' needs triton 3.6 or newer)")
-    return chain
+        raise unsupported("knobs.runtime (launch hooks need triton 3.6 or newer)") from None
+    runtime = getattr(knobs, "runtime", None)
+    if not hasattr(getattr(runtime, "launch_enter_hook", None), "add"):
+        raise unsupported("knobs.runtime.launch_enter_hook (launch hooks need triton 3.6 or newer)")
+    return runtime
 
 
-def install(on_launch: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
-    """Call ``on_launch(metadata)`` before each Triton launch; returns the uninstaller."""
+def install_heads(
+    enter: Callable[[Any], None],
+    leave: Callable[[Any], None],
+    load_end: Callable[..., None],
+    unload: Callable[..., None],
+) -> None:
+    """Put the four entry points into Triton's chains (once; a second call does nothing)."""
+    if MANAGER.holds(GROUP):
+        return
+    runtime = _runtime()
 
-    def enter(lazy: Any) -> None:
-        data = lazy.get() if hasattr(lazy, "get") else lazy
-        on_launch(data)
+    def make() -> list[Patch]:
+        patches: list[Patch] = []
+        for attr, func in zip(_CHAINS, (enter, leave, load_end, unload), strict=True):
+            chain = getattr(runtime, attr, None)
+            if chain is not None and hasattr(chain, "add"):  # kernel_unload_hook is new in 3.9
+                patches.append(CallbackPatch(_bind(chain.add, func), _bind(chain.remove, func)))
+        return patches
 
-    chain = _chain()
-    MANAGER.acquire(GROUP, lambda: [CallbackPatch(lambda: chain.add(enter), lambda: chain.remove(enter))])
-    return lambda: MANAGER.release(GROUP)
+    MANAGER.acquire(GROUP, make)
+
+
+def _bind(method: Callable[[Any], None], func: Any) -> Callable[[], None]:
+    return lambda: method(func)
+
+
+def remove_heads() -> None:
+    if MANAGER.holds(GROUP):
+        MANAGER.release(GROUP)
+
+
+def chains_in_use() -> tuple[Any, Any] | None:
+    """Triton's enter and exit chains when something is in them (None otherwise, or without
+    Triton's knobs): what an interpreted launch must call."""
+    try:
+        from triton import knobs
+    except ImportError:
+        return None
+    runtime = getattr(knobs, "runtime", None)
+    enter = getattr(runtime, "launch_enter_hook", None)
+    if enter is None or not getattr(enter, "calls", None):
+        return None
+    return enter, getattr(runtime, "launch_exit_hook", None)

@@ -8,7 +8,6 @@ or empty: the interpreter compiles nothing."""
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -28,14 +27,19 @@ _COMPILED = {
 }
 
 
-def thunk(
-    jit_fn: Any, grid: tuple[int, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Callable[[], dict[str, Any] | None] | None:
+def lazy(jit_fn: Any, grid: tuple[int, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The ``LazyDict`` a compiled launch hands Triton's launch hooks: the kernel's name (no
+    function or stream: the interpreter loads no module), and its ``launch_metadata`` hook, if it
+    has one, to be evaluated only when a hook asks (``.get()``)."""
+    from triton.compiler.compiler import LazyDict
+
+    name = jit_fn.fn.__name__
+    found = LazyDict({"name": name, "function": None, "stream": None})
     hook = getattr(jit_fn, "kwargs", {}).get("launch_metadata")
     if hook is None:
-        return None
+        return found
 
-    def evaluate() -> dict[str, Any] | None:
+    def evaluate() -> dict[str, Any]:
         import inspect
 
         names = list(getattr(jit_fn, "arg_names", []))
@@ -45,10 +49,23 @@ def thunk(
         for p in inspect.signature(jit_fn.fn).parameters.values():
             if p.name not in bound and p.default is not inspect.Parameter.empty:
                 bound[p.name] = p.default
-        result = hook(grid, kernel_metadata(jit_fn.fn.__name__, kwargs), bound)
-        return dict(result) if result else None
+        result = hook(grid, kernel_metadata(name, kwargs), bound)
+        return dict(result) if result else {}
 
-    return evaluate
+    found.add(evaluate, ())
+    return found
+
+
+def grid_of(jit_fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int, int, int]:
+    """The launch's grid before it runs, as Triton resolves it (a callable gets the bound
+    arguments), padded to three dimensions."""
+    if callable(grid):
+        bound = dict(zip(getattr(jit_fn, "arg_names", []), args, strict=False))
+        bound.update(kwargs)
+        grid = grid(bound)
+    dims = tuple(int(g) for g in (grid if isinstance(grid, (tuple, list)) else (grid,)))
+    dims = (dims + (1, 1, 1))[:3]
+    return dims[0], dims[1], dims[2]
 
 
 def kernel_metadata(name: str, launch_kwargs: dict[str, Any]) -> Any:

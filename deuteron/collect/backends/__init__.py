@@ -9,7 +9,7 @@ and never builds tree nodes: the interpreter reports each launch from the launch
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -87,23 +87,6 @@ def benchmark_scope(sessions: Sequence[SessionPort]) -> Iterator[None]:
         for session in reversed(sessions):
             if session.active:
                 session.close_scope(AUTOTUNE_SCOPE, start, end, None)
-
-
-def launch_metadata_metrics(meta: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """Proton's ``hook="triton"`` reading of launch_metadata: its name, and its numeric values.
-
-    Shared by both backends so a kernel's metadata means the same under the interpreter and CUPTI.
-    """
-    name = meta.get("name")
-    extra: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key in ("name", "function", "stream"):
-            continue
-        if hasattr(value, "item") and callable(value.item):
-            value = value.item()
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            extra[key] = value
-    return (None if name is None else str(name)), extra
 
 
 def cupti_unavailable_reason() -> str | None:

@@ -10,13 +10,16 @@ The events come from :mod:`deuteron.triton.interpreter`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
+from ...hooks.launch import LaunchHook
+from ...metric import resolved
 from ...model.metrics import BYTES, COUNT, FLOPS, TIME
 from ...triton import autotune, enable_interpreter_mode, interpreter
-from . import SessionPort, benchmark_scope, launch_metadata_metrics
+from . import SessionPort, benchmark_scope
 
 _sessions: list[SessionPort] = []
 
@@ -39,13 +42,27 @@ def launch_metrics(record: interpreter.LaunchRecord) -> dict[str, Any]:
     return metrics
 
 
-def hook_metrics(record: interpreter.LaunchRecord) -> tuple[str, dict[str, Any]]:
-    """Proton's ``hook="triton"``: the launch_metadata's name and numeric metrics win."""
-    meta = record.launch_metadata()
-    if not meta:
-        return record.kernel, {}
-    name, extra = launch_metadata_metrics(meta)
-    return name or record.kernel, extra
+class _Hooked(threading.local):
+    """The launch metadata Proton's launch hook read for this thread's launch in progress."""
+
+    metadata: tuple[str, dict[str, Any]] | None = None
+
+
+_hooked = _Hooked()
+
+
+class _Listener:
+    """Told by the launch hook (``hook="triton"``) the kernel's name and metrics just before an
+    interpreted launch runs, and when it is over."""
+
+    def launch_entered(self, name: str, metrics: dict[str, Any]) -> None:
+        _hooked.metadata = (name, metrics)
+
+    def launch_exited(self) -> None:
+        _hooked.metadata = None
+
+
+_LISTENER = _Listener()
 
 
 def _dispatch(record: interpreter.LaunchRecord) -> None:
@@ -53,13 +70,11 @@ def _dispatch(record: interpreter.LaunchRecord) -> None:
     if not sessions:
         return
     measured = launch_metrics(record)
-    hooked: tuple[str, dict[str, Any]] | None = None
+    hooked = _hooked.metadata
     for session in sessions:
         name, metrics = record.kernel, measured
-        if session.hook == "triton":
-            if hooked is None:  # evaluate the user's launch_metadata once per launch
-                hooked = hook_metrics(record)
-            name, metrics = hooked[0], {**measured, **hooked[1]}
+        if session.hook == "triton" and hooked is not None:  # Proton's: the metadata's name and values win
+            name, metrics = hooked[0], {**measured, **resolved(hooked[1])}
         session.record_kernel(name, metrics, record.start_ns, record.end_ns)
 
 
@@ -80,10 +95,14 @@ class InterpreterBackend:
             _unfile.append(autotune.file_benchmarks_under(_benchmark_scope))
         if session not in _sessions:
             _sessions.append(session)
+        if session.hook == "triton":
+            LaunchHook().subscribe(_LISTENER)
 
     def stop(self, session: SessionPort) -> None:
         if session in _sessions:
             _sessions.remove(session)
+        if not any(s.hook == "triton" for s in _sessions):
+            LaunchHook().unsubscribe(_LISTENER)
         if not _sessions:
             while _unfile:
                 _unfile.pop()()

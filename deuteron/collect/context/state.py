@@ -1,5 +1,7 @@
-"""The state source: a per-thread name (``deuteron.state("warmup")``) that kernels launched inside
-it carry as a frame below themselves, as Proton's states do."""
+"""The state source: a per-thread name (``deuteron.state("warmup")``) that is the last frame of the
+context of whatever is recorded inside it, as in Proton: a kernel launched in the state sits below
+the state's frame (``scope > warmup > kernel``), and a scope's metrics added in it go to a state
+frame below the scope (``scope > warmup``)."""
 
 from __future__ import annotations
 
@@ -26,5 +28,5 @@ class StateContext:
 
     @staticmethod
     def place(base: Node, name: str | None) -> Node:
-        """The frame of state ``name`` below ``base`` (a kernel), or ``base`` without a state."""
+        """The frame of state ``name`` below ``base``, or ``base`` without a state."""
         return base.child(name, STATE) if name else base

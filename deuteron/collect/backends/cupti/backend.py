@@ -29,11 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from ....hooks.launch import LaunchHook
+from ....metric import TensorMetric, resolved
 from ....model.metrics import COUNT, TIME
 from ....model.trace import KernelSpans
 from ....triton import autotune
 from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
-from .. import BackendError, KernelGroup, SessionPort, benchmark_scope, launch_metadata_metrics
+from .. import BackendError, KernelGroup, SessionPort, benchmark_scope
 from . import library, records
 from .join import UNMATCHED, Batch, Join
 
@@ -153,6 +155,7 @@ class CuptiBackend:
         self.names: dict[int, str] = {}
         self.metas: dict[tuple[Any, ...], int] = {}
         self.meta_table: dict[int, tuple[str | None, dict[str, Any]]] = {}
+        self._meta_ids = 0
         self.threads: dict[int, int] = {}  # shim thread index -> threading ident
         self.devices: set[int] = set()
         self.clock_offset = 0  # session clock = CUPTI clock - offset
@@ -163,7 +166,6 @@ class CuptiBackend:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
-        self._uninstall_hook: Any = None
         self._unfile: Callable[[], None] | None = None
         self._record_dir: Path | None = None
         self._record_index = 0
@@ -213,13 +215,7 @@ class CuptiBackend:
         session.context_listener = self._on_context
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
         if session.hook == "triton":
-            from ....triton.launch_hook import install
-
-            try:
-                self._uninstall_hook = install(self._on_triton_launch)
-            except Exception:
-                self._teardown()
-                raise
+            LaunchHook().subscribe(self)
         self._stop.clear()
         self._flusher = threading.Thread(target=self._flush_loop, name="deuteron-cupti-flush", daemon=True)
         self._flusher.start()
@@ -263,9 +259,7 @@ class CuptiBackend:
         if self._unfile is not None:
             self._unfile()
             self._unfile = None
-        if self._uninstall_hook is not None:
-            self._uninstall_hook()
-            self._uninstall_hook = None
+        LaunchHook().unsubscribe(self)
         if self.session is not None:
             self.session.context_listener = None
         CuptiBackend._active = None
@@ -289,14 +283,28 @@ class CuptiBackend:
     def _on_context(self, ctx: int, state: int) -> None:
         _shim.set_context(ctx, state)
 
-    def _on_triton_launch(self, data: dict[str, Any]) -> None:
-        name, extra = launch_metadata_metrics(data)
-        interned = (name, tuple(sorted(extra.items())))
-        mid = self.metas.get(interned)
-        if mid is None:
-            mid = self.metas[interned] = len(self.metas) + 1
-            self.meta_table[mid] = (name, extra)
+    def launch_entered(self, name: str, metrics: dict[str, Any]) -> None:
+        """The launch hook's reading of the next launch on this thread: its name and metrics
+        travel with the kernel's record as a small id. Device-tensor metrics are read when the
+        record is filed, so each such launch has its own id."""
+        if any(isinstance(v, TensorMetric) for v in metrics.values()):
+            mid = self._next_meta()
+            self.meta_table[mid] = (name, metrics)
+        else:
+            interned = (name, tuple(sorted(metrics.items())))
+            found = self.metas.get(interned)
+            if found is None:
+                found = self.metas[interned] = self._next_meta()
+                self.meta_table[found] = (name, metrics)
+            mid = found
         _shim.set_pending(mid)
+
+    def launch_exited(self) -> None:
+        return None  # the shim attaches the id to the thread's next launch and then forgets it
+
+    def _next_meta(self) -> int:
+        self._meta_ids += 1
+        return self._meta_ids
 
     # --- draining ----------------------------------------------------------------------------------
 
@@ -349,7 +357,7 @@ class CuptiBackend:
             "contexts": contexts,
             "states": self.session.contexts.states,
             "threads": self.threads,
-            "metas": {str(k): v for k, v in self.meta_table.items()},
+            "metas": {str(k): (v[0], resolved(v[1])) for k, v in self.meta_table.items()},
             "offset": self.clock_offset,
         }
         stem.with_suffix(".json").write_text(json.dumps(meta))
@@ -380,7 +388,7 @@ class CuptiBackend:
             if meta:
                 hooked_name, hooked = self.meta_table.get(meta, (None, {}))
                 name = hooked_name or name
-                extra = {k: v * count for k, v in hooked.items()}
+                extra = {k: _times(v, count) for k, v in resolved(hooked).items()}
             metrics = {
                 COUNT: count,
                 TIME: total,
@@ -498,3 +506,10 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
         backend.clock_offset = meta["offset"]
         backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
     return backend
+
+
+def _times(value: Any, count: int) -> Any:
+    """A launch's metric summed over ``count`` launches that carried it (vectors elementwise)."""
+    if isinstance(value, list):
+        return [v * count for v in value]
+    return value * count
