@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs on the lent GPU machine (see docs/benchmarks.md): build the shim, GPU tests, fixtures, benchmarks.
-# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|check|explain|real|all]   (results under $OUT)
+# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|check|explain|real|proton|all]   (results under $OUT)
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -28,7 +28,7 @@ for ctx in ("shadow", "python"):
 PY
 fi
 if has tests; then
-  DEUTERON_TEST_GPU=1 timeout 400 python3 -m pytest tests/gpu -q -x -p no:cacheprovider 2>&1 | tail -40
+  DEUTERON_TEST_GPU=1 timeout ${TTIMEOUT:-400} python3 -m pytest tests/gpu -q -p no:cacheprovider --tb=short 2>&1 | tail -${TAILN:-40}
 fi
 if has record; then
   rm -rf /tmp/rec && mkdir -p /tmp/rec
@@ -74,4 +74,11 @@ if has real; then
   done
   [ -f "$T/08_compare.py" ] && ( cd "$W" && timeout 200 python3 -m deuteron check "$T/08_compare.py" 2>&1 | tail -8 )
   ( cd "$W" && timeout 200 python3 -m deuteron run -n mm "$T/03-matrix-multiplication.py" 2>&1 | tail -4 && python3 -m deuteron view mm.hatchet -m time/ms,count -d 3 2>&1 | head -30 && cp mm.hatchet "$OUT/" )
+fi
+if has proton; then
+  # Proton's own test suite (fetched under $SHARED/proton_tests with only its imports pointed at
+  # deuteron, never committed), GPU tests included; bin/ maps the proton commands to deuteron's.
+  P=$(realpath "${SHARED:-../shared}/proton_tests"); export PATH="$P/bin:$PATH"
+  python3 -c "import hatchet" 2>&1 | tail -1
+  ( cd "$P" && timeout ${PTIMEOUT:-400} python3 -m pytest ${PTESTS:-test_profile.py test_cmd.py test_api.py} -q -p no:cacheprovider -rA --tb=line 2>&1 | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed|^E |^/.*Error" | cut -c1-300 | tail -${TAILN:-150} )
 fi

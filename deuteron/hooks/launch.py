@@ -12,6 +12,7 @@ process, as in Proton (``LaunchHook() is LaunchHook()``).
 
 from __future__ import annotations
 
+import itertools
 import re
 from contextvars import ContextVar
 from typing import Any, Protocol
@@ -20,8 +21,12 @@ from ..metric import is_metric_value, transform_tensor_metrics
 from ..state import COMPUTE_METADATA_SCOPE_NAME, metadata_state
 from .hook import Hook
 
-__all__ = ["COMPUTE_METADATA_SCOPE_NAME", "LaunchHook", "LaunchListener"]
+__all__ = ["COMPUTE_METADATA_SCOPE_NAME", "LaunchHook", "LaunchListener", "id", "op_name"]
 
+# Proton's: the id and name of the launch the calling context is in (set by each hooked launch)
+id: ContextVar[int | None] = ContextVar("id", default=None)  # noqa: A001 - Proton's name
+op_name: ContextVar[str | None] = ContextVar("op_name", default=None)
+_ids = itertools.count()
 _in_hook: ContextVar[bool] = ContextVar("deuteron_in_launch_hook", default=False)
 _entered: ContextVar[bool] = ContextVar("deuteron_launch_entered", default=False)
 RESERVED = frozenset({"name", "function", "stream"})  # what Triton always puts in the metadata
@@ -108,6 +113,8 @@ class LaunchHook(Hook):
                 scalars, tensors = transform_tensor_metrics(values)
             for listener in list(self._listeners):
                 listener.launch_entered(str(name), {**scalars, **tensors})
+            id.set(next(_ids))
+            op_name.set(str(name))
             _entered.set(True)
         finally:
             _in_hook.reset(token)
