@@ -387,6 +387,85 @@ for i in range(6):
         assert "<no launch record>" not in {c["frame"]["name"] for c in root["children"]}, i
 
 
+def test_concurrent_sessions_each_file_their_own_kernels(tmp_path: Path) -> None:
+    """Proton runs several sessions at once: each gets the kernels launched while it records,
+    under its own scopes; one paused while the other records loses only what ran meanwhile."""
+    script = tmp_path / "two.py"
+    script.write_text("""
+import torch, deuteron
+torch.ones(4, device="cuda"); torch.cuda.synchronize()
+a = deuteron.start("a", backend="cupti")
+with deuteron.scope("scope0"):
+    torch.ones((2, 2), device="cuda")
+b = deuteron.start("b", backend="cupti")
+with deuteron.scope("scope0"):
+    torch.ones((2, 2), device="cuda")
+deuteron.deactivate(a)
+with deuteron.scope("scope1"):
+    torch.ones((2, 2), device="cuda")
+deuteron.activate(a)
+deuteron.finalize(a)
+with deuteron.scope("after"):
+    torch.ones((2, 2), device="cuda")
+deuteron.finalize(b)
+""")
+    run_plain(script)
+    a = json.loads((tmp_path / "a.hatchet").read_text())[0]
+    b = json.loads((tmp_path / "b.hatchet").read_text())[0]
+    assert sum(kernel_counts(find(a, "scope0")).values()) == 2
+    assert "scope1" not in {c["frame"]["name"] for c in a["children"]}
+    assert sum(kernel_counts(find(b, "scope0")).values()) == 1
+    assert sum(kernel_counts(find(b, "scope1")).values()) == 1
+    assert sum(kernel_counts(find(b, "after")).values()) == 1
+
+
+def test_launch_hook_filters_states_and_device_tensor_metrics(tmp_path: Path) -> None:
+    """LaunchHook include/exclude, a kernel launched by a metadata function filed under the
+    metadata state, and a device-tensor metric read without a host sync (also in graph capture,
+    where it is left out rather than breaking the capture)."""
+    script = tmp_path / "hooked.py"
+    script.write_text("""
+import torch, triton, triton.language as tl, deuteron
+calls = []
+def meta_foo(grid, metadata, args):
+    calls.append("foo")
+    return {"name": "foo_meta", "flops": args["x"].sum(), "bytes": 16}
+def meta_bar(grid, metadata, args):
+    calls.append("bar")
+    return {"name": "bar_meta"}
+@triton.jit(launch_metadata=meta_foo)
+def foo(x, y):
+    tl.store(y, tl.load(x))
+@triton.jit(launch_metadata=meta_bar)
+def bar(x, y):
+    tl.store(y, tl.load(x))
+from deuteron.hooks import LaunchHook
+LaunchHook().configure(include=".*foo")
+x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
+foo[(1,)](x, y); bar[(1,)](x, y); torch.cuda.synchronize()
+deuteron.start("out", backend="cupti", hook=LaunchHook())
+with deuteron.scope("test0"):
+    foo[(1,)](x, y)
+    bar[(1,)](x, y)
+g = torch.cuda.CUDAGraph()
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    with torch.cuda.graph(g):
+        foo[(1,)](x, y)
+g.replay(); torch.cuda.synchronize()
+deuteron.finalize()
+assert "bar" not in calls, calls
+""")
+    run_plain(script)
+    root = json.loads((tmp_path / "out.hatchet").read_text())[0]
+    test0 = find(root, "test0")
+    foo = find(test0, "foo_meta")["metrics"]
+    assert foo["count"] == 1 and foo["flops"] == 8.0 and foo["bytes"] == 16
+    assert find(test0, "bar")["metrics"]["count"] == 1  # not included: profiled under its own name
+    state = find(test0, "__proton_launch_metadata:foo")  # x.sum() launched by the metadata function
+    assert sum(kernel_counts(state).values()) >= 1
+
+
 def run_plain(script: Path) -> subprocess.CompletedProcess[str]:
     """Run a script with plain Python (not ``deuteron run``) on the GPU; it must succeed."""
     proc = subprocess.run(

@@ -40,6 +40,7 @@ class KernelGroup:
 class SessionPort(Protocol):
     """What a backend may ask of the session it records for."""
 
+    id: int
     active: bool
     hook: str | None
     context: str

@@ -38,6 +38,7 @@ from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
 from .. import BackendError, KernelGroup, SessionPort, benchmark_scope
 from . import library, records
 from .join import UNMATCHED, Batch, Join
+from .sharing import SharedContexts
 
 ROOT_CTX = 1
 NO_PYTHON_CTX = 0
@@ -170,6 +171,9 @@ class CuptiBackend:
         self._record_dir: Path | None = None
         self._record_index = 0
         self.live = True  # False when replaying recorded drains: pointers are from another process
+        self.engine = self  # the backend holding the subscription (another session's, when shared)
+        self.attached: list[SessionPort] = []  # the sessions filed into, in the order they started
+        self.sharing = SharedContexts()
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -177,20 +181,17 @@ class CuptiBackend:
         reason = unavailable_reason()
         if reason is not None:
             raise BackendError(f"the cupti backend is unavailable: {reason}")
-        if CuptiBackend._active is not None:
-            raise BackendError(
-                "one CUPTI session at a time: finalize the open session before starting another"
-            )
+        engine = CuptiBackend._active
+        if engine is not None:  # another session records: share its subscription
+            engine._attach(session)
+            self.engine = engine
+            return
         conflict = _conflict_message()
         if conflict:
             raise CuptiConflictError(f"{conflict}. {CONFLICT_FIX}")
         self.session = session
         python = session.context == "python"
-        contexts = session.contexts
-        contexts.reserve_root(ROOT_CTX)
-        contexts.reserve_frame(UNMATCHED, NO_LAUNCH)
-        if python:
-            contexts.reserve_frame(NO_PYTHON_CTX, NO_PYTHON)
+        self._reserve(session)
         record = os.environ.get(RECORD_ENV)
         if record:
             self._record_dir = Path(record)
@@ -212,17 +213,27 @@ class CuptiBackend:
             ) from None
         CuptiBackend._active = self
         self._calibrate_clock()
-        session.context_listener = self._on_context
+        self._listen(session)
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
-        if session.hook == "triton":
-            LaunchHook().subscribe(self)
         self._stop.clear()
         self._flusher = threading.Thread(target=self._flush_loop, name="deuteron-cupti-flush", daemon=True)
         self._flusher.start()
 
     def stop(self, session: SessionPort) -> None:
-        if CuptiBackend._active is not self:
+        engine = self.engine
+        if CuptiBackend._active is not engine or session not in engine.attached:
             return
+        if len(engine.attached) > 1:  # others go on recording: file everything so far, then leave
+            began = time.perf_counter()
+            engine.flush(session)
+            engine._write_devices(session)
+            engine._leave(session)
+            engine.finalize_seconds = time.perf_counter() - began
+            engine._report(session)
+            return
+        engine._stop_all(session)
+
+    def _stop_all(self, session: SessionPort) -> None:
         began = time.perf_counter()
         self._stop.set()
         if self._flusher is not None:
@@ -244,24 +255,76 @@ class CuptiBackend:
 
     def flush(self, session: SessionPort) -> None:
         """Everything the GPU has recorded so far, filed now (``deactivate(flushing=True)``, a
-        phase boundary): wait for the devices, force CUPTI's buffers out, drain them."""
-        if CuptiBackend._active is not self:
+        phase boundary): wait for the devices, force CUPTI's buffers out, drain them (into every
+        session sharing the subscription)."""
+        engine = self.engine
+        if CuptiBackend._active is not engine:
             return
         _shim.synchronize()
         _shim.flush(True)
-        self._drain()
+        engine._drain()
 
     def set_active(self, session: SessionPort, active: bool) -> None:
-        if CuptiBackend._active is self:
-            _shim.set_paused(not active)
+        """The shim pauses only when no session records; a session paused while others record
+        keeps the times it was paused, and its kernels launched then are left out when filed."""
+        engine = self.engine
+        if CuptiBackend._active is not engine:
+            return
+        engine.sharing.set_active(session.id, active, _shim.timestamp())
+        _shim.set_paused(not any(s.active for s in engine.attached))
+
+    # --- sessions sharing the subscription ---------------------------------------------------------
+
+    def _reserve(self, session: SessionPort) -> None:
+        contexts = session.contexts
+        contexts.reserve_root(ROOT_CTX)
+        contexts.reserve_frame(UNMATCHED, NO_LAUNCH)
+        if session.context == "python":
+            contexts.reserve_frame(NO_PYTHON_CTX, NO_PYTHON)
+
+    def _listen(self, session: SessionPort) -> None:
+        """Start filing for ``session``: its context changes reach the thread slots."""
+        if session not in self.attached:
+            self.attached.append(session)
+        self.sharing.join(session.id, ROOT_CTX)
+        sharing, sid, set_context = self.sharing, session.id, _shim.set_context
+
+        def on_context(ctx: int, state: int) -> None:
+            slot, slot_state = sharing.slot_for(sid, ctx, state)
+            set_context(slot, slot_state)
+
+        session.context_listener = on_context
+        if session.hook == "triton":
+            LaunchHook().subscribe(self)
+
+    def _attach(self, session: SessionPort) -> None:
+        if session.context == "python" or any(s.context == "python" for s in self.attached):
+            raise BackendError(
+                "a context='python' CUPTI session cannot share the GPU with another session; "
+                "use context='shadow' for concurrent sessions, or finalize the open one first"
+            )
+        self._reserve(session)
+        self._listen(session)
+        on_context = session.context_listener
+        assert on_context is not None
+        on_context(ROOT_CTX, 0)  # this thread's slot now stands for every session's context
+        _shim.set_paused(False)
+
+    def _leave(self, session: SessionPort) -> None:
+        session.context_listener = None
+        if session in self.attached:
+            self.attached.remove(session)
+        self.sharing.leave(session.id)
+        if not any(s.hook == "triton" for s in self.attached):
+            LaunchHook().unsubscribe(self)
 
     def _teardown(self) -> None:
         if self._unfile is not None:
             self._unfile()
             self._unfile = None
         LaunchHook().unsubscribe(self)
-        if self.session is not None:
-            self.session.context_listener = None
+        for session in self.attached:
+            session.context_listener = None
         CuptiBackend._active = None
 
     def _calibrate_clock(self) -> None:
@@ -276,12 +339,7 @@ class CuptiBackend:
         self.clock_offset = best[1]
 
     def _benchmark_scope(self) -> AbstractContextManager[None]:
-        return benchmark_scope([self.session] if self.session is not None else [])
-
-    # --- context slots -----------------------------------------------------------------------------
-
-    def _on_context(self, ctx: int, state: int) -> None:
-        _shim.set_context(ctx, state)
+        return benchmark_scope(list(self.attached))
 
     def launch_entered(self, name: str, metrics: dict[str, Any]) -> None:
         """The launch hook's reading of the next launch on this thread: its name and metrics
@@ -325,11 +383,10 @@ class CuptiBackend:
             self.counters = counters
             for index, ident in threads:
                 self.threads[index] = ident
-            session = self.session
-            assert session is not None
             for pid, frames in paths:
                 described = [(code.co_filename, line, code.co_name) for code, line in frames]
-                session.contexts.add_python_path(pid, described)
+                for session in self.attached:
+                    session.contexts.add_python_path(pid, described)
             if self._record_dir is not None:
                 self._save_raw(raw_entries, raw_kernels)
             self._ingest(raw_entries, raw_kernels)
@@ -373,19 +430,55 @@ class CuptiBackend:
         return name
 
     def _file(self, batch: Batch) -> None:
-        """Hand a batch's groups to the session by context id, with its spans for the trace."""
-        session = self.session
-        assert session is not None
+        """Hand a batch's groups to each session by its own context ids, with its spans for the
+        trace."""
+        if not len(batch):
+            return
+        k = batch.kernels
+        off = self.clock_offset
+        launch = batch.launch_ts.astype(np.int64)
+        launch = np.where(launch > 0, launch - off, 0)
+        idents = np.array(
+            [self.threads.get(int(t), 0) if t >= 0 else 0 for t in batch.launch_thread.tolist()],
+            dtype=np.uint64,
+        )
+        starts = k["start"].astype(np.int64) - off
+        ends = k["end"].astype(np.int64) - off
+        devices, streams = k["device"].astype(np.int64), k["stream"].astype(np.int64)
+        for session in list(self.attached):
+            group_of, count, time_ns = batch.group_of, batch.count, batch.time_ns
+            member = self.sharing.members.get(session.id)
+            keep = member.active_mask(batch.launch_ts) if member is not None else None
+            if keep is not None and not keep.all():  # launched while this session was paused
+                group_of = np.where(keep, batch.group_of, len(batch.keys))
+                count = np.bincount(batch.group_of[keep], minlength=len(batch.keys)).astype(np.int64)
+                time_ns = np.zeros(len(batch.keys), np.int64)
+                np.add.at(time_ns, batch.group_of[keep], (ends - starts).clip(min=0)[keep])
+            groups = self._groups(session, batch.keys, count, time_ns)
+            groups.append(None)  # the group of kernels left out for this session
+            spans = KernelSpans([], group_of, starts, ends, devices, streams, launch, idents)
+            session.file_gpu_kernels(groups, spans)
+
+    def _groups(
+        self, session: SessionPort, keys: np.ndarray, counts: np.ndarray, times: np.ndarray
+    ) -> list[KernelGroup | None]:
         groups: list[KernelGroup | None] = []
-        rows = zip(batch.keys.tolist(), batch.count.tolist(), batch.time_ns.tolist(), strict=True)
-        for row, count, total in rows:
+        reserved = (ROOT_CTX, UNMATCHED, NO_PYTHON_CTX)
+        for row, count, total in zip(keys.tolist(), counts.tolist(), times.tolist(), strict=True):
             ctx, capture, state, meta, name_ptr, device = row
-            if ctx & records.CTX_PAUSED:
+            if ctx & records.CTX_PAUSED or not count:
                 groups.append(None)
                 continue
+            raw = ctx & ~records.CTX_FLAGS
+            own, own_state = (
+                (raw, state) if raw in reserved else self.sharing.translate(session.id, raw, state)
+            )
+            captured = capture & ~records.CTX_FLAGS
+            if captured and captured not in reserved:
+                captured = self.sharing.translate(session.id, captured, 0)[0]
             name = self._name(name_ptr)
             extra: dict[str, Any] = {}
-            if meta:
+            if meta:  # the launch hook's reading applies to every session, as in Proton
                 hooked_name, hooked = self.meta_table.get(meta, (None, {}))
                 name = hooked_name or name
                 extra = {k: _times(v, count) for k, v in resolved(hooked).items()}
@@ -399,35 +492,15 @@ class CuptiBackend:
             self.devices.add(device)
             groups.append(
                 KernelGroup(
-                    context=ctx & ~records.CTX_FLAGS,
+                    context=own,
                     other_thread=bool(ctx & records.CTX_OTHER_THREAD),
-                    capture=capture & ~records.CTX_FLAGS,
-                    state=state,
+                    capture=captured,
+                    state=own_state,
                     name=name,
                     metrics=metrics,
                 )
             )
-        k = batch.kernels
-        off = self.clock_offset
-        launch = batch.launch_ts.astype(np.int64)
-        launch = np.where(launch > 0, launch - off, 0)
-        idents = np.array(
-            [self.threads.get(int(t), 0) if t >= 0 else 0 for t in batch.launch_thread.tolist()],
-            dtype=np.uint64,
-        )
-        session.file_gpu_kernels(
-            groups,
-            KernelSpans(
-                [],
-                batch.group_of,
-                k["start"].astype(np.int64) - off,
-                k["end"].astype(np.int64) - off,
-                k["device"].astype(np.int64),
-                k["stream"].astype(np.int64),
-                launch,
-                idents,
-            ),
-        )
+        return groups
 
     def _write_devices(self, session: SessionPort) -> None:
         for device in sorted(self.devices):
@@ -491,6 +564,8 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
     """
     backend = CuptiBackend()
     backend.session = session
+    backend.attached = [session]
+    backend.sharing.join(session.id, ROOT_CTX)
     backend.live = False
     stems = sorted(Path(folder).glob("drain*.json"))
     if not stems:

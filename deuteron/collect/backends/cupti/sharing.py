@@ -1,0 +1,106 @@
+"""Several sessions on one CUPTI subscription: whose context a launch was made in, per session.
+
+CUPTI serves one subscriber per process, and the shim keeps one context slot per thread. Proton
+runs any number of sessions at once, so Deuteron shares the subscription: while one session
+records, the slot holds that session's own context ids, exactly as before. From the moment a
+second session joins, each thread's slot holds a *shared* id standing for "session A was in
+context a, session B in context b" (interned per distinct combination), and filing a kernel
+translates the id back for each session. Ids below :data:`SHARED_BASE` are the first session's
+own (set before anyone joined); for any other session they mean its root.
+
+A session that is deactivated while others record is not paused in the shim (that would pause
+everyone): the times it was inactive are kept, and its kernels launched then are left out of its
+tree when filed (by the launch's own timestamp).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SHARED_BASE = 1 << 40  # shared ids start here; a session's own ids stay far below
+
+
+@dataclass
+class Member:
+    """One session sharing the subscription."""
+
+    sid: int
+    root: int  # the session's own id for its root context
+    inactive: list[list[int]] = field(default_factory=list)  # [from_ts, to_ts] (to 0: still inactive)
+
+    def active_mask(self, launch_ts: np.ndarray) -> np.ndarray | None:
+        """Which kernels (by launch time) were launched while the session recorded; None: all."""
+        if not self.inactive:
+            return None
+        ts = launch_ts.astype(np.uint64)
+        keep = np.ones(len(ts), dtype=bool)
+        for start, end in self.inactive:
+            upto = np.iinfo(np.uint64).max if end == 0 else end
+            keep &= ~((ts >= start) & (ts < upto) & (ts > 0))
+        return keep
+
+
+class SharedContexts:
+    def __init__(self) -> None:
+        self.members: dict[int, Member] = {}
+        self.owner: int | None = None  # whose own ids the slots held before sharing began
+        self.shared = False
+        self._ids: dict[tuple[tuple[int, int, int], ...], int] = {}
+        self.table: dict[int, dict[int, tuple[int, int]]] = {}  # shared id -> sid -> (ctx, state)
+        self._tls = threading.local()
+        self._lock = threading.Lock()
+
+    def join(self, sid: int, root: int) -> None:
+        self.members[sid] = Member(sid, root)
+        if self.owner is None:
+            self.owner = sid
+        elif len(self.members) > 1:
+            self.shared = True
+
+    def leave(self, sid: int) -> None:
+        self.members.pop(sid, None)
+
+    def current(self) -> dict[int, tuple[int, int]]:
+        found: dict[int, tuple[int, int]] | None = getattr(self._tls, "current", None)
+        if found is None:
+            found = self._tls.current = {}
+        return found
+
+    def slot_for(self, sid: int, ctx: int, state: int) -> tuple[int, int]:
+        """Session ``sid`` moved to (ctx, state) on this thread: what the thread's slot holds now."""
+        current = self.current()
+        current[sid] = (ctx, state)
+        if not self.shared:
+            return ctx, state
+        key = tuple(sorted((s, c, st) for s, (c, st) in current.items() if s in self.members))
+        gid = self._ids.get(key)
+        if gid is None:
+            with self._lock:
+                gid = self._ids.get(key)
+                if gid is None:
+                    gid = SHARED_BASE + len(self._ids)
+                    self.table[gid] = {s: (c, st) for s, c, st in key}
+                    self._ids[key] = gid
+        return gid, 0
+
+    def translate(self, sid: int, ctx: int, state: int) -> tuple[int, int]:
+        """A recorded (ctx, state) as session ``sid``'s own ids."""
+        if ctx >= SHARED_BASE:
+            member = self.members.get(sid)
+            return self.table.get(ctx, {}).get(sid, (member.root if member else ctx, 0))
+        if sid == self.owner or not self.shared:
+            return ctx, state
+        member = self.members.get(sid)
+        return (member.root if member else ctx), 0
+
+    def set_active(self, sid: int, active: bool, now_ts: int) -> None:
+        member = self.members.get(sid)
+        if member is None:
+            return
+        if not active and not (member.inactive and member.inactive[-1][1] == 0):
+            member.inactive.append([now_ts, 0])
+        elif active and member.inactive and member.inactive[-1][1] == 0:
+            member.inactive[-1][1] = now_ts
