@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from . import registry
+from .collect.context import nvtx
 from .collect.session import Session, SessionError, disabled
 from .flags import flags
 from .hooks import Hook, HookManager, InstrumentationHook, LaunchHook
@@ -37,6 +38,7 @@ _command_sessions = registry.command_sessions
 _next_id = 0
 _now = time.perf_counter_ns
 _open_scopes = threading.local()  # enter_scope/exit_scope bookkeeping: [(name, start_ns)]
+_nvtx_sessions: set[int] = set()  # sessions that turned NVTX ranges into scopes
 
 
 DEFAULT_PROFILE_NAME = "proton"  # Proton's default, so `import deuteron as proton` code finds its file
@@ -180,6 +182,9 @@ def _start(
     if own_hook is not None:
         HookManager.register(own_hook, sid)
     flags.profiling_on = True
+    if nvtx.enabled():
+        nvtx.acquire(enter_scope, exit_scope)
+        _nvtx_sessions.add(sid)
     activate(sid)
     return sid
 
@@ -243,6 +248,9 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
         _command_sessions.discard(s.id)
         deactivate(s.id)
         HookManager.unregister(s.id)
+        if s.id in _nvtx_sessions:
+            _nvtx_sessions.discard(s.id)
+            nvtx.release()
         try:
             try:
                 s.backend.stop(s)

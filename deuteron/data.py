@@ -40,6 +40,7 @@ def get(session: int | None = 0, phase: int = 0) -> Any:
     s = _session(session)
     if s is None:
         return None
+    s.settle()
     with s.lock:
         return jsonio.loads("".join(hatchet.chunks(_phase(s, phase))))  # any depth
 
@@ -49,6 +50,7 @@ def get_msgpack(session: int | None = 0, phase: int = 0) -> bytes | None:
     s = _session(session)
     if s is None:
         return None
+    s.settle()
     with s.lock:
         return hatchet.to_msgpack(_phase(s, phase))
 

@@ -238,3 +238,49 @@ def test_small_proton_modules() -> None:
     scalars, tensors = deuteron.metric.transform_tensor_metrics({"a": 1, "b": torch.tensor([1.0, 2.0])})
     assert scalars == {"a": 1, "b": [1.0, 2.0]} and tensors == {}
     assert deuteron.configure_runtime() is None
+
+
+class _FakeNvtx:
+    """Stands in for torch's NVTX binding, which a CPU build of torch lacks."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+
+    def rangePushA(self, msg: str) -> int:  # noqa: N802 - torch's binding's names
+        self.depth += 1
+        return self.depth - 1
+
+    def rangePop(self) -> int:  # noqa: N802
+        self.depth -= 1
+        return self.depth
+
+
+@pytest.mark.parametrize("setting", [None, "1", "0"])
+def test_nvtx_ranges_become_scopes(setting: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _FakeNvtx()
+    monkeypatch.setattr(torch.cuda.nvtx, "_nvtx", fake)
+    if setting is None:
+        monkeypatch.delenv("TRITON_ENABLE_NVTX", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_ENABLE_NVTX", setting)
+    monkeypatch.setattr(triton.knobs.proton, "enable_nvtx", setting != "0")
+    x = torch.zeros(16)
+    with deuteron.profile(backend="interpreter") as p:
+        with deuteron.scope("proton_scope"):
+            torch.cuda.nvtx.range_push("nvtx_range0")
+            torch.cuda.nvtx.range_push("nvtx_range1")
+            plain[(1,)](x, 4, B=4)
+            torch.cuda.nvtx.range_pop()
+            torch.cuda.nvtx.range_pop()
+            with torch.cuda.nvtx.range("ctx_range"):
+                plain[(1,)](x, 4, B=4)
+    assert fake.depth == 0  # every range still reached NVTX
+    assert p.result is not None
+    if setting == "0":
+        assert find(p.result, "proton_scope", "plain").metrics["count"] == 2
+    else:
+        assert find(p.result, "proton_scope", "nvtx_range0", "nvtx_range1", "plain").metrics["count"] == 1
+        assert find(p.result, "proton_scope", "ctx_range", "plain").metrics["count"] == 1
+    torch.cuda.nvtx.range_push("outside")  # no session: a range, no scope, no error
+    torch.cuda.nvtx.range_pop()
+    assert torch.cuda.nvtx.range_push.__module__ == "torch.cuda.nvtx"  # the patch is gone

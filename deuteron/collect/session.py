@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.files import OutputError, check_writable
+from ..metric import resolved, transform_tensor_metrics
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
@@ -125,6 +126,7 @@ class Session:
         self.kernel_spans: list[KernelSpans] = []
         self.default_format = "hatchet"  # what finalize() writes when not told (data="tree")
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
+        self._deferred: list[tuple[Node, dict[str, Any]]] = []  # device-tensor scope metrics, unread
         # Proton's data phases: the live tree is the current phase; completed ones are kept here
         self.phase = 0
         self.phases: dict[int, Profile] = {}
@@ -147,6 +149,7 @@ class Session:
         node = parent.child(name)
         if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
+                metrics = self._host_metrics(self._metrics_node(node), metrics)
                 self._check_types(metrics)
                 self.profile.add_metrics(self._metrics_node(node), metrics)
         stack.append(node)
@@ -168,6 +171,7 @@ class Session:
             self._tell_context(self.shadow.current())
         with self.lock:
             if metrics:
+                metrics = self._host_metrics(self._metrics_node(node), metrics)
                 self._check_types(metrics)
                 self.profile.add_metrics(self._metrics_node(node), metrics)
             if timed:
@@ -190,6 +194,25 @@ class Session:
                 raise SessionError(
                     f"Metric value type mismatch for valueId {index} ({name}): current={seen}, new={kind}"
                 )
+
+    def _host_metrics(self, node: Node, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The metrics that can be added now; device tensors are snapshotted (no host sync) and
+        added when the profile is next read or written, after the GPU has computed them."""
+        if not any(hasattr(v, "data_ptr") for v in metrics.values()):
+            return metrics
+        scalars, tensors = transform_tensor_metrics(metrics)
+        if tensors:
+            self._deferred.append((node, dict(tensors)))
+        return scalars
+
+    def settle(self) -> None:
+        """Add the device-tensor metrics snapshotted so far (reading them waits for the GPU)."""
+        with self.lock:
+            deferred, self._deferred = self._deferred, []
+            for node, tensors in deferred:
+                values = resolved(dict(tensors))
+                self._check_types(values)
+                self.profile.add_metrics(node, values)
 
     def _metrics_node(self, node: Node) -> Node:
         """Where a scope's metrics go: the scope, or, inside a state, that state's frame below it
@@ -290,6 +313,7 @@ class Session:
         flush = getattr(self.backend, "flush", None)
         if flush is not None and not self.finalized:
             flush(self)
+        self.settle()
         with self.lock:
             if self.flush_format is not None:
                 self._write_part(self.flush_format)
@@ -336,6 +360,7 @@ class Session:
         except ValueError as exc:
             raise SessionError(str(exc)) from None
         base = Path(path) if path is not None else self.base
+        self.settle()
         if self.flush_format is not None and path is None:  # the last phase, as one more part
             with self.lock:
                 if not self.parts_written or any(n.metrics for n in self.profile.root.walk()):

@@ -33,6 +33,7 @@ from ....hooks.launch import LaunchHook
 from ....metric import TensorMetric, resolved
 from ....model.metrics import COUNT, TIME
 from ....model.trace import KernelSpans
+from ....render.text import say
 from ....triton import autotune
 from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
 from .. import BackendError, KernelGroup, SessionPort, benchmark_scope
@@ -174,6 +175,7 @@ class CuptiBackend:
         self.engine = self  # the backend holding the subscription (another session's, when shared)
         self.attached: list[SessionPort] = []  # the sessions filed into, in the order they started
         self.sharing = SharedContexts()
+        self._told_graphs: set[int] = set()
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -539,13 +541,14 @@ class CuptiBackend:
             warnings.warn(
                 f"deuteron: CUPTI dropped {lost} kernel records (out of buffer memory)", stacklevel=3
             )
-        if c.graph_without_capture:
-            warnings.warn(
-                f"deuteron: {c.graph_without_capture} kernels replayed from CUDA graphs captured before "
-                "profiling started are filed under the graph launch; start profiling before capture "
-                f"to see where they were captured ({CAPTURED_AT})",
-                stacklevel=3,
+        for graph in sorted(self.join.uncaptured_graphs - self._told_graphs):
+            # Proton's words, one line per graph, so scripts that look for them find them
+            say(
+                f"deuteron: Cannot find graph for graphExecId: {graph}; its kernels are filed under the "
+                f"graph launch, not where they were captured ({CAPTURED_AT}). To see that, start "
+                "profiling before the graph is created"
             )
+        self._told_graphs |= self.join.uncaptured_graphs
         if c.kernels == 0 and self.counters.get("buffers", 0) == 0 and self._launches_seen():
             warnings.warn(
                 "deuteron: launches were seen but CUPTI delivered no kernel records; another CUPTI client "

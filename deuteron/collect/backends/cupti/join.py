@@ -52,6 +52,7 @@ class Join:
     graph_nodes: dict[int, tuple[int, int]] = field(default_factory=dict)  # node -> (ctx, state)
     clones: dict[int, int] = field(default_factory=dict)  # instantiated node -> original node
     counters: Counters = field(default_factory=Counters)
+    uncaptured_graphs: set[int] = field(default_factory=set)  # graphs replayed, captured unseen
 
     def add_entries(self, entries: np.ndarray) -> None:
         kinds = entries["kind"]
@@ -109,6 +110,8 @@ class Join:
                     hit_capture = self._capture_of(node)
                     if hit_capture is None or hit_capture[0] & CTX_PAUSED:  # paused: not a context
                         self.counters.graph_without_capture += int((inverse == i).sum())
+                        graph_ids = kernels["graph_id"][graph][inverse == i]
+                        self.uncaptured_graphs.update(int(g) for g in np.unique(graph_ids).tolist())
                     else:
                         found[i] = hit_capture[0]
                 capture[graph] = found[inverse]
