@@ -121,12 +121,14 @@ def test_profiling_and_checking_share_the_interpreter_patches() -> None:
     assert MANAGER.active() == {}
     x, y = torch.rand(300), torch.rand(300)
     driver, tune = "triton.emulated_driver", "triton.autotune_scope"  # the profile files benchmarks
-    with deuteron.profile(backend="interpreter"):
-        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1}
+    with deuteron.profile(backend="interpreter"):  # and turns torch's NVTX ranges into scopes
+        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1, "nvtx": 1}
         with deuteron.check():
-            assert MANAGER.active() == {"interpreter": 2, "interpreter.sanitizer": 1, driver: 2, tune: 1}
+            assert MANAGER.active() == {
+                "interpreter": 2, "interpreter.sanitizer": 1, driver: 2, tune: 1, "nvtx": 1
+            }
             add(x, y, block=128)
-        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1}
+        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1, "nvtx": 1}
         assert "set_grid_idx" not in vars(interpreter.interpreter_builder)
     assert MANAGER.active() == {}
     assert not {"create_masked_load", "set_grid_dim"} & set(vars(interpreter.interpreter_builder))
