@@ -198,3 +198,24 @@ def _shaped(
     if options.sort:
         shown = processors.sort_children(shown, first)
     return View(shown, columns, signed)
+
+
+# Proton's viewer functions on llnl-hatchet GraphFrames (deuteron.graphframes), imported on first
+# use so that `deuteron view` never needs hatchet: `from deuteron.viewer import get_raw_metrics`.
+PROTON_FUNCTIONS = frozenset(
+    {
+        "FactorDict", "apply_diff_profile", "avg_cpu_time_factor_dict", "avg_time_factor_dict",
+        "bytes_factor_dict", "cpu_time_factor_dict", "derivable_metrics", "derive_metrics",
+        "emit_warnings", "filter_frames", "format_frames", "get_min_time_bytes", "get_min_time_flops",
+        "get_raw_metrics", "main", "match_available_metrics", "parse", "print_tree", "read",
+        "remove_frames", "show_metrics", "time_factor_dict",
+    }
+)  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    if name in PROTON_FUNCTIONS:
+        from . import graphframes
+
+        return getattr(graphframes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

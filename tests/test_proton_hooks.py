@@ -284,3 +284,19 @@ def test_nvtx_ranges_become_scopes(setting: str | None, monkeypatch: pytest.Monk
     torch.cuda.nvtx.range_push("outside")  # no session: a range, no scope, no error
     torch.cuda.nvtx.range_pop()
     assert torch.cuda.nvtx.range_push.__module__ == "torch.cuda.nvtx"  # the patch is gone
+
+
+def test_proton_viewer_functions_name_what_they_need(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from deuteron.model.errors import DeuteronError
+
+    monkeypatch.setitem(sys.modules, "hatchet", None)  # as if llnl-hatchet were not installed
+    doc = [{"frame": {"name": "ROOT", "type": "function"}, "metrics": {"count": 1}, "children": []}, {}]
+    with pytest.raises(DeuteronError, match=r"need llnl-hatchet: pip install 'deuteron\[hatchet\]'"):
+        deuteron.viewer.get_raw_metrics(doc)
+    with pytest.raises(AttributeError, match="no attribute 'get_raw_metric'"):
+        deuteron.viewer.get_raw_metric  # noqa: B018 - a misspelt name still fails as Python's would
+    from deuteron.hook import COMPUTE_METADATA_SCOPE_NAME
+
+    assert COMPUTE_METADATA_SCOPE_NAME == "__proton_launch_metadata"
