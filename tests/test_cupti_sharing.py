@@ -31,6 +31,8 @@ def test_shared_ids_file_each_kernel_under_each_sessions_own_scope() -> None:
     sharing = engine.sharing
     own = first.contexts.id_of(first.profile.root.child("train"))
     assert sharing.slot_for(0, own, 0) == (own, 0)  # alone: the session's own ids, as before
+    sharing.current().clear()  # alone, the backend sets the slot directly: nothing is remembered
+    sharing.members[0].here = lambda: (own, 0)  # the first session's scope on this thread, asked for
     engine.attached.append(second)
     engine._reserve(second)
     sharing.join(1, cupti.ROOT_CTX)
@@ -38,6 +40,7 @@ def test_shared_ids_file_each_kernel_under_each_sessions_own_scope() -> None:
     gid, state = sharing.slot_for(1, step, 0)
     assert gid >= SHARED_BASE and state == 0
     assert sharing.slot_for(1, step, 0) == (gid, 0)  # interned
+    assert sharing.table[gid] == {0: (own, 0), 1: (step, 0)}
     engine.sharing.set_active(1, False, 500)  # the second session is paused from t=500 on
     engine._ingest(
         entries_of((LAUNCH, 1, own, 100), (LAUNCH, 2, gid, 200), (LAUNCH, 3, gid, 600)).tobytes(),

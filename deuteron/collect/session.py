@@ -229,6 +229,10 @@ class Session:
         if self.context_listener is not None:
             self._tell_context(self.shadow.current())
 
+    def context_ids(self) -> tuple[int, int]:
+        """The calling thread's innermost scope and state, as the ids a GPU backend records."""
+        return self.contexts.id_of(self.shadow.current()), self.contexts.state_id(self.states.current())
+
     def _tell_context(self, node: Node) -> None:
         listener = self.context_listener
         if listener is not None:

@@ -7,9 +7,9 @@ from .backend import (
     CuptiBackend,
     CuptiConflictError,
     loaded_library,
-    replay,
     unavailable_reason,
 )
+from .replay import replay
 
 __all__ = [
     "CONFLICT_FIX",

@@ -285,19 +285,24 @@ class CuptiBackend:
             contexts.reserve_frame(NO_PYTHON_CTX, NO_PYTHON)
 
     def _listen(self, session: SessionPort) -> None:
-        """Start filing for ``session``: its context changes reach the thread slots."""
+        """Start filing for ``session``: its context changes reach the thread slots (directly while
+        it records alone; as shared ids once another session joins)."""
         if session not in self.attached:
             self.attached.append(session)
-        self.sharing.join(session.id, ROOT_CTX)
+        self.sharing.join(session.id, ROOT_CTX, session.context_ids)
+        shared = self.sharing.shared
+        session.context_listener = self._shared_listener(session) if shared else _shim.set_context
+        if session.hook == "triton":
+            LaunchHook().subscribe(self)
+
+    def _shared_listener(self, session: SessionPort) -> Callable[[int, int], None]:
         sharing, sid, set_context = self.sharing, session.id, _shim.set_context
 
         def on_context(ctx: int, state: int) -> None:
             slot, slot_state = sharing.slot_for(sid, ctx, state)
             set_context(slot, slot_state)
 
-        session.context_listener = on_context
-        if session.hook == "triton":
-            LaunchHook().subscribe(self)
+        return on_context
 
     def _attach(self, session: SessionPort) -> None:
         if session.context == "python" or any(s.context == "python" for s in self.attached):
@@ -307,6 +312,8 @@ class CuptiBackend:
             )
         self._reserve(session)
         self._listen(session)
+        for member in self.attached:  # from now on every session's changes go through shared ids
+            member.context_listener = self._shared_listener(member)
         on_context = session.context_listener
         assert on_context is not None
         on_context(ROOT_CTX, 0)  # this thread's slot now stands for every session's context
@@ -558,32 +565,6 @@ class CuptiBackend:
 
     def _launches_seen(self) -> bool:
         return len(self.join.pending) > 0 or self.join.counters.expired_launches > 0
-
-
-def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend:
-    """File drains saved under DEUTERON_CUPTI_RECORD into ``session``'s tree, without a GPU.
-
-    This is how CI tests decoding, correlation and aggregation on buffers captured on a GPU.
-    """
-    backend = CuptiBackend()
-    backend.session = session
-    backend.attached = [session]
-    backend.sharing.join(session.id, ROOT_CTX)
-    backend.live = False
-    stems = sorted(Path(folder).glob("drain*.json"))
-    if not stems:
-        raise FileNotFoundError(f"{folder}: no recorded drains (drain*.json)")
-    for stem in stems:
-        meta = json.loads(stem.read_text())
-        backend.names.update({int(k): v for k, v in meta["names"].items()})
-        for cid, path in meta["contexts"].items():
-            session.contexts.add_path(int(cid), path)
-        session.contexts.add_states({int(k): v for k, v in meta["states"].items()})
-        backend.threads = {int(k): v for k, v in meta["threads"].items()}
-        backend.meta_table = {int(k): (v[0], v[1]) for k, v in meta["metas"].items()}
-        backend.clock_offset = meta["offset"]
-        backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
-    return backend
 
 
 def _times(value: Any, count: int) -> Any:

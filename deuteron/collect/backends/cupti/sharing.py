@@ -16,6 +16,7 @@ tree when filed (by the launch's own timestamp).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,6 +30,7 @@ class Member:
 
     sid: int
     root: int  # the session's own id for its root context
+    here: Callable[[], tuple[int, int]] | None = None  # its (ctx, state) on the calling thread
     inactive: list[list[int]] = field(default_factory=list)  # [from_ts, to_ts] (to 0: still inactive)
 
     def active_mask(self, launch_ts: np.ndarray) -> np.ndarray | None:
@@ -53,8 +55,8 @@ class SharedContexts:
         self._tls = threading.local()
         self._lock = threading.Lock()
 
-    def join(self, sid: int, root: int) -> None:
-        self.members[sid] = Member(sid, root)
+    def join(self, sid: int, root: int, here: Callable[[], tuple[int, int]] | None = None) -> None:
+        self.members[sid] = Member(sid, root, here)
         if self.owner is None:
             self.owner = sid
         elif len(self.members) > 1:
@@ -75,6 +77,9 @@ class SharedContexts:
         current[sid] = (ctx, state)
         if not self.shared:
             return ctx, state
+        for member in self.members.values():  # a session not heard from on this thread yet
+            if member.sid not in current and member.here is not None:
+                current[member.sid] = member.here()
         key = tuple(sorted((s, c, st) for s, (c, st) in current.items() if s in self.members))
         gid = self._ids.get(key)
         if gid is None:

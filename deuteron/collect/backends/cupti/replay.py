@@ -1,0 +1,36 @@
+"""Recorded CUPTI drains filed into a session without a GPU (the fixtures CI replays)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .. import SessionPort
+from .backend import ROOT_CTX, CuptiBackend
+
+
+def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend:
+    """File drains saved under DEUTERON_CUPTI_RECORD into ``session``'s tree, without a GPU.
+
+    This is how CI tests decoding, correlation and aggregation on buffers captured on a GPU.
+    """
+    backend = CuptiBackend()
+    backend.session = session
+    backend.attached = [session]
+    backend.sharing.join(session.id, ROOT_CTX)
+    backend.live = False
+    stems = sorted(Path(folder).glob("drain*.json"))
+    if not stems:
+        raise FileNotFoundError(f"{folder}: no recorded drains (drain*.json)")
+    for stem in stems:
+        meta = json.loads(stem.read_text())
+        backend.names.update({int(k): v for k, v in meta["names"].items()})
+        for cid, path in meta["contexts"].items():
+            session.contexts.add_path(int(cid), path)
+        session.contexts.add_states({int(k): v for k, v in meta["states"].items()})
+        backend.threads = {int(k): v for k, v in meta["threads"].items()}
+        backend.meta_table = {int(k): (v[0], v[1]) for k, v in meta["metas"].items()}
+        backend.clock_offset = meta["offset"]
+        backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
+    return backend
