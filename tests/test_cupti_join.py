@@ -244,6 +244,20 @@ def test_graph_kernels_get_their_capture_context_through_clones() -> None:
     assert groups(later) == {(16, 20, 0, 0, 111, 0): (1, 5)}
 
 
+def test_graph_kernels_captured_while_deactivated_are_left_out() -> None:
+    """A kernel captured while the session was deactivated is left out of every replay (Proton's
+    rule), not filed as if its capture were unknown, and no "cannot find graph" is said of it."""
+    join = Join()
+    join.add_entries(
+        entries_of((GRAPH_NODE, 100, 20), (GRAPH_NODE, 101, 21 | CTX_PAUSED), (GRAPH_LAUNCH, 50, 16, 77))
+    )
+    batch = join.match(kernels_of(k(50, graph_node=100), k(50, graph_node=101), k(50, graph_node=100)))
+    assert column(batch, "ctx") == [16, 16 | CTX_PAUSED, 16]
+    assert column(batch, "capture") == [20, 0, 20]
+    assert (join.counters.paused, join.counters.graph_without_capture) == (1, 0)
+    assert not join.uncaptured_graphs
+
+
 def test_paused_contexts_are_counted_and_keep_their_flag() -> None:
     join = Join()
     join.add_entries(entries_of((LAUNCH, 1, 16 | CTX_PAUSED), (LAUNCH, 2, 16), (LAUNCH, 3, CTX_PAUSED)))

@@ -106,15 +106,20 @@ class Join:
                 nodes = kernels["graph_node"][graph]
                 uniq, inverse = np.unique(nodes, return_inverse=True)
                 found = np.zeros(len(uniq), np.uint64)
+                captured_paused = np.zeros(len(uniq), bool)
                 for i, node in enumerate(uniq.tolist()):
                     hit_capture = self._capture_of(node)
-                    if hit_capture is None or hit_capture[0] & CTX_PAUSED:  # paused: not a context
+                    if hit_capture is None:
                         self.counters.graph_without_capture += int((inverse == i).sum())
                         graph_ids = kernels["graph_id"][graph][inverse == i]
                         self.uncaptured_graphs.update(int(g) for g in np.unique(graph_ids).tolist())
+                    elif hit_capture[0] & CTX_PAUSED:  # captured while deactivated: left out, as Proton
+                        captured_paused[i] = True
                     else:
                         found[i] = hit_capture[0]
                 capture[graph] = found[inverse]
+                where = np.flatnonzero(graph)
+                ctx[where[captured_paused[inverse]]] |= np.uint64(CTX_PAUSED)
             used = np.zeros(len(pend), bool)
             used[idx[hit]] = True
             self.age[used] = 0  # a graph launch stays while its kernels keep arriving
