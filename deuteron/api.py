@@ -73,6 +73,7 @@ def start(
         outputs=(fmt,),
         default_format=fmt,
         flush_format=flush_format,
+        trace_shape="proton" if data == "trace" else "deuteron",
     )
 
 
@@ -149,6 +150,7 @@ def _start(
     for_command: bool = False,
     default_format: str = "hatchet",
     flush_format: str | None = None,
+    trace_shape: str = "deuteron",
 ) -> int | None:
     global _next_id
     if disabled():
@@ -167,6 +169,7 @@ def _start(
         )
         session.default_format = default_format
         session.flush_format = flush_format
+        session.trace_shape = trace_shape
         _next_id += 1
         _sessions[sid] = session
         if for_command:

@@ -300,3 +300,23 @@ def test_proton_viewer_functions_name_what_they_need(monkeypatch: pytest.MonkeyP
     from deuteron.hook import COMPUTE_METADATA_SCOPE_NAME
 
     assert COMPUTE_METADATA_SCOPE_NAME == "__proton_launch_metadata"
+
+
+def test_protons_trace_has_its_kernels_only(tmp_path: Path) -> None:
+    """start(data="trace") writes Proton's trace (kernel events, each with its call stack);
+    Deuteron's own traces (deuteron run --trace, output_format="chrome_trace") keep scopes too."""
+    x = torch.zeros(16)
+    deuteron.start(str(tmp_path / "proton_style"), backend="interpreter", data="trace")
+    with deuteron.scope("init"):
+        plain[(1,)](x, 4, B=4)
+    with deuteron.scope("test"):
+        foo[(1,)](x, 16, B=16)
+    deuteron.finalize()
+    events = json.loads((tmp_path / "proton_style.chrome_trace").read_text())["traceEvents"]
+    assert [e["name"] for e in events] == ["plain", "foo"]
+    assert events[-1]["args"]["call_stack"] == ["ROOT", "test", "foo"]
+    with deuteron.profile(str(tmp_path / "ours"), backend="interpreter", output_format="chrome_trace"):
+        with deuteron.scope("test"):
+            foo[(1,)](x, 16, B=16)
+    ours = json.loads((tmp_path / "ours.chrome_trace").read_text())["traceEvents"]
+    assert {e.get("cat") for e in ours if e["ph"] == "X"} >= {"scope", "kernel"}

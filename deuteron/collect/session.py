@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,7 @@ class Session:
         self.context_listener: Callable[[int, int], None] | None = None
         self.kernel_spans: list[KernelSpans] = []
         self.default_format = "hatchet"  # what finalize() writes when not told (data="tree")
+        self.trace_shape = "deuteron"  # "proton": kernels only (start(data="trace"), Proton's API)
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
         self._deferred: list[tuple[Node, dict[str, Any]]] = []  # device-tensor scope metrics, unread
         # Proton's data phases: the live tree is the current phase; completed ones are kept here
@@ -306,8 +308,13 @@ class Session:
     # --- output ----------------------------------------------------------------------------------
 
     def trace_events(self) -> tuple[list[TraceEvent], dict[int, str]]:
-        """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes."""
-        return lanes.trace_events(self.profile.root, self.events, self.kernel_spans)
+        """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes.
+        A session started through Proton's API with ``data="trace"`` writes Proton's trace: its
+        kernels only (each with its call stack), which is what code reading Proton's traces counts."""
+        events, names = lanes.trace_events(self.profile.root, self.events, self.kernel_spans)
+        if self.trace_shape == "proton":
+            return [replace(e, launched_from=None) for e in events if e.category == "kernel"], {}
+        return events, names
 
     # --- phases (Proton's data API) ------------------------------------------------------------
 
