@@ -1,25 +1,42 @@
-"""Metric values from ``launch_metadata``: numbers as they are, tensors read without a host sync.
+"""Metric values read after the GPU has computed them: never a host sync, never in graph capture.
 
-A ``launch_metadata`` hook may return tensors (a token count that lives on the GPU). Proton keeps
-device tensors in a device-side metric buffer; Deuteron takes a device-side snapshot (an
-asynchronous copy queued on the launching stream, before the kernel) and reads it only when the
-kernel's record is filed, after the GPU has run it. So profiling never makes the program wait for
-the GPU. Inside CUDA-graph capture no copy can be read back per replay: such a metric is left out
-(once, with a warning) rather than breaking the capture, as calling ``.item()`` there would.
+A ``launch_metadata`` hook or a scope may give tensors as metrics (a token count that lives on the
+GPU). Proton keeps device tensors in a device-side metric buffer; Deuteron does the same in two
+ways, and reads the values only when the profile is next read or written, on the program's own
+thread (never on the background drain thread, which could upset a capture in progress):
+
+- outside CUDA-graph capture, a :class:`TensorMetric` takes a device-side snapshot (an
+  asynchronous copy queued on the launching stream);
+- inside capture, a :class:`ReplayedMetric` adds the value (a tensor, or a plain number) to a slot
+  of a buffer allocated before capture, with an ``add_`` captured into the graph: every replay adds
+  again, so reading gives the total over the replays since the last read, as Proton counts them.
+  Without a buffer (no CUPTI session on the device) such a metric is left out, with one warning,
+  rather than breaking the capture.
 """
 
 from __future__ import annotations
 
+import threading
 import warnings
 from numbers import Number
 from typing import Any
 
 FLOPS_WIDTHS = (8, 16, 32, 64)  # Proton's flops<width> metrics
+REPLAY_SLOTS = 1 << 16  # float64 slots for metrics recorded inside graph capture (512 KiB)
 _warned_capture = False
 
 
-class TensorMetric:
-    """A device tensor's value, snapshotted at launch and read when the kernel is filed."""
+class DeferredValue:
+    """A metric value known only once the GPU has run: ``value()`` reads it (on the caller's thread)."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        raise NotImplementedError
+
+
+class TensorMetric(DeferredValue):
+    """A device tensor's value, snapshotted at launch and read when the profile is read."""
 
     __slots__ = ("_snapshot", "_value")
 
@@ -35,6 +52,97 @@ class TensorMetric:
         return self._value
 
 
+class Times(DeferredValue):
+    """Another deferred value counted ``count`` times (vectors element by element)."""
+
+    __slots__ = ("inner", "count")
+
+    def __init__(self, inner: DeferredValue, count: int) -> None:
+        self.inner, self.count = inner, count
+
+    def value(self) -> Any:
+        v = self.inner.value()
+        return [x * self.count for x in v] if isinstance(v, list) else v * self.count
+
+
+class _ReplayBuffer:
+    """The device slots ReplayedMetrics add into (allocated outside capture, zeroed once)."""
+
+    def __init__(self) -> None:
+        self.tensor: Any = None
+        self.used = 0
+        self.lock = threading.Lock()
+
+    def reserve(self, device: Any) -> None:
+        if self.tensor is None:
+            import torch
+
+            self.tensor = torch.zeros(REPLAY_SLOTS, dtype=torch.float64, device=device)
+
+    def take(self, n: int) -> int | None:
+        with self.lock:
+            if self.tensor is None or self.used + n > REPLAY_SLOTS:
+                return None
+            start, self.used = self.used, self.used + n
+            return start
+
+
+REPLAY_BUFFER = _ReplayBuffer()
+
+
+def reserve_replay_buffer() -> None:
+    """Allocate the slots for metrics recorded in graph capture on torch's current device (call
+    outside capture; a program that has not imported torch records no tensor metrics)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return
+    try:
+        REPLAY_BUFFER.reserve(torch.device("cuda", torch.cuda.current_device()))
+    except Exception as exc:  # out of memory: metrics in capture are then left out, with a warning
+        note = f"deuteron: no device buffer for metrics recorded in graph capture: {exc}"
+        warnings.warn(note, stacklevel=3)
+
+
+class ReplayedMetric(DeferredValue):
+    """A metric recorded inside CUDA-graph capture: its value is added at every replay."""
+
+    __slots__ = ("_start", "_n", "_integer", "_read")
+
+    def __init__(self, start: int, n: int, integer: bool) -> None:
+        self._start, self._n, self._integer = start, n, integer
+        self._read: list[float] = [0.0] * n
+
+    @classmethod
+    def capture(cls, value: Any) -> ReplayedMetric | None:
+        """Capture the add of ``value`` into the graph; None when there is no room or no buffer."""
+        import torch
+
+        flat = value.detach().reshape(-1) if hasattr(value, "data_ptr") else None
+        n = int(flat.numel()) if flat is not None else 1
+        buffer = REPLAY_BUFFER.tensor
+        start = REPLAY_BUFFER.take(n)
+        if start is None or buffer is None or (flat is not None and flat.device != buffer.device):
+            return None
+        slots = buffer[start : start + n]
+        if flat is None:
+            slots.add_(float(value))
+            integer = isinstance(value, int)
+        else:
+            slots.add_(flat.to(torch.float64))
+            integer = not (flat.is_floating_point() or flat.is_complex())
+        return cls(start, n, integer)
+
+    def value(self) -> Any:
+        """What the replays since the last read added (numbers; a list for a vector)."""
+        total = REPLAY_BUFFER.tensor[self._start : self._start + self._n].tolist()
+        delta = [t - r for t, r in zip(total, self._read, strict=True)]
+        self._read = total
+        out = [int(round(d)) for d in delta] if self._integer else delta
+        return out if self._n > 1 else out[0]
+
+
 def is_metric_value(value: Any) -> bool:
     """What Proton accepts from launch_metadata as a metric: numbers (not bools) and tensors."""
     if value is None or isinstance(value, bool):
@@ -42,39 +150,63 @@ def is_metric_value(value: Any) -> bool:
     return hasattr(value, "data_ptr") or isinstance(value, Number)
 
 
-def _capturing(tensor: Any) -> bool:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - a tensor without torch
+def capturing() -> bool:
+    """Whether the calling thread's current CUDA stream is being captured into a graph."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
         return False
-    return bool(tensor.is_cuda and torch.cuda.is_current_stream_capturing())
+    return bool(torch.cuda.is_current_stream_capturing())
 
 
-def transform_tensor_metrics(metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, TensorMetric]]:
-    """Split metrics into plain values (host tensors read now) and device tensors to read later."""
+def _left_out(key: str) -> None:
     global _warned_capture
+    if not _warned_capture:
+        _warned_capture = True
+        warnings.warn(
+            f"deuteron: metric {key!r} was recorded inside CUDA-graph capture with no replay buffer "
+            "(a CUPTI session on the device); such metrics are left out (the capture is intact)",
+            stacklevel=4,
+        )
+
+
+def transform_tensor_metrics(metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, DeferredValue]]:
+    """Split metrics into values known now (host tensors read now) and values read later."""
     scalars: dict[str, Any] = {}
-    tensors: dict[str, TensorMetric] = {}
+    deferred: dict[str, DeferredValue] = {}
     for key, value in metrics.items():
         if not hasattr(value, "data_ptr"):
             scalars[key] = value
         elif getattr(getattr(value, "device", None), "type", "cpu") == "cpu":
             scalars[key] = value.tolist() if value.numel() > 1 else value.item()
-        elif _capturing(value):
-            if not _warned_capture:
-                _warned_capture = True
-                warnings.warn(
-                    f"deuteron: launch_metadata metric {key!r} is a device tensor inside CUDA-graph "
-                    "capture; such metrics are not recorded (the capture is left intact)",
-                    stacklevel=3,
-                )
+        elif capturing():
+            replayed = ReplayedMetric.capture(value)
+            if replayed is None:
+                _left_out(key)
+            else:
+                deferred[key] = replayed
         else:
-            tensors[key] = TensorMetric(value)
-    return scalars, tensors
+            deferred[key] = TensorMetric(value)
+    return scalars, deferred
+
+
+def replayed_metrics(metrics: dict[str, Any]) -> dict[str, DeferredValue]:
+    """Every metric given inside graph capture (numbers too), as values added at each replay."""
+    out: dict[str, DeferredValue] = {}
+    for key, value in metrics.items():
+        if isinstance(value, str):
+            continue  # a property: nothing to add up per replay
+        replayed = ReplayedMetric.capture(value)
+        if replayed is None:
+            _left_out(key)
+        else:
+            out[key] = replayed
+    return out
 
 
 def resolved(metrics: dict[str, Any]) -> dict[str, Any]:
-    """``metrics`` with each TensorMetric read (call only once the kernel has run)."""
-    if not any(isinstance(v, TensorMetric) for v in metrics.values()):
+    """``metrics`` with each deferred value read (call only on the program's thread)."""
+    if not any(isinstance(v, DeferredValue) for v in metrics.values()):
         return metrics
-    return {k: (v.value() if isinstance(v, TensorMetric) else v) for k, v in metrics.items()}
+    return {k: (v.value() if isinstance(v, DeferredValue) else v) for k, v in metrics.items()}

@@ -258,6 +258,15 @@ def test_graph_kernels_captured_while_deactivated_are_left_out() -> None:
     assert not join.uncaptured_graphs
 
 
+def test_replayed_kernels_keep_the_metadata_their_launch_had_when_captured() -> None:
+    join = Join()
+    join.add_entries(
+        entries_of((GRAPH_NODE, 100, 20, 0, 0, 7), (GRAPH_NODE, 101, 20), (GRAPH_LAUNCH, 50, 16, 77, 0, 3))
+    )
+    batch = join.match(kernels_of(k(50, graph_node=100), k(50, graph_node=101)))
+    assert column(batch, "meta") == [7, 3]  # the captured launch's; else the replay launch's
+
+
 def test_paused_contexts_are_counted_and_keep_their_flag() -> None:
     join = Join()
     join.add_entries(entries_of((LAUNCH, 1, 16 | CTX_PAUSED), (LAUNCH, 2, 16), (LAUNCH, 3, CTX_PAUSED)))

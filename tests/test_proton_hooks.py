@@ -320,3 +320,26 @@ def test_protons_trace_has_its_kernels_only(tmp_path: Path) -> None:
             foo[(1,)](x, 16, B=16)
     ours = json.loads((tmp_path / "ours.chrome_trace").read_text())["traceEvents"]
     assert {e.get("cat") for e in ours if e["ph"] == "X"} >= {"scope", "kernel"}
+
+
+def test_replayed_metrics_give_what_each_read_adds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The accounting behind metrics recorded in graph capture, on a host buffer: each replay adds
+    the captured value; a read gives what was added since the last one (ints stay ints)."""
+    from deuteron import metric
+
+    buffer = metric._ReplayBuffer()
+    buffer.tensor = torch.zeros(8, dtype=torch.float64)
+    monkeypatch.setattr(metric, "REPLAY_BUFFER", buffer)
+    vec = metric.ReplayedMetric.capture(torch.arange(3))
+    num = metric.ReplayedMetric.capture(16)
+    assert vec is not None and num is not None and buffer.used == 4
+    for _ in range(10):  # what ten replays of the captured adds do
+        buffer.tensor[0:3].add_(torch.arange(3, dtype=torch.float64))
+        buffer.tensor[3:4].add_(16.0)
+    assert vec.value() == [0, 11, 22] and num.value() == 176  # the capture's own add, then 10 replays
+    buffer.tensor[3:4].add_(16.0)
+    assert num.value() == 16 and vec.value() == [0, 0, 0]
+    buffer.tensor[3:4].add_(16.0)
+    assert metric.Times(num, 2).value() == 32
+    buffer.used = metric.REPLAY_SLOTS  # full: the metric is left out rather than overwrite another
+    assert metric.ReplayedMetric.capture(1.0) is None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..formats.files import OutputError, check_writable
-from ..metric import resolved, transform_tensor_metrics
+from ..metric import DeferredValue, capturing, replayed_metrics, resolved, transform_tensor_metrics
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
@@ -128,7 +128,9 @@ class Session:
         self.default_format = "hatchet"  # what finalize() writes when not told (data="tree")
         self.trace_shape = "deuteron"  # "proton": kernels only (start(data="trace"), Proton's API)
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
-        self._deferred: list[tuple[Node, dict[str, Any]]] = []  # device-tensor scope metrics, unread
+        self._deferred: list[tuple[Node, dict[str, Any]]] = []  # metrics the GPU has yet to compute
+        # metrics given inside graph capture, by the capturing scope's context id: added per replay
+        self._replayed: dict[int, list[dict[str, Any]]] = {}
         # Proton's data phases: the live tree is the current phase; completed ones are kept here
         self.phase = 0
         self.phases: dict[int, Profile] = {}
@@ -151,7 +153,7 @@ class Session:
         node = parent.child(name)
         if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
-                metrics = self._host_metrics(self._metrics_node(node), metrics)
+                metrics = self._host_metrics(node, self._metrics_node(node), metrics)
                 self._check_types(metrics)
                 self.profile.add_metrics(self._metrics_node(node), metrics)
         stack.append(node)
@@ -173,7 +175,7 @@ class Session:
             self._tell_context(self.shadow.current())
         with self.lock:
             if metrics:
-                metrics = self._host_metrics(self._metrics_node(node), metrics)
+                metrics = self._host_metrics(node, self._metrics_node(node), metrics)
                 self._check_types(metrics)
                 self.profile.add_metrics(self._metrics_node(node), metrics)
             if timed:
@@ -197,24 +199,31 @@ class Session:
                     f"Metric value type mismatch for valueId {index} ({name}): current={seen}, new={kind}"
                 )
 
-    def _host_metrics(self, node: Node, metrics: dict[str, Any]) -> dict[str, Any]:
-        """The metrics that can be added now; device tensors are snapshotted (no host sync) and
-        added when the profile is next read or written, after the GPU has computed them."""
+    def _host_metrics(self, scope: Node, target: Node, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The metrics that can be added now. Device tensors are read later (see
+        :mod:`deuteron.metric`); inside CUDA-graph capture every metric is counted per replay, under
+        the replay's context, when the replayed kernels of this scope are filed."""
+        if capturing():
+            replayed = replayed_metrics(metrics)
+            if replayed:
+                self._replayed.setdefault(self.contexts.id_of(scope), []).append(replayed)
+            return {}
         if not any(hasattr(v, "data_ptr") for v in metrics.values()):
             return metrics
-        scalars, tensors = transform_tensor_metrics(metrics)
-        if tensors:
-            self._deferred.append((node, dict(tensors)))
+        scalars, deferred = transform_tensor_metrics(metrics)
+        if deferred:
+            self._deferred.append((target, dict(deferred)))
         return scalars
 
     def settle(self) -> None:
-        """Add the device-tensor metrics snapshotted so far (reading them waits for the GPU)."""
+        """Add the metrics known only once the GPU has run (reading them waits for it); on the
+        program's thread, when the profile is read or written."""
         with self.lock:
             deferred, self._deferred = self._deferred, []
-            for node, tensors in deferred:
-                values = resolved(dict(tensors))
-                self._check_types(values)
-                self.profile.add_metrics(node, values)
+            for node, values in deferred:
+                read = {k: v for k, v in resolved(values).items() if v is not None}
+                self._check_types(read)
+                self.profile.add_metrics(node, read)
 
     def _metrics_node(self, node: Node) -> Node:
         """Where a scope's metrics go: the scope, or, inside a state, that state's frame below it
@@ -264,6 +273,10 @@ class Session:
         """File a kernel's metrics under ``parent`` (and its state), as the kernel's node."""
         with self.lock:
             node = self.states.place(parent, state).child(name, KERNEL)
+            later = {k: v for k, v in metrics.items() if isinstance(v, DeferredValue)}
+            if later:
+                self._deferred.append((node, later))
+                metrics = {k: v for k, v in metrics.items() if k not in later}
             self.profile.add_metrics(node, metrics)
         return node
 
@@ -273,6 +286,7 @@ class Session:
         left out). The spans' nodes are the ones filed here."""
         contexts = self.contexts
         nodes: list[Node | None] = []
+        told: set[tuple[int, int]] = set()
         for group in groups:
             if group is None:
                 nodes.append(None)
@@ -284,6 +298,11 @@ class Session:
             )
             state = contexts.states.get(group.state)
             nodes.append(self.add_kernel(parent, group.name, group.metrics, state))
+            replayed = self._replayed.get(group.capture) if group.capture else None
+            if replayed and (id(parent), group.capture) not in told:  # once per scope per batch
+                told.add((id(parent), group.capture))
+                with self.lock:
+                    self._deferred.extend((parent, dict(metrics)) for metrics in replayed)
         if len(spans.group_of):
             spans.nodes = nodes
             self.add_kernel_spans(spans)

@@ -467,6 +467,48 @@ assert "bar" not in calls, calls
     assert sum(kernel_counts(state).values()) >= 1
 
 
+def test_metrics_recorded_in_graph_capture_count_once_per_replay(tmp_path: Path) -> None:
+    """Scope metrics (a number, a device tensor) and launch-metadata metrics given while a graph is
+    captured are counted at every replay, under the replay's scope, as Proton counts them."""
+    script = tmp_path / "replayed.py"
+    script.write_text("""
+import torch, triton, triton.language as tl, deuteron
+def meta(grid, metadata, args):
+    return {"name": "foo_test", "bytes": 16, "flops": args["x"].sum()}
+@triton.jit(launch_metadata=meta)
+def foo(x, y):
+    tl.store(y, tl.load(x))
+x = torch.full((4,), 1.0, device="cuda"); y = torch.zeros_like(x)
+foo[(1,)](x, y); torch.cuda.synchronize()
+deuteron.start("out", backend="cupti", hook="triton")
+def step():
+    with deuteron.scope("scope_a", metrics={"bytes": 16}):
+        a = torch.ones(4, device="cuda")
+    with deuteron.scope("scope_b", metrics={"sum": a.sum()}):
+        b = a * 2
+    foo[(1,)](x, y)
+s = torch.cuda.Stream()
+with torch.cuda.stream(s):
+    step()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+with deuteron.scope("replay"):
+    for _ in range(3):
+        g.replay()
+torch.cuda.synchronize()
+deuteron.finalize()
+""")
+    run_plain(script)
+    root = json.loads((tmp_path / "out.hatchet").read_text())[0]
+    captured = find(root, "replay", "<captured_at>")
+    assert find(captured, "scope_a")["metrics"]["bytes"] == 48
+    assert find(captured, "scope_b")["metrics"]["sum"] == 12.0
+    foo = find(captured, "foo_test")["metrics"]
+    assert foo["count"] == 3 and foo["bytes"] == 48 and foo["flops"] == 12.0
+    assert find(root, "scope_a")["metrics"]["bytes"] == 16  # the run before capture: once
+
+
 def run_plain(script: Path) -> subprocess.CompletedProcess[str]:
     """Run a script with plain Python (not ``deuteron run``) on the GPU; it must succeed."""
     proc = subprocess.run(

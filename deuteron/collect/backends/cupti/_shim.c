@@ -142,6 +142,7 @@ typedef struct ThreadState {
     uint64_t ctx;
     uint32_t state;
     uint32_t pending_meta;
+    uint32_t launch_meta; /* the last launch's metadata id: a graph node it creates during capture keeps it */
     uint64_t last_corr; /* a runtime launch calls the driver's with the same correlation id */
     int has_ctx;
     int is_main;
@@ -387,11 +388,16 @@ static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_c
     e->ctx = ctx;
     e->ts = kind <= ENTRY_GRAPH_LAUNCH ? now_ts() : 0;
     e->state = ts->state;
-    e->meta = kind <= ENTRY_GRAPH_LAUNCH ? ts->pending_meta : 0;
+    e->meta = kind <= ENTRY_GRAPH_LAUNCH ? ts->pending_meta : kind == ENTRY_GRAPH_NODE ? ts->launch_meta : 0;
     e->kind = kind;
     e->thread = ts->index;
     e->pad = 0;
-    if (kind <= ENTRY_GRAPH_LAUNCH) ts->pending_meta = 0;
+    if (kind <= ENTRY_GRAPH_LAUNCH) {
+        ts->launch_meta = ts->pending_meta;
+        ts->pending_meta = 0;
+    } else if (kind == ENTRY_GRAPH_NODE) {
+        ts->launch_meta = 0; /* one node per captured launch */
+    }
     entry_commit(ts);
 }
 

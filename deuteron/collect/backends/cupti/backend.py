@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ....hooks.launch import LaunchHook
-from ....metric import TensorMetric, resolved
+from ....metric import DeferredValue, ReplayedMetric, Times, reserve_replay_buffer, resolved
 from ....model.metrics import COUNT, TIME
 from ....model.trace import KernelSpans
 from ....render.text import say
@@ -215,6 +215,7 @@ class CuptiBackend:
             ) from None
         CuptiBackend._active = self
         self._calibrate_clock()
+        reserve_replay_buffer()
         self._listen(session)
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
         self._stop.clear()
@@ -354,7 +355,7 @@ class CuptiBackend:
         """The launch hook's reading of the next launch on this thread: its name and metrics
         travel with the kernel's record as a small id. Device-tensor metrics are read when the
         record is filed, so each such launch has its own id."""
-        if any(isinstance(v, TensorMetric) for v in metrics.values()):
+        if any(isinstance(v, DeferredValue) for v in metrics.values()):
             mid = self._next_meta()
             self.meta_table[mid] = (name, metrics)
         else:
@@ -490,7 +491,7 @@ class CuptiBackend:
             if meta:  # the launch hook's reading applies to every session, as in Proton
                 hooked_name, hooked = self.meta_table.get(meta, (None, {}))
                 name = hooked_name or name
-                extra = {k: _times(v, count) for k, v in resolved(hooked).items()}
+                extra = {k: _times(v, count) for k, v in hooked.items()}  # read later: Session.settle
             metrics = {
                 COUNT: count,
                 TIME: total,
@@ -568,7 +569,12 @@ class CuptiBackend:
 
 
 def _times(value: Any, count: int) -> Any:
-    """A launch's metric summed over ``count`` launches that carried it (vectors elementwise)."""
+    """A launch's metric summed over ``count`` launches that carried it (vectors elementwise). A
+    metric recorded in graph capture already holds every replay's value; a snapshot is one launch's."""
+    if isinstance(value, ReplayedMetric):
+        return value
+    if isinstance(value, DeferredValue):
+        return value if count == 1 else Times(value, count)
     if isinstance(value, list):
         return [v * count for v in value]
     return value * count

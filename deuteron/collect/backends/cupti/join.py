@@ -49,7 +49,7 @@ class Counters:
 class Join:
     pending: np.ndarray = field(default_factory=lambda: np.empty(0, ENTRY_DTYPE))
     age: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
-    graph_nodes: dict[int, tuple[int, int]] = field(default_factory=dict)  # node -> (ctx, state)
+    graph_nodes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # node -> (ctx, state, meta)
     clones: dict[int, int] = field(default_factory=dict)  # instantiated node -> original node
     counters: Counters = field(default_factory=Counters)
     uncaptured_graphs: set[int] = field(default_factory=set)  # graphs replayed, captured unseen
@@ -57,7 +57,7 @@ class Join:
     def add_entries(self, entries: np.ndarray) -> None:
         kinds = entries["kind"]
         for row in entries[kinds == GRAPH_NODE]:
-            self.graph_nodes[int(row["key"])] = (int(row["ctx"]), int(row["state"]))
+            self.graph_nodes[int(row["key"])] = (int(row["ctx"]), int(row["state"]), int(row["meta"]))
         for row in entries[kinds == GRAPH_CLONE]:
             self.clones[int(row["key"])] = int(row["ctx"])
         launches = entries[(kinds == LAUNCH) | (kinds == GRAPH_LAUNCH)]
@@ -67,7 +67,7 @@ class Join:
             order = np.argsort(merged["key"], kind="stable")
             self.pending, self.age = merged[order], ages[order]
 
-    def _capture_of(self, node: int) -> tuple[int, int] | None:
+    def _capture_of(self, node: int) -> tuple[int, int, int] | None:
         """Where the node was captured: follow clones back to the original node first.
 
         Instantiating a graph creates (and reports) its executable nodes where the capture
@@ -106,6 +106,7 @@ class Join:
                 nodes = kernels["graph_node"][graph]
                 uniq, inverse = np.unique(nodes, return_inverse=True)
                 found = np.zeros(len(uniq), np.uint64)
+                found_meta = np.zeros(len(uniq), np.uint64)  # the captured launch's metadata id
                 captured_paused = np.zeros(len(uniq), bool)
                 for i, node in enumerate(uniq.tolist()):
                     hit_capture = self._capture_of(node)
@@ -117,7 +118,11 @@ class Join:
                         captured_paused[i] = True
                     else:
                         found[i] = hit_capture[0]
+                        found_meta[i] = hit_capture[2]
                 capture[graph] = found[inverse]
+                # a replayed kernel carries the metadata its launch had when it was captured
+                replay_meta = found_meta[inverse]
+                meta[graph] = np.where(replay_meta != 0, replay_meta, meta[graph])
                 where = np.flatnonzero(graph)
                 ctx[where[captured_paused[inverse]]] |= np.uint64(CTX_PAUSED)
             used = np.zeros(len(pend), bool)
