@@ -78,6 +78,7 @@ class _ReplayBuffer:
             import torch
 
             self.tensor = torch.zeros(REPLAY_SLOTS, dtype=torch.float64, device=device)
+            torch.cuda.synchronize(device)  # done before a profiler starts watching
 
     def take(self, n: int) -> int | None:
         with self.lock:

@@ -24,7 +24,7 @@ from ..metric import DeferredValue, capturing, replayed_metrics, resolved, trans
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
-from ..model.tree import KERNEL, STATE, Node, Profile, plain_value
+from ..model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, plain_value
 from ..processors import copy, keep_paths_to, merge
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
@@ -203,14 +203,20 @@ class Session:
         """The metrics that can be added now. Device tensors are read later (see
         :mod:`deuteron.metric`); inside CUDA-graph capture every metric is counted per replay, under
         the replay's context, when the replayed kernels of this scope are filed."""
-        if capturing():
-            replayed = replayed_metrics(metrics)
-            if replayed:
-                self._replayed.setdefault(self.contexts.id_of(scope), []).append(replayed)
-            return {}
-        if not any(hasattr(v, "data_ptr") for v in metrics.values()):
+        in_capture = capturing()
+        if not in_capture and not any(hasattr(v, "data_ptr") for v in metrics.values()):
             return metrics
-        scalars, deferred = transform_tensor_metrics(metrics)
+        previous = self.states.current()
+        self.set_state(LAUNCH_METADATA_STATE)  # the copies and adds made here are bookkeeping
+        try:
+            if in_capture:
+                replayed = replayed_metrics(metrics)
+                if replayed:
+                    self._replayed.setdefault(self.contexts.id_of(scope), []).append(replayed)
+                return {}
+            scalars, deferred = transform_tensor_metrics(metrics)
+        finally:
+            self.set_state(previous)
         if deferred:
             self._deferred.append((target, dict(deferred)))
         return scalars

@@ -199,6 +199,7 @@ class CuptiBackend:
             self._record_dir = Path(record)
             self._record_dir.mkdir(parents=True, exist_ok=True)
         mode = 1 if python else 0
+        reserve_replay_buffer()  # before CUPTI starts: its zeroing kernel is not the program's
         try:
             _shim.start(mode, ROOT_CTX, _api_flags())
         except _shim.CuptiError as exc:
@@ -215,7 +216,6 @@ class CuptiBackend:
             ) from None
         CuptiBackend._active = self
         self._calibrate_clock()
-        reserve_replay_buffer()
         self._listen(session)
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
         self._stop.clear()
