@@ -111,10 +111,10 @@ def _prepared(p: Profile, options: ViewOptions) -> Profile:
 def _derived(
     p: Profile, specs: list[MetricSpec], override: DeviceSpec | None, options: ViewOptions
 ) -> Profile:
-    """The columns of ``p``, then ``-i``/``-e``: frames are picked after the sums, so the
-    ancestors left in view keep their totals, as in proton-viewer."""
-    shown = processors.derive(_prepared(p, options), specs, device_lookup(p, override))
-    return _filtered(shown, options)
+    """``-i``/``-e``, then the columns: the totals of the frames left in view are of what is left
+    in view, as proton-viewer's (hatchet's filter with squash recomputes them; measured with
+    llnl-hatchet 2026.2.0 and Triton 3.9's proton-viewer on Proton's own files)."""
+    return processors.derive(_filtered(_prepared(p, options), options), specs, device_lookup(p, override))
 
 
 def _filtered(p: Profile, options: ViewOptions) -> Profile:

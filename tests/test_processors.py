@@ -134,8 +134,9 @@ def test_console_renderer_colours_kernels_and_diff_signs():
 
 
 def test_view_filters_as_proton_viewer_does() -> None:
-    """-t keeps the path to a hot frame; -i/-e pick frames after the sums (ancestors keep their
-    totals) with patterns matched from the start of a name; -d N shows N levels."""
+    """-t keeps the path to a hot frame; -i/-e pick frames before the sums (the totals are of what
+    is left, as proton-viewer's with today's hatchet: see tests/test_proton_viewer.py), with
+    patterns matched from the start of a name; -d N shows N levels."""
     from deuteron.viewer import ViewOptions, build
 
     p = Profile()
@@ -152,11 +153,11 @@ def test_view_filters_as_proton_viewer_does() -> None:
     assert names(hot) == ["ROOT", "cool", "hot_kernel"]
     only = build(p, ViewOptions(metrics=["time/ns"], include="hot"))
     assert names(only) == ["ROOT", "cool", "hot_kernel"]
-    assert only.tree.root.metrics["time/ns"] == 16_000  # ROOT keeps its total, as in proton-viewer
+    assert only.tree.root.metrics["time/ns"] == 10_000  # ROOT's total is of what is left
     assert names(build(p, ViewOptions(metrics=["time/ns"], include="kernel"))) == ["ROOT"]  # re.match
     assert "hot_kernel" in names(build(p, ViewOptions(metrics=["time/ns"], include=".*kernel")))
     dropped = build(p, ViewOptions(metrics=["time/ns"], exclude="cool"))
-    assert names(dropped) == ["ROOT", "other_kernel"] and dropped.tree.root.metrics["time/ns"] == 16_000
+    assert names(dropped) == ["ROOT", "other_kernel"] and dropped.tree.root.metrics["time/ns"] == 5_000
     assert names(build(p, ViewOptions(metrics=["count"], depth=2))) == ["ROOT", "cool", "other_kernel"]
     assert names(build(p, ViewOptions(metrics=["count"], depth=1))) == ["ROOT"]
 

@@ -68,3 +68,47 @@ def test_proton_viewer_diffs_and_uses_our_device_table(tmp_path: Path, our_profi
     diff = proton_viewer("-m", "time/ns", "-diff", str(our_profile), str(gpu_like))
     assert diff.returncode == 0, diff.stderr
     assert "add_kernel" in diff.stdout
+
+
+def _values(text: str) -> dict[str, str]:
+    """Frame name -> first column, from a tree as proton-viewer or deuteron view prints it."""
+    import re
+
+    found: dict[str, str] = {}
+    for line in text.splitlines():
+        line = re.sub(r"^[│├└─\s]+", "", line)
+        m = re.match(r"^([-\d.e+naN]+)\s+(.*)$", line)
+        if m:
+            found.setdefault(re.sub(r"^[│├└─\s]+", "", m.group(2)).strip(), m.group(1))
+    return found
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["-m", "time/ms"],
+        ["-m", "count", "-e", ".*elementwise.*"],
+        ["-m", "count", "-i", ".*elementwise.*"],
+        ["-m", "avg_time/us", "-d", "2"],
+        ["-m", "time/%", "-t", "1"],
+        ["-m", "util"],
+    ],
+)
+def test_deuteron_view_shows_proton_viewers_numbers(proton_fixtures: Path, options: list[str]) -> None:
+    """Frame by frame, on Proton's own files from an H200: the same frames and the same values
+    (proton-viewer's NaN is our "-"; one frame's value may differ only past 3 significant digits)."""
+    from tests.conftest import run_cli
+
+    for name in ("proton_shadow_hook.hatchet", "proton_python.hatchet"):
+        path = str(proton_fixtures / name)
+        theirs = proton_viewer(*options, path)
+        ours = run_cli("view", *options, path, cwd=proton_fixtures.parent)
+        assert theirs.returncode == 0 and ours.returncode == 0, (theirs.stderr[-500:], ours.stderr)
+        t, o = _values(theirs.stdout), _values(ours.stdout)
+        assert t.keys() == o.keys(), (name, options)
+        for frame, value in t.items():
+            mine = o[frame]
+            if value == "nan" or mine == "-":
+                assert (value, mine) == ("nan", "-"), (name, options, frame)
+                continue
+            assert float(mine) == pytest.approx(float(value), rel=2e-3, abs=1e-3), (name, options, frame)

@@ -164,6 +164,9 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         view = build_ranks(profiles, options, source=", ".join(sources))
     else:
         view = build(profile, options, base, source=sources[0], minus=bool(minus))
+    if (args.include or args.exclude) and not view.tree.root.children:
+        which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
+        say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
     if args.json:
         render_json(view.tree, view.columns, sys.stdout)
     else:

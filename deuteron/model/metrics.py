@@ -186,8 +186,10 @@ def compile_spec(
 
         def util(m: Mapping[str, Any]) -> float:
             device, t = device_for(m), _number(m.get(TIME))
-            if device is None or not t or t <= 0 or not _has_work(m):
+            if device is None or not t or t <= 0:
                 return nan
+            if not _has_work(m):
+                return 0.0  # no bytes or flops counted: proton-viewer's 0, not "unknown"
             return roofline_seconds(m, device) / (t * 1e-9)
 
         return util
