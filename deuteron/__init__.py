@@ -35,19 +35,16 @@ from .api import (  # noqa: E402
     cpu_timed_scope,
     deactivate,
     enter_scope,
-    enter_state,
     exit_scope,
-    exit_state,
     finalize,
-    metadata_state,
     profile,
     scope,
     start,
-    state,
 )
 from .check import CheckFailed, check  # noqa: E402
 from .model.errors import DeuteronError  # noqa: E402
 from .rocm import configure_runtime  # noqa: E402
+from .state import enter_state, exit_state, metadata_state, state  # noqa: E402
 
 __all__ = [
     "__version__",

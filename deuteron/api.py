@@ -20,14 +20,12 @@ from typing import Any, TypeVar
 
 from . import registry
 from .collect.context import nvtx
+from .collect.output import OUTPUT_FORMATS
 from .collect.session import Session, SessionError, disabled
 from .flags import flags
 from .hooks import Hook, HookManager, InstrumentationHook, LaunchHook
 from .model.tree import Profile
 from .render.text import printable, say
-from .state import enter_state, exit_state, metadata_state, state
-
-__all__ = ["enter_state", "exit_state", "metadata_state", "state"]  # Proton has them here too
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,8 +98,8 @@ def _check_mode(mode: Any) -> str | None:
         if unknown:
             raise SessionError(f"unknown {PERIODIC_FLUSHING} option {sorted(unknown)[0]!r}; it takes format=")
         fmt = options.get("format", "hatchet")
-        if fmt not in PHASE_FORMATS:
-            choices = ", ".join(PHASE_FORMATS)
+        if fmt not in OUTPUT_FORMATS:
+            choices = ", ".join(OUTPUT_FORMATS)
             raise SessionError(f"unknown {PERIODIC_FLUSHING} format {fmt!r}; choose one of: {choices}")
         return fmt
     text = str(mode).split(":", 1)[0] if isinstance(mode, str) else type(mode).__name__
@@ -109,9 +107,6 @@ def _check_mode(mode: Any) -> str | None:
         f"mode {text!r} is not supported by Deuteron yet (the default mode and {PERIODIC_FLUSHING}); "
         "start without mode="
     )
-
-
-PHASE_FORMATS = ("hatchet", "hatchet_msgpack", "chrome_trace")
 
 
 def _mode_option(part: str) -> tuple[str, str]:

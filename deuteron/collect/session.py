@@ -11,7 +11,6 @@ also keeps the spans of scopes and launches for traces. Where partial contexts g
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from ..model.metrics import CPU_TIME, EXC, split_kind
 from ..model.trace import KernelSpans, TraceEvent
 from ..model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, plain_value
 from ..processors import copy, keep_paths_to, merge
+from ..triton import proton_knob
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import CONTEXTS, ContextSource
@@ -53,9 +53,7 @@ def disabled_by() -> str | None:
     for name in DISABLE_VARIABLES:
         if os.environ.get(name, "").strip().lower() not in DISABLED_OFF:
             return name
-    triton = sys.modules.get("triton")  # Proton's knob, set in code (triton.knobs.proton.disable)
-    knob = getattr(getattr(getattr(triton, "knobs", None), "proton", None), "disable", False)
-    return "triton.knobs.proton.disable" if knob is True else None
+    return "triton.knobs.proton.disable" if proton_knob("disable") is True else None
 
 
 def disabled() -> bool:

@@ -134,23 +134,24 @@ class HookManager:
         HookManager._turn_off_unused({h for h, on in used.items() if on})
 
     @staticmethod
-    def activate(session: int | None = None) -> None:
+    def _mark(session: int | None, on: bool) -> set[Hook]:
+        """Mark the hooks of ``session`` (None: every session) as used or not; returns them."""
         chosen = list(HookManager.session_hooks) if session is None else [session]
+        marked: set[Hook] = set()
         for sid in chosen:
-            if sid not in HookManager.session_hooks:
+            uses = HookManager.session_hooks.get(sid)
+            if uses is None:
                 continue
-            for hook in HookManager.session_hooks[sid]:
-                HookManager.session_hooks[sid][hook] = True
-                HookManager._turn_on(hook)
+            for hook in uses:
+                uses[hook] = on
+                marked.add(hook)
+        return marked
+
+    @staticmethod
+    def activate(session: int | None = None) -> None:
+        for hook in HookManager._mark(session, True):
+            HookManager._turn_on(hook)
 
     @staticmethod
     def deactivate(session: int | None = None) -> None:
-        chosen = list(HookManager.session_hooks) if session is None else [session]
-        paused: set[Hook] = set()
-        for sid in chosen:
-            if sid not in HookManager.session_hooks:
-                continue
-            for hook in HookManager.session_hooks[sid]:
-                HookManager.session_hooks[sid][hook] = False
-                paused.add(hook)
-        HookManager._turn_off_unused(paused)
+        HookManager._turn_off_unused(HookManager._mark(session, False))

@@ -41,6 +41,13 @@ def installed_version() -> str:
         return ""
 
 
+def proton_knob(name: str) -> object:
+    """``triton.knobs.proton.<name>`` as the program set it, None when unset or when Triton has not
+    been imported (reading it never imports Triton)."""
+    triton = sys.modules.get("triton")
+    return getattr(getattr(getattr(triton, "knobs", None), "proton", None), name, None)
+
+
 def unsupported(what: str) -> TritonSupportError:
     """The error for a Triton that lacks ``what``."""
     version = installed_version() or "(not installed)"

@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ...triton import proton_knob
 from ...triton.hooks import MANAGER, AttributePatch, Patch, after_import
 
 GROUP = "nvtx"
@@ -34,8 +35,7 @@ _s = _State()
 
 
 def enabled() -> bool:
-    triton = sys.modules.get("triton")
-    knob = getattr(getattr(getattr(triton, "knobs", None), "proton", None), "enable_nvtx", None)
+    knob = proton_knob("enable_nvtx")
     if knob is not None:
         return bool(knob)
     return os.environ.get("TRITON_ENABLE_NVTX", "1").strip().lower() not in OFF
