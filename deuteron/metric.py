@@ -16,6 +16,7 @@ thread (never on the background drain thread, which could upset a capture in pro
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from numbers import Number
@@ -94,8 +95,6 @@ REPLAY_BUFFER = _ReplayBuffer()
 def reserve_replay_buffer() -> None:
     """Allocate the slots for metrics recorded in graph capture on torch's current device (call
     outside capture; a program that has not imported torch records no tensor metrics)."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
         return
@@ -153,8 +152,6 @@ def is_metric_value(value: Any) -> bool:
 
 def capturing() -> bool:
     """Whether the calling thread's current CUDA stream is being captured into a graph."""
-    import sys
-
     torch = sys.modules.get("torch")
     if torch is None or not torch.cuda.is_available():
         return False

@@ -152,7 +152,6 @@ class CuptiBackend:
     _active: CuptiBackend | None = None
 
     def __init__(self) -> None:
-        self.session: SessionPort | None = None
         self.join = Join()
         self.names: dict[int, str] = {}
         self.metas: dict[tuple[Any, ...], int] = {}
@@ -191,7 +190,6 @@ class CuptiBackend:
         conflict = _conflict_message()
         if conflict:
             raise CuptiConflictError(f"{conflict}. {CONFLICT_FIX}")
-        self.session = session
         python = session.context == "python"
         self._reserve(session)
         record = os.environ.get(RECORD_ENV)
@@ -413,8 +411,8 @@ class CuptiBackend:
         assert self._record_dir is not None
         kernels = records.kernels(raw_kernels)
         names = {str(p): self._name(int(p)) for p in np.unique(kernels["name_ptr"]).tolist()}
-        assert self.session is not None
-        contexts = {str(cid): path for cid, path in self.session.contexts.paths().items()}
+        session = self.attached[0]  # recording is for one session (a fixture)
+        contexts = {str(cid): path for cid, path in session.contexts.paths().items()}
         stem = self._record_dir / f"drain{self._record_index:03d}"
         self._record_index += 1
         stem.with_suffix(".entries").write_bytes(raw_entries)
@@ -422,7 +420,7 @@ class CuptiBackend:
         meta = {
             "names": names,
             "contexts": contexts,
-            "states": self.session.contexts.states,
+            "states": session.contexts.states,
             "threads": self.threads,
             "metas": {str(k): (v[0], resolved(v[1])) for k, v in self.meta_table.items()},
             "offset": self.clock_offset,

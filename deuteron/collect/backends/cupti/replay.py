@@ -16,7 +16,6 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
     This is how CI tests decoding, correlation and aggregation on buffers captured on a GPU.
     """
     backend = CuptiBackend()
-    backend.session = session
     backend.attached = [session]
     backend.sharing.join(session.id, ROOT_CTX)
     backend.live = False
