@@ -34,6 +34,10 @@ _active = registry.active  # mutated in place; the hot path reads it
 _lock = registry.lock
 _command_sessions = registry.command_sessions
 _next_id = 0
+# `deuteron run`'s own session takes an id from a range of its own, so a program's sessions are
+# numbered 0, 1, ... exactly as when it runs without Deuteron's command (Triton's tutorial 09 calls
+# `activate(0)` meaning the session it started itself).
+_command_ids = itertools.count(1 << 30)
 _now = time.perf_counter_ns
 _open_scopes = threading.local()  # enter_scope/exit_scope bookkeeping: [(name, start_ns)]
 _nvtx_sessions: set[int] = set()  # sessions that turned NVTX ranges into scopes
@@ -152,7 +156,7 @@ def _start(
         return None
     word, own_hook = _hooks(hook)
     with _lock:
-        sid = _next_id
+        sid = next(_command_ids) if for_command else _next_id
         session = Session(
             sid,
             name or "deuteron",
@@ -165,7 +169,8 @@ def _start(
         session.default_format = default_format
         session.flush_format = flush_format
         session.trace_shape = trace_shape
-        _next_id += 1
+        if not for_command:
+            _next_id += 1
         _sessions[sid] = session
         if for_command:
             _command_sessions.add(sid)

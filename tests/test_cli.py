@@ -189,6 +189,9 @@ def test_a_script_with_its_own_session_under_run(tmp_path: Path):
         sid = deuteron.start("mine")
         with deuteron.scope("inside"):
             add()
+        deuteron.deactivate(0)  # its own session, numbered as without deuteron run (tutorial 09 does this)
+        add()
+        deuteron.activate(0)
         deuteron.finalize()
         add()
         print("own session", sid)
@@ -196,13 +199,13 @@ def test_a_script_with_its_own_session_under_run(tmp_path: Path):
     )
     proc = run_cli("run", "job.py", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("own session ") and "no session" not in proc.stderr
+    assert proc.stdout.startswith("own session 0") and "no session" not in proc.stderr
     whole = hatchet.read(tmp_path / "deuteron.hatchet")
     mine = hatchet.read(tmp_path / "mine.hatchet")
-    assert find(whole, "add_kernel").metrics["count"] == 2
+    assert find(whole, "add_kernel").metrics["count"] == 3  # the run's session was never paused
     assert find(whole, "inside", "add_kernel").metrics["count"] == 1
     assert find(mine, "inside", "add_kernel").metrics["count"] == 1
-    assert "add_kernel" not in {c.name for c in mine.root.children.values()}
+    assert "add_kernel" not in {c.name for c in mine.root.children.values()}  # paused: not counted
 
 
 def test_each_rank_writes_its_own_files_and_view_merges_them(tmp_path: Path):
