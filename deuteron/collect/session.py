@@ -151,9 +151,7 @@ class Session:
         node = parent.child(name)
         if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
-                metrics = self._host_metrics(node, self._metrics_node(node), metrics)
-                self._check_types(metrics)
-                self.profile.add_metrics(self._metrics_node(node), metrics)
+                self._add_scope_metrics(node, metrics)
         stack.append(node)
         if self.context_listener is not None:
             self._tell_context(node)
@@ -173,9 +171,7 @@ class Session:
             self._tell_context(self.shadow.current())
         with self.lock:
             if metrics:
-                metrics = self._host_metrics(node, self._metrics_node(node), metrics)
-                self._check_types(metrics)
-                self.profile.add_metrics(self._metrics_node(node), metrics)
+                self._add_scope_metrics(node, metrics)
             if timed:
                 m = node.metrics
                 m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
@@ -196,6 +192,13 @@ class Session:
                 raise SessionError(
                     f"Metric value type mismatch for valueId {index} ({name}): current={seen}, new={kind}"
                 )
+
+    def _add_scope_metrics(self, scope: Node, metrics: dict[str, Any]) -> None:
+        """A scope's metrics, where Proton puts them (see ``_metrics_node``); the caller holds the lock."""
+        target = self._metrics_node(scope)
+        known = self._host_metrics(scope, target, metrics)
+        self._check_types(known)
+        self.profile.add_metrics(target, known)
 
     def _host_metrics(self, scope: Node, target: Node, metrics: dict[str, Any]) -> dict[str, Any]:
         """The metrics that can be added now. Device tensors are read later (see

@@ -16,7 +16,6 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ...hooks.launch import LaunchHook
-from ...metric import resolved
 from ...model.metrics import BYTES, COUNT, FLOPS, TIME
 from ...triton import autotune, enable_interpreter_mode, interpreter
 from . import SessionPort, benchmark_scope
@@ -69,12 +68,11 @@ def _dispatch(record: interpreter.LaunchRecord) -> None:
     sessions = [s for s in _sessions if s.active]
     if not sessions:
         return
-    measured = launch_metrics(record)
+    name, metrics = record.kernel, launch_metrics(record)
     hooked = _hooked.metadata
+    if hooked is not None:  # the launch hook's reading applies to every session, as in Proton (and CUPTI)
+        name, metrics = hooked[0], {**metrics, **hooked[1]}
     for session in sessions:
-        name, metrics = record.kernel, measured
-        if session.hook == "triton" and hooked is not None:  # Proton's: the metadata's name and values win
-            name, metrics = hooked[0], {**measured, **resolved(hooked[1])}
         session.record_kernel(name, metrics, record.start_ns, record.end_ns)
 
 
