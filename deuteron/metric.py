@@ -5,8 +5,8 @@ GPU). Proton keeps device tensors in a device-side metric buffer; Deuteron does 
 ways, and reads the values only when the profile is next read or written, on the program's own
 thread (never on the background drain thread, which could upset a capture in progress):
 
-- outside CUDA-graph capture, a :class:`TensorMetric` takes a device-side snapshot (an
-  asynchronous copy queued on the launching stream);
+- outside CUDA-graph capture, a :class:`TensorMetric` copies the value to pinned host memory
+  (an asynchronous copy queued on the launching stream, so waiting reads hold no device memory);
 - inside capture, a :class:`ReplayedMetric` adds the value (a tensor, or a plain number) to a slot
   of a buffer allocated before capture, with an ``add_`` captured into the graph: every replay adds
   again, so reading gives the total over the replays since the last read, as Proton counts them.
@@ -37,18 +37,25 @@ class DeferredValue:
 
 
 class TensorMetric(DeferredValue):
-    """A device tensor's value, snapshotted at launch and read when the profile is read."""
+    """A device tensor's value, copied at launch into pinned host memory (queued on the stream, no
+    sync; the device memory it takes is none, however many launches wait to be read) and read
+    when the profile is read, after an event says the copy is done."""
 
-    __slots__ = ("_snapshot", "_value")
+    __slots__ = ("_snapshot", "_done", "_value")
 
     def __init__(self, tensor: Any) -> None:
-        self._snapshot: Any = tensor.detach().clone()  # queued on the stream: no sync
+        import torch
+
+        self._snapshot: Any = tensor.detach().to("cpu", non_blocking=True)
+        self._done: Any = torch.cuda.Event()
+        self._done.record()
         self._value: Any = None
 
     def value(self) -> Any:
-        """The number (or list, for a tensor of several elements); reading syncs only this copy."""
+        """The number (or list, for a tensor of several elements); waits only for this copy."""
         if self._snapshot is not None:
-            snap, self._snapshot = self._snapshot, None
+            self._done.synchronize()
+            snap, self._snapshot, self._done = self._snapshot, None, None
             self._value = snap.tolist() if snap.numel() > 1 else snap.item()
         return self._value
 

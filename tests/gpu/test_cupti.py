@@ -509,6 +509,36 @@ deuteron.finalize()
     assert find(root, "scope_a")["metrics"]["bytes"] == 16  # the run before capture: once
 
 
+def test_waiting_tensor_metrics_hold_no_device_memory(tmp_path: Path) -> None:
+    """Thousands of launches with a device-tensor metric, none read yet: the values wait in pinned
+    host memory, so the program's device memory does not grow with them."""
+    script = tmp_path / "many.py"
+    script.write_text("""
+import json, torch, triton, triton.language as tl, deuteron
+def meta(grid, metadata, args):
+    return {"name": "foo_meta", "flops": args["x"].sum()}
+@triton.jit(launch_metadata=meta)
+def foo(x, y):
+    tl.store(y, tl.load(x))
+x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
+foo[(1,)](x, y); x.sum(); torch.cuda.synchronize()
+deuteron.start("out", backend="cupti", hook="triton")
+before = torch.cuda.memory_allocated()
+for _ in range(3000):
+    foo[(1,)](x, y)
+torch.cuda.synchronize()
+grew = torch.cuda.memory_allocated() - before
+deuteron.finalize()
+print(json.dumps({"grew": grew}))
+""")
+    proc = run_plain(script)
+    grew = json.loads(proc.stdout.strip().splitlines()[-1])["grew"]
+    assert grew < 64 * 1024, grew
+    root = json.loads((tmp_path / "out.hatchet").read_text())[0]
+    foo = find(root, "foo_meta")["metrics"]
+    assert foo["count"] == 3000 and foo["flops"] == 3000 * 8.0
+
+
 def run_plain(script: Path) -> subprocess.CompletedProcess[str]:
     """Run a script with plain Python (not ``deuteron run``) on the GPU; it must succeed."""
     proc = subprocess.run(
