@@ -493,6 +493,14 @@ class profile:
             if self.session is not None and self.session in _sessions:
                 deactivate(self.session)
 
+    def _repr_html_(self) -> str | None:
+        """In a notebook: the profile as the web UI's flame graph and tree table, inline."""
+        if self.result is None:
+            return None
+        from .render.notebook import profile_html
+
+        return profile_html(self.result, self.name or "profile")
+
     def show(self, metrics: str = "time/ms", device: str | None = None, file: Any = None) -> None:
         """Print the tree as ``deuteron view -m METRICS [--device DEVICE]`` would."""
         if self.result is None:

@@ -12,6 +12,22 @@ from ..formats import access_record
 from ..model.access import LaunchInfo, SiteTable
 
 DEFAULT_LIMIT = 4_000_000
+MAX_SOURCE_BYTES = 1 << 20  # a kernel file larger than this is left out of the record
+
+
+def kernel_sources(files: set[str]) -> dict[str, str]:
+    """The text of each kernel source file, so the record shows the lines its sites name even
+    where the file is gone or changed (the web UI never reads paths found inside a file)."""
+    out: dict[str, str] = {}
+    for file in sorted(files):
+        try:
+            with open(file, "rb") as f:
+                data = f.read(MAX_SOURCE_BYTES + 1)
+        except OSError:
+            continue
+        if len(data) <= MAX_SOURCE_BYTES:
+            out[file] = data.decode("utf-8", "replace")
+    return out
 
 
 class AccessRecorder:
@@ -92,6 +108,9 @@ class AccessRecorder:
                 for s in used
             ],
             "launches": self.launches,
+            "sources": kernel_sources(
+                {self.sites[s].file for s in used} | {x["file"] for x in self.launches}
+            ),
         }
         offsets = np.concatenate(self.chunks) if self.chunks else np.zeros(0, dtype=np.int64)
         return access_record.write(header, rows, offsets, path)

@@ -48,6 +48,12 @@ class CheckRun:
     ended_by: str
     errors: list[str] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the findings as the web UI shows them."""
+        from ..render.notebook import check_html
+
+        return check_html(self.report)
+
 
 class CheckSession:
     """One check around any number of launches; a context manager, or start()/finish() by hand.
@@ -110,6 +116,13 @@ class CheckSession:
             except OutputError as exc:
                 self.output_error = exc
         return self.report
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the findings, and every launch's accesses when a record was written."""
+        from ..render.notebook import check_html
+
+        written = not self.active and self.record_path is not None and os.path.isfile(self.record_path)
+        return check_html(self.report, record=str(self.record_path) if written else None)
 
     def __enter__(self) -> CheckSession:
         return self.start()

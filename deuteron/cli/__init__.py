@@ -10,7 +10,7 @@ from typing import NoReturn
 from .. import __version__
 from ..model.errors import DeuteronError
 from ..render.text import printable
-from . import check, explain, run, view
+from . import check, explain, run, serve, view
 from .target import split_target
 
 
@@ -22,6 +22,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 TARGET_COMMANDS = ("run", "check", "explain")  # commands whose words end with a program to run
+INTERMIXED_COMMANDS = ("serve",)
 
 
 class _Exact(_Parser):
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_parser(sub)
     view.add_parser(sub)
     view.add_diff_parser(sub)
+    serve.add_parser(sub)
     return parser
 
 
@@ -61,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         head, module, words = split_target(sub, args_list[1:])
         args = parser.parse_args([command, *head])
         args.module, args.target = module, words
+    elif command in INTERMIXED_COMMANDS:  # files before and after options: `a.hatchet --base b c.json`
+        args = _subparser(parser, command).parse_intermixed_args(args_list[1:])
+        args.command = command
     else:
         args = parser.parse_args(args_list)
     if args.command is None:

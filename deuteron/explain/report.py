@@ -12,6 +12,20 @@ from typing import Any
 from ..formats import explain_json
 from .analysis import KernelAnalysis
 from .roofline import KernelCost, ranked
+from .stages import source_line
+
+MAX_SOURCE_BYTES = 1 << 20
+
+
+def source_text(file: str) -> str | None:
+    """The kernel's source file as it is now, for views that show stages beside it; None when it
+    cannot be read or is over a megabyte."""
+    try:
+        with open(file, "rb") as f:
+            data = f.read(MAX_SOURCE_BYTES + 1)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace") if len(data) <= MAX_SOURCE_BYTES else None
 
 
 @dataclass
@@ -43,6 +57,14 @@ class ExplainReport:
             "stages": {name: len(lines) for name, lines in a.stages.items()},
             "source_map": a.source_map(),
             "findings": [explain_json.finding_json(f) for f in a.findings],
+            "source_text": source_text(spec.file),
+            "stage_text": {
+                name: {
+                    "lines": [ir.text for ir in lines],
+                    "src": [source_line(ir, spec.file) for ir in lines],
+                }
+                for name, lines in a.stages.items()
+            },
         }
         cost = self.costs.get(spec.name)
         if cost is not None:
@@ -58,6 +80,11 @@ class ExplainReport:
             "device": self.device,
             "errors": list(self.errors),
         }
+
+    def _repr_html_(self) -> str:
+        from ..render.notebook import explain_html
+
+        return explain_html(explain_json.document(self.as_json()))
 
     def write_json(self, path: str | os.PathLike[str]) -> Path:
         return explain_json.write(self.as_json(), path)

@@ -37,6 +37,10 @@ class ExplainRun:
     ended_by: str
     notes: list[str] = field(default_factory=list)
 
+    def _repr_html_(self) -> str:
+        """In a notebook: each kernel's source beside its stages, as the web UI shows them."""
+        return self.report._repr_html_()
+
 
 def run(
     target: Target | str,

@@ -6,7 +6,8 @@ refuses pickled objects by default). Format ``deuteron-access-record`` version 1
 - ``header``: uint8, UTF-8 JSON: ``{"format", "version", "lanes", "dropped_lanes", "limit",
   "sites": [{"file", "line", "function"}], "launches": [{"index", "kernel", "file", "grid",
   "tensors": [{"name", "shape", "strides", "dtype", "element_size", "storage", "offset"}],
-  "storages": [{"nbytes", "granule"}], "programs": [[x, y, z], ...]}]}``. A tensor's ``offset``
+  "storages": [{"nbytes", "granule"}], "programs": [[x, y, z], ...]}], "sources": {file: text}}``
+  (``sources``, the kernels' source files as they were when checked, is optional). A tensor's ``offset``
   is its first element's byte offset into its storage.
 - ``accesses``: one row per access of one program to one storage: ``launch`` (index into
   launches), ``program`` (index into that launch's programs, in run order), ``kind`` (0 load,
@@ -119,6 +120,11 @@ def _check_header(header: dict[str, Any], bad: str) -> None:
         raise FormatError(f"{bad}: its sites are damaged")
     if not isinstance(launches, list):
         raise FormatError(f"{bad}: its launches are damaged")
+    sources = header.get("sources", {})
+    if not isinstance(sources, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in sources.items()
+    ):
+        raise FormatError(f"{bad}: its sources are damaged")
     for i, launch in enumerate(launches):
         if not isinstance(launch, dict):
             raise FormatError(f"{bad}: launch {i} is damaged")

@@ -2,7 +2,8 @@
 
 ``{"format", "version", "kernels": [{name, target, file, line, num_warps, num_stages, num_ctas,
 args, launches, grids, registers, spills, shared_bytes, occupancy, sass, stages, source_map,
-findings: [{kind, line, message, severity}], profile?}], "ranking": [{name, opportunity_ns,
+findings: [{kind, line, message, severity}], profile?, source_text (the kernel's file, or null),
+stage_text: {stage: {lines: [text], src: [source line or null]}}}], "ranking": [{name, opportunity_ns,
 launched}], "device", "errors"}``. The explainer builds the document; this module names and
 versions it, and writes and reads it.
 """

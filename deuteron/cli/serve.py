@@ -1,0 +1,138 @@
+"""``deuteron serve``: profiles, traces, access records, check and explain reports in one offline
+web UI, served on 127.0.0.1 or written as one self-contained page (``--html``)."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+import time
+import webbrowser
+from typing import Any
+
+from ..formats.files import check_writable
+from ..model.errors import DeuteronError
+from ..render.text import say
+
+EXAMPLES = """\
+examples:
+  deuteron serve run.hatchet                        profile: flame graph and tree table
+  deuteron serve new.hatchet --base old.hatchet     the diff of two profiles
+  deuteron serve run.chrome_trace                   the timeline
+  deuteron check --record acc.npz --json rep.json k.py && deuteron serve acc.npz rep.json
+  deuteron explain --json ex.json k.py && deuteron serve ex.json
+  deuteron serve --html report.html run.hatchet acc.npz rep.json ex.json   one file, no server
+"""
+DEFAULT_PORT = 8707
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="open profiles, traces, access records and reports in an offline web UI",
+        description=(
+            "Show profiles (.hatchet, Proton's files too), Chrome traces, access records\n"
+            "(check --record) and check/explain reports (--json) in one web UI. It serves only the\n"
+            "files named here, on 127.0.0.1, and needs no network; --html writes one page instead."
+        ),
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="+", metavar="FILE", help="files to show (their kind is read from them)")
+    p.add_argument("--base", metavar="PROFILE", help="compare the profile(s) with this one (the diff view)")
+    p.add_argument("--html", metavar="OUT", help="write one self-contained page to OUT instead of serving")
+    p.add_argument("--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT}, or a free one)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.add_argument(
+        "--threshold",
+        type=_fraction,
+        default=0.0,
+        help="leave out profile nodes below this share of the total, e.g. 0.001 (default 0: keep all)",
+    )
+    p.add_argument("--title", default="", help="the page's title (default: the files' names)")
+    p.set_defaults(handler=run_serve)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {value}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"a share of the total is 0 to 1, not {value}")
+    return value
+
+
+def load(args: argparse.Namespace) -> Any:
+    """Every file read and checked before anything is served or written."""
+    from ..render.web_data import WebData
+
+    data = WebData(title=args.title, threshold=args.threshold)
+    kinds = [data.add_file(path, base=args.base) for path in args.files]
+    if args.base and "profile" not in kinds:
+        raise DeuteronError("--base compares profiles: give a profile (.hatchet) to compare with it")
+    return data
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    out = check_writable(args.html, "--html") if args.html else None
+    data = load(args)
+    if out is not None:
+        return _write_html(data, str(out))
+    return _serve(data, args)
+
+
+def _write_html(data: Any, out: str) -> int:
+    from ..render.html import write_standalone
+
+    started = time.perf_counter()
+    answers = data.embedded()
+    path = write_standalone(answers, answers["/api/index.json"]["title"], out)
+    size = os.path.getsize(path)
+    took = time.perf_counter() - started
+    say(f"deuteron serve: wrote {path} ({size / 1e6:.1f} MB, {took:.1f} s); open it in a browser, no server")
+    return 0
+
+
+def _serve(data: Any, args: argparse.Namespace) -> int:
+    from ..web.server import Server
+
+    ports = [args.port] if args.port is not None else [DEFAULT_PORT, 0]
+    server = None
+    for port in ports:
+        try:
+            server = Server(data, args.host, port)
+            break
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or port == ports[-1]:
+                raise DeuteronError(f"cannot listen on {args.host}:{port} ({exc.strerror or exc})") from None
+    assert server is not None
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        say(f"deuteron serve: warning: listening on {args.host}: other machines can reach this page")
+    print(f"deuteron serve: {server.url}  (Ctrl-C to stop)", flush=True)
+    if not args.no_browser:
+        try:
+            webbrowser.open(server.url)
+        except Exception:  # no browser here: the address is printed above
+            pass
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("deuteron serve: stopped", file=sys.stderr)
+    finally:
+        server.server_close()
+    return 0

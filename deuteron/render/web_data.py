@@ -1,0 +1,247 @@
+"""What the web UI is given: the files named on the command line (or objects from a notebook),
+read with the format readers, and every answer the page can ask for (``frontend/src/types.ts``).
+The server answers from here; ``--html`` and notebooks embed the same answers in one page.
+
+Nothing here touches the filesystem after :meth:`WebData.add`: requests name answers by path
+(``/api/...``), never files."""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..formats import FormatError, access_record, check_json, chrome_trace, explain_json, hatchet
+from ..formats.files import regular_file
+from ..model.finding import CheckReport
+from ..model.tree import Profile
+from .web_access import RecordView, empty_cells
+from .web_profile import DEFAULT_THRESHOLD, profile_data
+from .web_trace import trace_events, trace_ref
+
+KINDS = ("profile", "trace", "record", "check", "explain")
+JSON_TYPE = "application/json"
+PACKED_TYPE = "application/octet-stream"
+
+
+def sniff(path: str) -> str:
+    """Which kind of file this is, from its first bytes (the reader then checks all of it)."""
+    if not regular_file(path, "file"):
+        raise FormatError(f"{path}: the file is empty")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if head[:2] == b"PK":
+        return "record"
+    text = head.lstrip()
+    if text[:1] == b"[" or (text[:1] not in (b"{", b"[") and path.endswith((".hatchet", ".msgpack"))):
+        return "profile" if b'"ph"' not in head else "trace"
+    if b'"deuteron-check"' in head:
+        return "check"
+    if b'"deuteron-explain"' in head:
+        return "explain"
+    if b'"traceEvents"' in head or b'"ph"' in head:
+        return "trace"
+    if text[:1] != b"{":
+        return "profile"  # msgpack or damage: the profile reader says which
+    raise FormatError(
+        f"{path}: not a file deuteron serve shows (a profile, a Chrome trace, an access record, "
+        "a check or an explain report)"
+    )
+
+
+class WebData:
+    """The inputs of one page and its answers by request path."""
+
+    def __init__(self, title: str = "", threshold: float = DEFAULT_THRESHOLD) -> None:
+        self.title = title
+        self.threshold = threshold
+        self.profiles: list[dict[str, Any]] = []
+        self.traces: list[tuple[dict[str, Any], Callable[[], bytes]]] = []
+        self.records: list[RecordView] = []
+        self.checks: list[tuple[CheckReport, dict[str, Any]]] = []
+        self.explains: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self._pending_records: list[tuple[str, tuple[Any, Any, Any]]] = []
+        self.timings: dict[str, float] = {}
+
+    # --- inputs -------------------------------------------------------------------------------
+    def add_file(self, path: str, base: str | None = None) -> str:
+        """Read one file (FormatError, one line, if it is not one we show); returns its kind."""
+        started = time.perf_counter()
+        kind = sniff(path)
+        if kind == "profile":
+            self.add_profile(hatchet.read(path), path, hatchet.read(base) if base else None, base or "")
+        elif kind == "trace":
+            self.add_trace(chrome_trace.read_columns(path), path)
+        elif kind == "record":
+            self._pending_records.append((path, access_record.read(path)))
+        elif kind == "check":
+            self.add_check(check_json.read(path), path)
+        else:
+            self.add_explain(explain_json.read(path), path)
+        self.timings[path] = time.perf_counter() - started
+        return kind
+
+    def add_profile(
+        self, profile: Profile, source: str, base: Profile | None = None, base_source: str = ""
+    ) -> None:
+        self.profiles.append(profile_data(profile, source, base, base_source, self.threshold))
+        pruned = self.profiles[-1]["pruned_nodes"]
+        if pruned:
+            total = self.profiles[-1]["total_nodes"]
+            self.notes.append(
+                f"{os.path.basename(source)}: {pruned:,} of {total:,} nodes are below "
+                f"{self.threshold:.2%} of the total and are left out (--threshold 0 keeps all)"
+            )
+
+    def add_trace(self, columns: chrome_trace.TraceColumns, source: str) -> None:
+        url = f"/api/trace/{len(self.traces)}.bin"
+        ref, order = trace_ref(columns, source, url)
+        cached: list[bytes] = []
+
+        def events() -> bytes:
+            if not cached:
+                cached.append(trace_events(columns, order))
+            return cached[0]
+
+        self.traces.append((ref, events))
+
+    def add_check(self, report: CheckReport, source: str) -> None:
+        body = check_json.to_json(report)
+        self.checks.append(
+            (
+                report,
+                {
+                    "name": os.path.basename(source),
+                    "source": source,
+                    "findings": body["findings"],
+                    "launches": body["launches"],
+                    "programs": body["programs"],
+                    "summary": body["summary"],
+                },
+            )
+        )
+
+    def add_explain(self, document: dict[str, Any], source: str) -> None:
+        kernels = []
+        for k in document.get("kernels", []):
+            if isinstance(k, dict):
+                k = dict(k)
+                k.setdefault("source_text", None)
+                k.setdefault("stage_text", {})
+                kernels.append(k)
+        self.explains.append(
+            {
+                "name": os.path.basename(source),
+                "source": source,
+                "device": document.get("device"),
+                "errors": [str(e) for e in document.get("errors", [])],
+                "kernels": kernels,
+            }
+        )
+
+    def _records(self) -> list[RecordView]:
+        """Records see every check report given, wherever it came on the command line."""
+        for path, (header, accesses, offsets) in self._pending_records:
+            reports = [report for report, _ in self.checks]
+            self.records.append(RecordView(header, accesses, offsets, path, len(self.records), reports))
+        self._pending_records.clear()
+        return self.records
+
+    def empty(self) -> bool:
+        return not (
+            self.profiles
+            or self.traces
+            or self.records
+            or self._pending_records
+            or self.checks
+            or self.explains
+        )
+
+    # --- answers ------------------------------------------------------------------------------
+    def index(self) -> dict[str, Any]:
+        return {
+            "format": "deuteron-web",
+            "version": 1,
+            "title": self.title or self._default_title(),
+            "profiles": self.profiles,
+            "traces": [ref for ref, _ in self.traces],
+            "records": [r.ref() for r in self._records()],
+            "checks": [body for _, body in self.checks],
+            "explains": self.explains,
+            "notes": self.notes,
+        }
+
+    def _default_title(self) -> str:
+        self._records()
+        names = [p["name"] for p in self.profiles] + [r["name"] for r, _ in self.traces]
+        names += [r.source for r in self.records] + [b["name"] for _, b in self.checks]
+        names += [e["name"] for e in self.explains]
+        return ", ".join(os.path.basename(n) for n in names[:4]) or "deuteron"
+
+    def answer(self, path: str) -> tuple[str, Any] | None:
+        """(content type, JSON value or bytes) for a request path, None if there is no such answer."""
+        if path == "/api/index.json":
+            return JSON_TYPE, self.index()
+        parts = path.split("/")
+        try:
+            if path.startswith("/api/trace/") and len(parts) == 4 and parts[3].endswith(".bin"):
+                n = int(parts[3][:-4])
+                return PACKED_TYPE, self.traces[n][1]() if 0 <= n < len(self.traces) else None
+            if path.startswith("/api/access/") and len(parts) in (5, 7):
+                record = self._records()[int(parts[3])]
+                if len(parts) == 5 and parts[4].endswith(".json"):
+                    return JSON_TYPE, record.launch(int(parts[4][:-5]))[0]
+                if len(parts) == 7 and parts[6].endswith(".bin"):
+                    cells = record.launch(int(parts[4]))[1]
+                    key = (int(parts[5]), int(parts[6][:-4]))
+                    return PACKED_TYPE, cells.get(key) or empty_cells()
+        except (ValueError, IndexError):
+            return None
+        return None
+
+    def warm(self) -> None:
+        """Compute every launch's answers ahead of the first click (the server runs this in the
+        background: a launch of 16 million element accesses takes about a second)."""
+        for record in self._records():
+            for launch in range(len(record.header["launches"])):
+                record.launch(launch)
+        for _ref, events in self.traces:
+            events()
+
+    def embedded(self, max_cell_bytes: int = 64 << 20) -> dict[str, Any]:
+        """Every answer, for a page with no server: packed answers in base64. Access cells past
+        ``max_cell_bytes`` are left out (their slice shows how to see them)."""
+        index = self.index()
+        out: dict[str, Any] = {"/api/index.json": index}
+        for _n, (ref, events) in enumerate(self.traces):
+            out[ref["events"]] = base64.b64encode(events()).decode()
+        budget = max_cell_bytes
+        left_out = 0
+        for record in self._records():
+            for launch in range(len(record.header["launches"])):
+                data, cells = record.launch(launch)
+                data = dict(
+                    data, tensors=[dict(t, slice_urls=list(t["slice_urls"])) for t in data["tensors"]]
+                )
+                for t, tensor in enumerate(data["tensors"]):
+                    for s, url in enumerate(tensor["slice_urls"]):
+                        blob = cells.get((t, s)) or empty_cells()
+                        if len(blob) > budget:
+                            tensor["slice_urls"][s] = None
+                            left_out += 1
+                            continue
+                        budget -= len(blob)
+                        out[url] = base64.b64encode(blob).decode()
+                out[record.launch_url(launch)] = data
+        if left_out:
+            index["notes"] = index["notes"] + [
+                f"{left_out:,} tensor slices are too large for one file and are left out; "
+                "open the record with deuteron serve to see them"
+            ]
+        return out

@@ -1,0 +1,1 @@
+"""The local web server of ``deuteron serve`` and the built UI bundle (``static/``)."""

@@ -1,0 +1,104 @@
+// Small DOM and number-formatting helpers shared by the views (no UI framework: the views draw
+// their large parts on canvas and build the rest with these).
+
+type Attrs = Record<string, string | number | boolean | null | undefined | EventListener>;
+
+/** An element with attributes (on* keys become listeners; data-* and others set as attributes). */
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Attrs = {},
+  ...children: (Node | string | null | undefined | false)[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on") && typeof value === "function") {
+      el.addEventListener(key.slice(2), value as EventListener);
+    } else if (key === "class") {
+      el.className = String(value);
+    } else {
+      el.setAttribute(key, value === true ? "" : String(value));
+    }
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child);
+  }
+  return el;
+}
+
+/** A number for people: 3 significant digits, thousands separated, SI suffixes for large counts. */
+export function fmt(value: number | null | undefined): string {
+  if (value === null || value === undefined || Number.isNaN(value)) return "–";
+  if (!Number.isFinite(value)) return value > 0 ? "∞" : "-∞";
+  const abs = Math.abs(value);
+  if (abs === 0) return "0";
+  if (Number.isInteger(value) && abs < 1e6) return value.toLocaleString("en-US");
+  if (abs >= 1e6) {
+    const units = ["", "k", "M", "G", "T", "P"];
+    let i = 0;
+    let v = value;
+    while (Math.abs(v) >= 1000 && i < units.length - 1) {
+      v /= 1000;
+      i++;
+    }
+    return `${v.toPrecision(3)}${units[i]}`;
+  }
+  if (abs >= 100) return value.toFixed(1);
+  if (abs >= 1) return value.toPrecision(3);
+  if (abs >= 1e-3) return value.toPrecision(3);
+  return value.toExponential(2);
+}
+
+/** Nanoseconds as a duration with a unit. */
+export function fmtNs(ns: number): string {
+  const abs = Math.abs(ns);
+  if (abs >= 1e9) return `${(ns / 1e9).toPrecision(3)} s`;
+  if (abs >= 1e6) return `${(ns / 1e6).toPrecision(3)} ms`;
+  if (abs >= 1e3) return `${(ns / 1e3).toPrecision(3)} µs`;
+  return `${Math.round(ns)} ns`;
+}
+
+/** A stable colour for a name (flame graphs, lanes): hue from a string hash. */
+export function colourOf(text: string, saturation = 55, lightness = 62): string {
+  let hash = 2166136261;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 16777619);
+  }
+  const hue = ((hash >>> 0) % 360 + 360) % 360;
+  return `hsl(${hue} ${saturation}% ${lightness}%)`;
+}
+
+/** A canvas sized to its box at the screen's pixel ratio; returns its 2-D context. */
+export function fitCanvas(canvas: HTMLCanvasElement, width: number, height: number): CanvasRenderingContext2D {
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.max(1, Math.round(width * ratio));
+  canvas.height = Math.max(1, Math.round(height * ratio));
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  const ctx = canvas.getContext("2d");
+  if (!ctx) throw new Error("no 2-D canvas");
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  return ctx;
+}
+
+/** A <select> of labels; calls back with the chosen index. */
+export function picker(labels: string[], chosen: number, onPick: (i: number) => void, attrs: Attrs = {}): HTMLSelectElement {
+  const select = h("select", attrs);
+  labels.forEach((label, i) => select.append(h("option", { value: i, selected: i === chosen }, label)));
+  select.addEventListener("change", () => onPick(Number(select.value)));
+  return select;
+}
+
+/** Source text as numbered lines; `mark` lines get the class "hl". Returns the <pre>. */
+export function codeBlock(text: string, first = 1, attrs: Attrs = {}): HTMLPreElement {
+  const pre = h("pre", { class: "code", ...attrs });
+  const lines = text.split("\n");
+  if (lines.length && lines[lines.length - 1] === "") lines.pop();
+  lines.forEach((line, i) => {
+    const n = first + i;
+    pre.append(h("span", { class: "ln", "data-line": n }, h("i", {}, String(n)), line, "\n"));
+  });
+  return pre;
+}

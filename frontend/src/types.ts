@@ -1,0 +1,201 @@
+// The data the Python side hands the page (format "deuteron-web" version 1). The server answers
+// these paths; a `--html` page carries the same answers inside itself (see data.ts). The Python
+// that builds them is deuteron/render/web_*.py: change both together.
+
+/** `/api/index.json`: everything small, and the list of what can be fetched. */
+export interface Index {
+  format: "deuteron-web";
+  version: 1;
+  title: string;
+  profiles: ProfileData[];
+  traces: TraceRef[];
+  records: RecordRef[];
+  checks: CheckData[];
+  explains: ExplainData[];
+  /** One-line notes for the user (e.g. "the tree was pruned"). */
+  notes: string[];
+}
+
+/** A calling-context tree, flattened: node 0 is ROOT; parents come before their children. */
+export interface ProfileData {
+  name: string; // the file's name
+  source: string; // the path given on the command line
+  metadata: Record<string, unknown>;
+  /** Column labels exactly as `deuteron view` derives them, e.g. "time/ms", "time/%", "tflop/s". */
+  columns: string[];
+  /** The column the flame graph's widths follow (index into columns). */
+  primary: number;
+  parent: number[]; // -1 for ROOT
+  name_id: number[]; // index into names
+  type_id: number[]; // index into types ("function", "kernel", "state", ...)
+  names: string[];
+  types: string[];
+  /** values[column][node]: inclusive values, null where a column cannot be computed at a node. */
+  values: (number | null)[][];
+  /** Present for a diff (`--base`): the base profile's values of the same columns and nodes, null
+   * where the node is not in the base. Nodes only in the base are in the tree with values null. */
+  base?: { source: string; values: (number | null)[][] };
+  /** Nodes in the file, and how many were left out (below `threshold` of ROOT's primary value). */
+  total_nodes: number;
+  pruned_nodes: number;
+  threshold: number;
+}
+
+/** A Chrome/Perfetto trace; its events are fetched from `events` (a packed binary, see Packed). */
+export interface TraceRef {
+  name: string;
+  source: string;
+  /** Lanes in display order: a thread or a GPU stream. */
+  lanes: { id: number; name: string; kind: "thread" | "stream" }[];
+  names: string[]; // event names (index: the `name` column)
+  cats: string[]; // categories (index: the `cat` column)
+  count: number; // events
+  flows: number; // launch -> kernel arrows
+  start_ns: number; // earliest start
+  end_ns: number; // latest end
+  /** Packed: start (f64 ns), dur (f64 ns), name (u32), lane (u16, index into lanes), cat (u8),
+   * depth (u8, nesting level within the lane); flow_from_lane, flow_to_lane (u16),
+   * flow_from_ns, flow_to_ns (f64). Events sorted by start. */
+  events: string;
+}
+
+/** An access record (`deuteron check --record`): its launches; each launch is fetched on demand. */
+export interface RecordRef {
+  name: string;
+  source: string;
+  dropped_lanes: number;
+  limit: number;
+  launches: {
+    index: number;
+    kernel: string;
+    grid: [number, number, number];
+    programs: number;
+    accesses: number; // rows
+    lanes: number; // recorded element accesses
+    tensors: string[];
+    /** `/api/access/R/L.json`, a LaunchData. */
+    url: string;
+  }[];
+}
+
+export interface Site {
+  file: string;
+  line: number;
+  function: string;
+}
+
+/** One launch's tensors, as grids binned to at most a screen's resolution on the server. */
+export interface LaunchData {
+  index: number;
+  kernel: string;
+  file: string;
+  grid: [number, number, number];
+  /** programs[p] = [x, y, z]: program p in run order (the `program` column of the tensors). */
+  programs: [number, number, number][];
+  sites: Site[];
+  /** Kernel source files by path: the lines the sites point to. */
+  sources: Record<string, string>;
+  tensors: TensorView[];
+}
+
+/** A tensor drawn as a grid of its last two dims; leading dims are picked by `slice`. */
+export interface TensorView {
+  name: string;
+  shape: number[];
+  dtype: string;
+  rows: number; // size of the second-to-last dim (1 for a 1-D tensor)
+  cols: number; // size of the last dim
+  /** Leading dims (shape without the last two); their row-major combinations are the slices. */
+  lead: number[];
+  slices: number;
+  /** Bins: the grid is bin_rows × bin_cols cells, each row_step × col_step elements. */
+  bin_rows: number;
+  bin_cols: number;
+  row_step: number;
+  col_step: number;
+  /** Element accesses that reached this tensor's storage but fell outside its view. */
+  outside: number;
+  /** Findings of the check report(s) on this kernel and tensor. bin: [row, col] or null. */
+  findings: {
+    kind: string;
+    severity: string;
+    message: string;
+    line: number | null;
+    program: [number, number, number] | null;
+    index: number[] | null;
+    slice: number | null;
+    bin: [number, number] | null;
+  }[];
+  /** slice_urls[s]: the packed cells of slice s, or null when this page does not carry it. */
+  slice_urls: (string | null)[];
+}
+
+/** Packed cells of one tensor slice: one entry per (program, bin, kind, site):
+ * program (u32, index into LaunchData.programs), bin (u32, row * bin_cols + col),
+ * kind (u8: 0 load, 1 store, 2 atomic), site (i32, index into sites, -1 unknown),
+ * lanes (u32, element accesses it stands for). */
+export type AccessCells = {
+  program: Uint32Array;
+  bin: Uint32Array;
+  kind: Uint8Array;
+  site: Int32Array;
+  lanes: Uint32Array;
+};
+
+export interface CheckFinding {
+  kind: string;
+  severity: string;
+  kernel: string;
+  file: string;
+  line: number | null;
+  column: number | null;
+  program: [number, number, number] | null;
+  tensor: string | null;
+  index: number[] | null;
+  message: string;
+  programs: number;
+  launches: number;
+}
+
+export interface CheckData {
+  name: string;
+  source: string;
+  findings: CheckFinding[];
+  launches: number;
+  programs: number;
+  summary: Record<string, number>;
+}
+
+/** `deuteron explain --json`, one document. */
+export interface ExplainData {
+  name: string;
+  source: string;
+  device: string | null;
+  errors: string[];
+  kernels: ExplainKernel[];
+}
+
+export interface ExplainKernel {
+  name: string;
+  target: string;
+  file: string;
+  line: number; // the kernel's first source line
+  num_warps: number | null;
+  num_stages: number | null;
+  num_ctas: number | null;
+  args: string[];
+  launches: number;
+  grids: number[][];
+  registers: number | null;
+  spills: number | null;
+  shared_bytes: number | null;
+  occupancy: Record<string, unknown> | null;
+  /** SASS instruction mix: a count per class, or per class a count per instruction. */
+  sass: Record<string, number | Record<string, number>> | null;
+  findings: { kind: string; line: number | null; message: string; severity: string }[];
+  profile?: Record<string, unknown>;
+  /** The kernel's source file, whole (null when it could not be read at explain time). */
+  source_text: string | null;
+  /** Each stage's lines and, per line, the source line it came from (null: no location). */
+  stage_text: Record<string, { lines: string[]; src: (number | null)[] }>;
+}

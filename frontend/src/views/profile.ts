@@ -1,0 +1,107 @@
+// The Profile view: toolbar (profile, width column, regex filter, depth limit), metadata card, the
+// icicle graph and the tree table below it. The two stay in step: a rectangle clicked selects its
+// row, a row clicked outlines its rectangle.
+import "./profile.css";
+import { fmt, h, picker } from "../dom";
+import type { Index, ProfileData } from "../types";
+import { Flame } from "./profile_flame";
+import { buildModel, matchNodes, withAncestors } from "./profile_model";
+import { TreeTable } from "./profile_table";
+
+export function mountProfile(root: HTMLElement, index: Index): void {
+  const slot = h("div", { class: "profile-slot" });
+  const profiles = index.profiles;
+  const show = (k: number): void => {
+    slot.replaceChildren();
+    showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null);
+  };
+  root.append(slot);
+  show(0);
+}
+
+function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSelectElement | null): void {
+  const m = buildModel(data);
+  const table = new TreeTable(m, { onPick: (i) => flame.highlight(i) });
+  const flame: Flame = new Flame(m, { onPick: (i) => table.select(i) });
+
+  const error = h("span", { class: "filter-error", role: "alert", hidden: true });
+  const filter = h("input", { type: "search", name: "filter", placeholder: "regex filter", spellcheck: "false", "aria-label": "filter by name (regex)" });
+  const depth = h("input", { type: "number", name: "depth", min: 0, max: m.maxDepth, placeholder: String(m.maxDepth), title: "depth limit" });
+  depth.style.width = "6ch";
+  const reset = h("button", { type: "button", name: "reset-zoom", onclick: () => flame.resetZoom() }, "reset zoom");
+  const columnPicker = picker(data.columns, data.primary, (c) => flame.setColumn(c), { name: "column", title: "flame width" });
+
+  let filterTimer = 0;
+  const applyFilter = (): void => {
+    const text = filter.value.trim();
+    if (!text) {
+      error.hidden = true;
+      flame.setMatch(null);
+      table.setFilter(null, null);
+      root.dataset.matches = "";
+      return;
+    }
+    let match: Uint8Array;
+    try {
+      match = matchNodes(m, text);
+    } catch (e) {
+      // A half-typed pattern is normal while typing: say so, keep the last good view.
+      error.textContent = e instanceof Error ? e.message.replace(/^Invalid regular expression: /, "") : "bad pattern";
+      error.hidden = false;
+      return;
+    }
+    error.hidden = true;
+    flame.setMatch(match);
+    table.setFilter(match, withAncestors(m, match));
+    root.dataset.matches = String(match.reduce((a, b) => a + b, 0));
+  };
+  filter.addEventListener("input", () => {
+    clearTimeout(filterTimer);
+    filterTimer = window.setTimeout(applyFilter, 120); // don't rescan 100k nodes on every key
+  });
+  depth.addEventListener("input", () => {
+    const v = depth.value === "" ? Infinity : Math.max(0, Math.floor(Number(depth.value)));
+    const limit = Number.isFinite(v) ? v : Infinity;
+    flame.setDepthLimit(limit);
+    table.setDepthLimit(limit);
+  });
+
+  const toolbar = h(
+    "div",
+    { class: "toolbar" },
+    profilePicker && h("label", {}, "profile ", profilePicker),
+    h("label", {}, "width ", columnPicker),
+    h("label", {}, "filter ", filter),
+    error,
+    h("label", {}, "depth ≤ ", depth),
+    reset,
+    data.base ? h("span", { class: "legend" }, h("i", { class: "slow" }), "slower ", h("i", { class: "fast" }), "faster than ", h("code", {}, data.base.source)) : null,
+  );
+  root.append(toolbar, metaCard(data), h("div", { class: "profile-flame card" }, flame.el), table.el);
+  flame.draw(); // first paint now, not a frame later
+  table.render();
+}
+
+function metaCard(data: ProfileData): HTMLElement {
+  const dl = h("dl", { class: "meta" });
+  const add = (key: string, value: unknown): void => {
+    if (value === null || value === undefined || value === "") return;
+    dl.append(h("dt", {}, key), h("dd", {}, typeof value === "object" ? JSON.stringify(value) : String(value)));
+  };
+  add("source", data.source);
+  if (data.base) add("base", data.base.source);
+  for (const [key, value] of Object.entries(data.metadata)) add(key, value);
+  const nodes = data.parent.length;
+  add("nodes", fmt(nodes));
+  const card = h("details", { class: "card profile-meta", open: true }, h("summary", {}, data.name), dl);
+  if (data.pruned_nodes > 0) {
+    card.append(
+      h(
+        "div",
+        { class: "pruned", "data-pruned": data.pruned_nodes },
+        `${fmt(data.total_nodes - data.pruned_nodes)} of ${fmt(data.total_nodes)} nodes shown (below ${fmt(data.threshold * 100)}% left out)`,
+      ),
+    );
+  }
+  return card;
+}

@@ -1,0 +1,264 @@
+// The icicle graph: ROOT on top, children below, widths from one column's inclusive values, drawn
+// on one canvas. Layout is a single pass over typed arrays; drawing walks only the nodes at least
+// half a pixel wide, so a 100 000-node tree costs what is visible, not what is in the file.
+import { colourOf, fitCanvas, fmt, h } from "../dom";
+import { byDesc, isUnder, nameOf, sortedKids, typeOf, type ProfileModel } from "./profile_model";
+
+const ROW = 18; // px per depth level
+const MIN_PX = 0.5; // narrower rectangles are culled (counted, not drawn)
+
+export interface FlameOptions {
+  /** A node was clicked (ROOT included): the view selects its table row. */
+  onPick: (node: number) => void;
+}
+
+export class Flame {
+  readonly el: HTMLElement;
+  readonly canvas: HTMLCanvasElement;
+  private tip: HTMLDivElement;
+  private column: number;
+  private width = new Float64Array(0); // the width column, NaN/negatives as 0
+  private x0 = new Float64Array(0); // left edge in value units (ROOT starts at 0)
+  private zoom = 0;
+  private depthLimit = Infinity;
+  private match: Uint8Array | null = null;
+  private selected = -1;
+  // The last frame's rectangles, for hit testing: node, left px, width px.
+  private drawnNode = new Int32Array(0);
+  private drawnX = new Float64Array(0);
+  private drawnW = new Float64Array(0);
+  private drawnCount = 0;
+  private nameColour: (string | undefined)[] = [];
+  private frame = 0;
+
+  constructor(private m: ProfileModel, private opts: FlameOptions) {
+    this.column = m.data.primary;
+    this.canvas = h("canvas", { class: "flame-canvas", "data-zoom": "ROOT", "data-drawn": 0 });
+    this.tip = h("div", { class: "tip", hidden: true });
+    this.el = h("div", { class: "flame-box" }, this.canvas, this.tip);
+    this.canvas.addEventListener("mousemove", (e) => this.hover(e));
+    this.canvas.addEventListener("mouseleave", () => this.unhover());
+    this.canvas.addEventListener("click", (e) => this.click(e));
+    new ResizeObserver(() => this.schedule()).observe(this.el);
+    this.layout();
+  }
+
+  setColumn(column: number): void {
+    this.column = column;
+    this.layout();
+    this.schedule();
+  }
+
+  setDepthLimit(limit: number): void {
+    this.depthLimit = limit;
+    this.schedule();
+  }
+
+  /** Nodes to keep in colour (a regex filter); others are drawn grey. null: all. */
+  setMatch(match: Uint8Array | null): void {
+    this.match = match;
+    this.schedule();
+  }
+
+  zoomTo(node: number): void {
+    this.zoom = node;
+    this.canvas.dataset.zoom = nameOf(this.m, node);
+    this.schedule();
+  }
+
+  resetZoom(): void {
+    this.zoomTo(0);
+  }
+
+  /** Outline a node (a table row was clicked); zoom out or in when it would not be visible. */
+  highlight(node: number): void {
+    this.selected = node;
+    if (!isUnder(this.m, node, this.zoom)) this.zoom = 0;
+    if (this.width[node] > 0 && this.width[node] * this.scale() < 2) this.zoom = node;
+    this.zoomTo(this.zoom);
+  }
+
+  /** Positions: children packed left to right by value, largest first, from the parent's left. */
+  private layout(): void {
+    const m = this.m;
+    const src = m.vals[this.column];
+    // A node without a value (ROOT often has none) is as wide as its children together.
+    const w = new Float64Array(m.n);
+    const sum = new Float64Array(m.n);
+    for (let i = m.n - 1; i >= 0; i--) {
+      w[i] = Number.isNaN(src[i]) ? sum[i] : Math.max(0, src[i]);
+      if (i > 0) sum[m.parent[i]] += w[i];
+    }
+    const kids = sortedKids(m, byDesc(w));
+    const x0 = new Float64Array(m.n);
+    for (let i = 0; i < m.n; i++) {
+      let x = x0[i];
+      for (let k = m.kidStart[i]; k < m.kidStart[i + 1]; k++) {
+        const c = kids[k];
+        x0[c] = x;
+        x += w[c];
+      }
+    }
+    this.width = w;
+    this.x0 = x0;
+    this.canvas.dataset.column = m.data.columns[this.column];
+  }
+
+  private scale(): number {
+    const full = this.width[this.zoom];
+    return full > 0 ? this.el.clientWidth / full : 0;
+  }
+
+  private schedule(): void {
+    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.draw()));
+  }
+
+  /** Draw now (also used by the first paint so it is not a frame late). */
+  draw(): void {
+    const m = this.m;
+    const cssWidth = Math.max(100, this.el.clientWidth);
+    const scale = this.width[this.zoom] > 0 ? cssWidth / this.width[this.zoom] : 0;
+    const left = this.x0[this.zoom];
+    // Gather first: the canvas height depends on the deepest drawn row.
+    const nodes: number[] = [];
+    const xs: number[] = [];
+    const ws: number[] = [];
+    let culled = 0;
+    let deepest = 0;
+    for (let a = m.parent[this.zoom]; a >= 0; a = m.parent[a]) {
+      nodes.push(a), xs.push(0), ws.push(cssWidth); // ancestors of the zoomed node: full width
+    }
+    const stack = [this.zoom];
+    while (stack.length) {
+      const i = stack.pop()!;
+      const pw = this.width[i] * scale;
+      if (pw < MIN_PX || m.depth[i] > this.depthLimit) {
+        culled += m.subtree[i];
+        continue;
+      }
+      nodes.push(i), xs.push((this.x0[i] - left) * scale), ws.push(pw);
+      if (m.depth[i] > deepest) deepest = m.depth[i];
+      for (let k = m.kidStart[i]; k < m.kidStart[i + 1]; k++) stack.push(m.kids[k]);
+    }
+    const ctx = fitCanvas(this.canvas, cssWidth, (deepest + 1) * ROW + 1);
+    this.paint(ctx, nodes, xs, ws);
+    this.drawnNode = Int32Array.from(nodes);
+    this.drawnX = Float64Array.from(xs);
+    this.drawnW = Float64Array.from(ws);
+    this.drawnCount = nodes.length;
+    this.canvas.dataset.drawn = String(nodes.length);
+    this.canvas.dataset.culled = String(culled);
+  }
+
+  private paint(ctx: CanvasRenderingContext2D, nodes: number[], xs: number[], ws: number[]): void {
+    const m = this.m;
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    const charW = ctx.measureText("abcdefghijklmnopqrstuvwxyz_0123456789").width / 37;
+    for (let k = 0; k < nodes.length; k++) {
+      const i = nodes[k];
+      const y = m.depth[i] * ROW;
+      const x = xs[k];
+      const w = ws[k];
+      const ancestor = m.depth[i] < m.depth[this.zoom];
+      ctx.fillStyle = ancestor ? "#e9e9ee" : this.fill(i);
+      // A 1 px gap between neighbours (when there is room) keeps boundaries readable.
+      ctx.fillRect(x, y, w > 2 ? w - 1 : w, ROW - 1);
+      if (i === this.selected) {
+        ctx.strokeStyle = "#111";
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x + 1, y + 1, Math.max(1, w - 3), ROW - 3);
+      }
+      if (w > charW * 3 + 6) {
+        const name = nameOf(m, i);
+        const room = Math.floor((w - 6) / charW);
+        const label = name.length <= room ? name : name.slice(0, Math.max(1, room - 1)) + "…";
+        const dim = this.match !== null && !this.match[i];
+        ctx.fillStyle = dim ? "#8a8a92" : "#1d1d1f";
+        ctx.fillText(label, x + 3, y + ROW / 2);
+      }
+    }
+  }
+
+  private fill(i: number): string {
+    const m = this.m;
+    if (this.match !== null && !this.match[i]) return "#e4e4e8";
+    if (m.base) return diffColour(this.width[i], m.base[this.column][i]);
+    const id = m.data.name_id[i];
+    return (this.nameColour[id] ??= colourOf(m.data.names[id]));
+  }
+
+  private hit(e: MouseEvent): number {
+    const r = this.canvas.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const row = Math.floor((e.clientY - r.top) / ROW);
+    for (let k = 0; k < this.drawnCount; k++) {
+      const i = this.drawnNode[k];
+      if (this.m.depth[i] === row && x >= this.drawnX[k] && x < this.drawnX[k] + Math.max(1, this.drawnW[k])) return i;
+    }
+    return -1;
+  }
+
+  private hover(e: MouseEvent): void {
+    const i = this.hit(e);
+    if (i < 0) return this.unhover();
+    this.canvas.dataset.hover = nameOf(this.m, i);
+    this.canvas.style.cursor = "pointer";
+    this.tip.textContent = this.describe(i);
+    this.tip.hidden = false;
+    const x = Math.min(e.clientX + 14, window.innerWidth - this.tip.offsetWidth - 8);
+    const y = e.clientY + 16 + this.tip.offsetHeight > window.innerHeight ? e.clientY - this.tip.offsetHeight - 8 : e.clientY + 16;
+    this.tip.style.left = `${Math.max(4, x)}px`;
+    this.tip.style.top = `${Math.max(4, y)}px`;
+  }
+
+  private unhover(): void {
+    this.tip.hidden = true;
+    this.canvas.style.cursor = "";
+    delete this.canvas.dataset.hover;
+  }
+
+  private describe(i: number): string {
+    const m = this.m;
+    const lines = [nameOf(m, i), `type: ${typeOf(m, i)}`];
+    m.data.columns.forEach((label, c) => {
+      let line = `${label}: ${fmt(nanToNull(m.vals[c][i]))}`;
+      if (m.base) {
+        const b = m.base[c][i];
+        const a = m.vals[c][i];
+        line += `   base ${fmt(nanToNull(b))}`;
+        if (Number.isNaN(b) && !Number.isNaN(a)) line += "  (added)";
+        else if (b > 0 && !Number.isNaN(a)) line += `  ×${fmt(a / b)}`;
+      }
+      lines.push(line);
+    });
+    return lines.join("\n");
+  }
+
+  private click(e: MouseEvent): void {
+    const i = this.hit(e);
+    if (i < 0) return;
+    this.unhover(); // the rectangle under the pointer is about to move
+    this.selected = i;
+    // ROOT, or the zoomed node itself, un-zooms; an ancestor bar zooms out to it.
+    this.zoomTo(i === this.zoom ? 0 : i);
+    this.opts.onPick(i);
+  }
+}
+
+function nanToNull(v: number): number | null {
+  return Number.isNaN(v) ? null : v;
+}
+
+/** Red for slower (ratio > 1), green for faster; intensity from |log ratio| (×4 saturates). */
+export function diffColour(now: number, base: number): string {
+  if (!(base > 0)) return now > 0 ? "hsl(350 80% 58%)" : "hsl(0 0% 86%)"; // added: red
+  const ratio = now / base;
+  if (!(ratio > 0)) return "hsl(130 55% 55%)"; // gone to zero: fully faster
+  const t = Math.min(1, Math.abs(Math.log(ratio)) / Math.log(4));
+  if (t < 0.02) return "hsl(0 0% 86%)";
+  const hue = ratio > 1 ? 350 : 130;
+  const sat = Math.round(25 + 55 * t);
+  const light = Math.round(88 - 30 * t);
+  return `hsl(${hue} ${sat}% ${light}%)`;
+}

@@ -1,0 +1,212 @@
+// The tree table, virtualized: the visible rows are a list of node ids (the expanded tree,
+// flattened), and only the rows inside the scroll box's window are in the DOM. Rows have a fixed
+// height so the row under any scroll offset is a division away.
+import { fmt, h } from "../dom";
+import { byAsc, byDesc, nameOf, typeOf, type ProfileModel } from "./profile_model";
+
+const ROW = 22; // px, must match profile.css (.ptable tr)
+const OVERSCAN = 8;
+
+export interface TableOptions {
+  /** A row's name was clicked: the view highlights the node in the flame graph. */
+  onPick: (node: number) => void;
+}
+
+/** A sortable column: its header and its per-node key (null: the name, sorted as text). */
+interface Column {
+  label: string;
+  key: Float64Array | null;
+  cls: string;
+}
+
+export class TreeTable {
+  readonly el: HTMLElement;
+  private body: HTMLTableSectionElement;
+  private head: HTMLTableRowElement;
+  private columns: Column[];
+  private expanded: Uint8Array;
+  private saved: Uint8Array | null = null; // expansion before the filter
+  private match: Uint8Array | null = null; // filter: rows whose name matches
+  private keep: Uint8Array | null = null; // filter: matches plus their ancestors
+  private depthLimit = Infinity;
+  private sortBy: number; // index into columns
+  private desc = true;
+  private sorted = new Map<number, Int32Array>(); // node -> its children in the current order
+  private rows = new Int32Array(0); // visible node ids, in display order
+  private selected = -1;
+  private frame = 0;
+
+  constructor(private m: ProfileModel, private opts: TableOptions) {
+    const d = m.data;
+    this.columns = [{ label: "name", key: null, cls: "name" }];
+    d.columns.forEach((label, c) => this.columns.push({ label, key: m.vals[c], cls: "num" }));
+    if (m.base && m.ratio) {
+      this.columns.push({ label: `base ${d.columns[d.primary]}`, key: m.base[d.primary], cls: "num base" });
+      this.columns.push({ label: "ratio", key: m.ratio, cls: "num ratio" });
+    }
+    this.sortBy = 1 + d.primary;
+    this.expanded = new Uint8Array(m.n);
+    for (let i = 0; i < m.n; i++) if (m.depth[i] < 2) this.expanded[i] = 1; // ROOT + 2 levels shown
+    this.head = h("tr");
+    const colgroup = h("colgroup", {}, ...this.columns.map((c) => h("col", { class: c.cls === "name" ? "c-name" : c.cls === "num base" ? "c-base" : "c-num" })));
+    this.body = h("tbody");
+    const table = h("table", { class: "grid ptable" }, colgroup, h("thead", {}, this.head), this.body);
+    table.style.minWidth = `${320 + 110 * (this.columns.length - 1)}px`;
+    this.el = h("div", { class: "ptable-box", tabindex: 0 }, table);
+    this.el.addEventListener("scroll", () => this.schedule());
+    this.body.addEventListener("click", (e) => this.click(e));
+    this.head.addEventListener("click", (e) => this.sortClick(e));
+    new ResizeObserver(() => this.schedule()).observe(this.el);
+    this.renderHead();
+    this.rebuild();
+  }
+
+  /** Show matching rows and their ancestors (the ancestors greyed); null: everything. */
+  setFilter(match: Uint8Array | null, keep: Uint8Array | null): void {
+    // Filtering opens the matches' ancestors; clearing it brings back the rows open before.
+    if (keep && !this.keep) this.saved = this.expanded.slice();
+    if (!keep && this.saved) {
+      this.expanded = this.saved;
+      this.saved = null;
+    }
+    this.match = match;
+    this.keep = keep;
+    if (keep) for (let i = 1; i < this.m.n; i++) if (keep[i]) this.expanded[this.m.parent[i]] = 1;
+    this.rebuild();
+  }
+
+  setDepthLimit(limit: number): void {
+    this.depthLimit = limit;
+    this.rebuild();
+  }
+
+  /** Select a node's row: open its ancestors, scroll it into view, mark it. */
+  select(node: number): void {
+    this.selected = node;
+    for (let a = this.m.parent[node]; a >= 0; a = this.m.parent[a]) this.expanded[a] = 1;
+    this.rebuild();
+    const at = this.rows.indexOf(node);
+    if (at >= 0) {
+      const top = at * ROW;
+      const view = this.el.clientHeight - ROW * 2; // leave room for the sticky header
+      if (top < this.el.scrollTop || top > this.el.scrollTop + view) this.el.scrollTop = Math.max(0, top - view / 2);
+    }
+    this.render();
+  }
+
+  private kidsOf(i: number): Int32Array {
+    let out = this.sorted.get(i);
+    if (!out) {
+      out = this.m.kids.slice(this.m.kidStart[i], this.m.kidStart[i + 1]);
+      const key = this.columns[this.sortBy].key;
+      if (key) out.sort(this.desc ? byDesc(key) : byAsc(key));
+      else {
+        const names = out.length > 1 ? Array.from(out, (k) => nameOf(this.m, k)) : [];
+        const order = Array.from(out.keys()).sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b) * (this.desc ? -1 : 1));
+        out = Int32Array.from(order, (k) => out![k]);
+      }
+      this.sorted.set(i, out);
+    }
+    return out;
+  }
+
+  /** Flatten the expanded (and filtered, depth-limited) tree into `rows`. */
+  private rebuild(): void {
+    const m = this.m;
+    const out = new Int32Array(m.n);
+    let count = 0;
+    const stack = [0];
+    while (stack.length) {
+      const i = stack.pop()!;
+      if (this.keep && !this.keep[i]) continue;
+      out[count++] = i;
+      if (!this.expanded[i] || m.depth[i] >= this.depthLimit) continue;
+      const kids = this.kidsOf(i);
+      for (let k = kids.length - 1; k >= 0; k--) stack.push(kids[k]);
+    }
+    this.rows = out.subarray(0, count);
+    this.el.dataset.rows = String(count);
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.render()));
+  }
+
+  /** Put the rows in the scroll window (plus a margin) into the DOM, spacers around them. */
+  render(): void {
+    const total = this.rows.length;
+    const first = Math.max(0, Math.floor(this.el.scrollTop / ROW) - OVERSCAN);
+    const last = Math.min(total, Math.ceil((this.el.scrollTop + Math.max(this.el.clientHeight, 400)) / ROW) + OVERSCAN);
+    const parts: Node[] = [spacer(first * ROW, this.columns.length)];
+    for (let r = first; r < last; r++) parts.push(this.row(this.rows[r]));
+    parts.push(spacer((total - last) * ROW, this.columns.length));
+    this.body.replaceChildren(...parts);
+  }
+
+  private row(i: number): HTMLTableRowElement {
+    const m = this.m;
+    const name = nameOf(m, i);
+    const hasKids = m.kidStart[i + 1] > m.kidStart[i] && m.depth[i] < this.depthLimit;
+    const toggle = h("span", { class: "tog", "data-toggle": hasKids ? 1 : null }, hasKids ? (this.expanded[i] ? "▾" : "▸") : "");
+    const label = h("span", { class: "nm", title: `${name} (${typeOf(m, i)})` }, name);
+    const nameCell = h("td", { class: "name" }, toggle, label);
+    nameCell.style.paddingLeft = `${4 + m.depth[i] * 12}px`;
+    const cls = [i === this.selected ? "sel" : "", m.removed[i] ? "removed" : "", this.match && !this.match[i] ? "anc" : ""];
+    const tr = h("tr", { "data-node": i, "data-name": name, class: cls.filter(Boolean).join(" ") || null }, nameCell);
+    for (let c = 1; c < this.columns.length; c++) {
+      const v = this.columns[c].key![i];
+      tr.append(h("td", { class: this.columns[c].cls }, this.columns[c].label === "ratio" ? fmtRatio(v) : fmt(Number.isNaN(v) ? null : v)));
+    }
+    if (m.removed[i]) tr.title = "removed: only in the base profile";
+    return tr;
+  }
+
+  private renderHead(): void {
+    this.head.replaceChildren(
+      ...this.columns.map((c, k) => {
+        const mark = k === this.sortBy ? (this.desc ? " ▼" : " ▲") : "";
+        return h("th", { class: c.cls, "data-col": k, title: "sort siblings" }, c.label + mark);
+      }),
+    );
+  }
+
+  private sortClick(e: Event): void {
+    const th = (e.target as HTMLElement).closest("th");
+    if (!th) return;
+    const k = Number(th.dataset.col);
+    // First click: descending (biggest first); again: ascending. Blanks stay last either way.
+    this.desc = k === this.sortBy ? !this.desc : true;
+    this.sortBy = k;
+    this.sorted.clear();
+    this.renderHead();
+    this.rebuild();
+  }
+
+  private click(e: Event): void {
+    const target = e.target as HTMLElement;
+    const tr = target.closest("tr");
+    if (!tr || tr.dataset.node === undefined) return;
+    const i = Number(tr.dataset.node);
+    if (target.closest("[data-toggle]")) {
+      this.expanded[i] ^= 1;
+      this.rebuild();
+      return;
+    }
+    this.selected = i;
+    this.render();
+    this.opts.onPick(i);
+  }
+}
+
+function spacer(height: number, span: number): HTMLTableRowElement {
+  const tr = h("tr", { class: "spacer", "aria-hidden": "true" }, h("td", { colspan: span }));
+  tr.style.height = `${height}px`;
+  if (height === 0) tr.style.display = "none";
+  return tr;
+}
+
+function fmtRatio(v: number): string {
+  if (Number.isNaN(v)) return "–";
+  return `×${fmt(v)}`;
+}

@@ -1,0 +1,245 @@
+// The Timeline view: lanes (threads, GPU streams) of nested events on one canvas, zoomed with the
+// wheel around the cursor or the buttons, panned by dragging. Frames are drawn on demand (one per
+// animation frame at most), from the per-row indexes built once in timeline_model.
+import "./timeline.css";
+import { getPacked } from "../data";
+import { fitCanvas, fmt, fmtNs, h, picker } from "../dom";
+import type { Index, TraceRef } from "../types";
+import { Painter, type Window } from "./timeline_draw";
+import { LABEL_W, ROW_H, buildTimeline, eventAt, type TimelineModel } from "./timeline_model";
+
+const MIN_SPAN = 100; // ns: the deepest zoom
+
+export async function mountTimeline(root: HTMLElement, index: Index): Promise<void> {
+  const slot = h("div", { class: "timeline-slot" });
+  const traces = index.traces;
+  const show = async (k: number): Promise<void> => {
+    const choose = traces.length > 1 ? picker(traces.map((t) => t.name), k, (j) => void show(j), { name: "trace", title: "trace" }) : null;
+    slot.replaceChildren(h("p", { class: "empty" }, `Loading ${traces[k].name} (${fmt(traces[k].count)} events)…`));
+    try {
+      const model = buildTimeline(traces[k], await getPacked(traces[k].events));
+      slot.replaceChildren();
+      new TimelineView(slot, model, choose);
+    } catch (error) {
+      slot.replaceChildren(h("div", { class: "error", role: "alert" }, error instanceof Error ? error.message : String(error)));
+    }
+  };
+  root.append(slot);
+  await show(0);
+}
+
+class TimelineView {
+  private canvas: HTMLCanvasElement;
+  private box: HTMLDivElement;
+  private tip: HTMLDivElement;
+  private details: HTMLDivElement;
+  private painter: Painter;
+  private t0 = 0;
+  private t1: number;
+  private selected = -1;
+  private frame = 0;
+  private ctx: CanvasRenderingContext2D | null = null;
+  private size: [number, number] = [0, 0];
+  private drag: { x: number; t0: number; moved: boolean } | null = null;
+
+  constructor(root: HTMLElement, private m: TimelineModel, choose: HTMLSelectElement | null) {
+    const ref = m.ref;
+    this.t1 = m.span;
+    this.painter = new Painter(m);
+    this.canvas = h("canvas", { class: "tl-canvas", "data-events": m.n, "data-lanes": m.lanes.length, tabindex: 0 });
+    this.tip = h("div", { class: "tip", hidden: true });
+    this.box = h("div", { class: "tl-box card" }, this.canvas, this.tip);
+    this.details = h("div", { class: "card tl-details", hidden: true });
+    const button = (label: string, name: string, title: string, act: () => void): HTMLButtonElement =>
+      h("button", { type: "button", name, title, onclick: act }, label);
+    root.append(
+      h(
+        "div",
+        { class: "toolbar" },
+        choose && h("label", {}, "trace ", choose),
+        button("+", "zoom-in", "zoom in", () => this.zoomBy(0.5)),
+        button("−", "zoom-out", "zoom out", () => this.zoomBy(2)),
+        button("reset", "reset", "show the whole trace", () => this.setWindow(0, m.span)),
+        h("span", { class: "tl-summary" }, summary(ref)),
+        h("span", { class: "tl-hint" }, "wheel: zoom · drag: pan · click: details"),
+      ),
+      this.box,
+      this.details,
+    );
+    this.listen();
+    new ResizeObserver(() => this.schedule()).observe(this.box);
+    this.draw(); // the first frame now: opening time includes it
+  }
+
+  private listen(): void {
+    const c = this.canvas;
+    c.addEventListener("wheel", (e) => this.wheel(e), { passive: false });
+    c.addEventListener("mousedown", (e) => {
+      this.drag = { x: e.clientX, t0: this.t0, moved: false };
+      e.preventDefault();
+    });
+    window.addEventListener("mousemove", (e) => this.move(e));
+    window.addEventListener("mouseup", (e) => {
+      const d = this.drag;
+      this.drag = null;
+      c.classList.remove("dragging");
+      if (d && !d.moved && e.target === c) this.click(e);
+    });
+    c.addEventListener("mouseleave", () => (this.tip.hidden = true));
+    c.addEventListener("keydown", (e) => {
+      if (e.key === "+" || e.key === "=") this.zoomBy(0.5);
+      else if (e.key === "-") this.zoomBy(2);
+      else if (e.key === "ArrowLeft") this.panBy(-0.1);
+      else if (e.key === "ArrowRight") this.panBy(0.1);
+      else if (e.key === "0") this.setWindow(0, this.m.span);
+    });
+  }
+
+  private plotWidth(): number {
+    return Math.max(50, this.box.clientWidth - 2 - LABEL_W);
+  }
+
+  private timeAt(clientX: number): number {
+    const x = clientX - this.canvas.getBoundingClientRect().left - LABEL_W;
+    return this.t0 + (x / this.plotWidth()) * (this.t1 - this.t0);
+  }
+
+  /** Set the visible window, clamped to the trace (with a little slack) and to the deepest zoom. */
+  setWindow(t0: number, t1: number): void {
+    const full = this.m.span;
+    let span = Math.min(Math.max(t1 - t0, MIN_SPAN), full * 1.05);
+    if (!(span > 0)) span = 1;
+    let start = t0;
+    start = Math.max(Math.min(start, full - span * 0.5), -span * 0.5);
+    if (span >= full) start = Math.min(Math.max(start, full - span), 0);
+    this.t0 = start;
+    this.t1 = start + span;
+    this.schedule();
+  }
+
+  /** Zoom by `factor` around time `at` (the view's centre when omitted). */
+  private zoomBy(factor: number, at = (this.t0 + this.t1) / 2): void {
+    this.setWindow(at - (at - this.t0) * factor, at + (this.t1 - at) * factor);
+  }
+
+  private panBy(fraction: number): void {
+    const d = (this.t1 - this.t0) * fraction;
+    this.setWindow(this.t0 + d, this.t1 + d);
+  }
+
+  private wheel(e: WheelEvent): void {
+    e.preventDefault();
+    const unit = e.deltaMode === 1 ? 33 : e.deltaMode === 2 ? 500 : 1; // lines/pages to pixels
+    if (Math.abs(e.deltaX) > Math.abs(e.deltaY)) return this.panBy((e.deltaX * unit) / this.plotWidth());
+    this.zoomBy(Math.exp(e.deltaY * unit * 0.0025), this.timeAt(e.clientX));
+  }
+
+  private move(e: MouseEvent): void {
+    const d = this.drag;
+    if (d) {
+      const dx = e.clientX - d.x;
+      if (Math.abs(dx) > 3) d.moved = true;
+      if (d.moved) {
+        this.canvas.classList.add("dragging");
+        const span = this.t1 - this.t0;
+        this.setWindow(d.t0 - (dx / this.plotWidth()) * span, d.t0 - (dx / this.plotWidth()) * span + span);
+      }
+      this.tip.hidden = true;
+      return;
+    }
+    if (e.target !== this.canvas) return;
+    this.hover(e);
+  }
+
+  /** The event under the pointer (within 2 px), or -1. */
+  private hit(e: MouseEvent): number {
+    const r = this.canvas.getBoundingClientRect();
+    const x = e.clientX - r.left;
+    const y = e.clientY - r.top;
+    if (x < LABEL_W) return -1;
+    const row = this.m.rows.find((rw) => y >= rw.y && y < rw.y + ROW_H);
+    if (!row) return -1;
+    const perPx = (this.t1 - this.t0) / this.plotWidth();
+    return eventAt(this.m, row, this.timeAt(e.clientX), perPx * 2);
+  }
+
+  private hover(e: MouseEvent): void {
+    const i = this.hit(e);
+    if (i < 0) {
+      this.tip.hidden = true;
+      delete this.canvas.dataset.hover;
+      return;
+    }
+    this.canvas.dataset.hover = this.m.ref.names[this.m.name[i]] ?? "?";
+    this.tip.textContent = this.describe(i).join("\n");
+    this.tip.hidden = false;
+    const x = Math.min(e.clientX + 14, window.innerWidth - this.tip.offsetWidth - 8);
+    const y = e.clientY + 16 + this.tip.offsetHeight > window.innerHeight ? e.clientY - this.tip.offsetHeight - 8 : e.clientY + 16;
+    this.tip.style.left = `${Math.max(4, x)}px`;
+    this.tip.style.top = `${Math.max(4, y)}px`;
+  }
+
+  private describe(i: number): string[] {
+    const m = this.m;
+    return [
+      m.ref.names[m.name[i]] ?? "?",
+      `category: ${m.ref.cats[m.cat[i]] ?? "?"}`,
+      `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
+      `start: +${precise(m.start[i])}`,
+      `duration: ${fmtNs(m.dur[i])}`,
+    ];
+  }
+
+  private click(e: MouseEvent): void {
+    const i = this.hit(e);
+    this.selected = i;
+    if (i < 0) {
+      this.details.hidden = true;
+      delete this.details.dataset.event;
+    } else {
+      const [name, ...rest] = this.describe(i);
+      this.details.dataset.event = name;
+      this.details.replaceChildren(h("b", {}, name), ...rest.map((t) => h("span", {}, t)));
+      this.details.hidden = false;
+    }
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (!this.frame) this.frame = requestAnimationFrame(() => ((this.frame = 0), this.draw()));
+  }
+
+  private draw(): void {
+    const began = performance.now();
+    const width = Math.max(LABEL_W + 50, this.box.clientWidth - 2);
+    // Resizing a canvas reallocates it: only when the box changed, else just reuse it.
+    if (!this.ctx || width !== this.size[0] || this.m.height !== this.size[1]) {
+      this.ctx = fitCanvas(this.canvas, width, this.m.height);
+      this.size = [width, this.m.height];
+    }
+    const ctx = this.ctx;
+    const w: Window = { t0: this.t0, t1: this.t1, width };
+    const stats = this.painter.frame(ctx, w, this.selected);
+    const ds = this.canvas.dataset;
+    ds.drawn = String(stats.drawn);
+    ds.flowsDrawn = String(stats.flows);
+    ds.startNs = String(Math.round(this.t0));
+    ds.endNs = String(Math.round(this.t1));
+    ds.frameMs = (performance.now() - began).toFixed(1);
+  }
+}
+
+function summary(ref: TraceRef): string {
+  const lanes = ref.lanes.length;
+  return `${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
+}
+
+/** A time to the nanosecond in the unit of its size (the tooltip's start: 3 digits are not enough
+ * to find an event 127 ms into a trace). */
+function precise(ns: number): string {
+  const abs = Math.abs(ns);
+  if (abs >= 1e9) return `${(ns / 1e9).toFixed(9)} s`;
+  if (abs >= 1e6) return `${(ns / 1e6).toFixed(6)} ms`;
+  if (abs >= 1e3) return `${(ns / 1e3).toFixed(3)} µs`;
+  return `${Math.round(ns)} ns`;
+}

@@ -1,0 +1,217 @@
+// One frame of the timeline. Level of detail: per row, events under a pixel wide are merged into
+// one block per run of pixel columns, so a million events cost one pass of arithmetic and a few
+// thousand fillRects; wider events are drawn (and labelled) one by one.
+import { colourOf } from "../dom";
+import { AXIS_H, LABEL_W, LANE_GAP, ROW_H, lowerBound, type Row, type TimelineModel } from "./timeline_model";
+
+export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
+
+export interface Window {
+  t0: number; // relative ns at the plot's left edge
+  t1: number; // ... right edge
+  width: number; // css px of the whole canvas
+}
+
+export interface FrameStats {
+  drawn: number;
+  flows: number; // arrows drawn (0 when too many were visible)
+  flowsVisible: number;
+}
+
+export class Painter {
+  private colours: (string | undefined)[] = [];
+  private charW = 6.5;
+
+  constructor(private m: TimelineModel) {}
+
+  colour(nameId: number): string {
+    return (this.colours[nameId] ??= colourOf(this.m.ref.names[nameId] ?? "?", 58, 64));
+  }
+
+  frame(ctx: CanvasRenderingContext2D, w: Window, selected: number): FrameStats {
+    const m = this.m;
+    ctx.clearRect(0, 0, w.width, m.height);
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    this.charW = ctx.measureText("abcdefghijklmnopqrstuvwxyz_:0123456789").width / 38;
+    const plotW = w.width - LABEL_W;
+    const scale = plotW / (w.t1 - w.t0);
+    this.lanes(ctx, w.width);
+    this.grid(ctx, w, scale, plotW);
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(LABEL_W, AXIS_H, plotW, m.height - AXIS_H);
+    ctx.clip();
+    let drawn = 0;
+    for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected);
+    const [flows, flowsVisible] = this.flows(ctx, w, scale);
+    ctx.restore();
+    return { drawn, flows, flowsVisible };
+  }
+
+  /** Lane bands and names in the left gutter. */
+  private lanes(ctx: CanvasRenderingContext2D, width: number): void {
+    this.m.lanes.forEach((lane, k) => {
+      ctx.fillStyle = k % 2 ? "#f6f6f8" : "#fbfbfc";
+      ctx.fillRect(0, lane.y - LANE_GAP / 2, width, lane.height + LANE_GAP);
+      ctx.fillStyle = lane.kind === "stream" ? "#5f3dc4" : "#1d1d1f";
+      const room = Math.floor((LABEL_W - 12) / this.charW);
+      const label = lane.name.length <= room ? lane.name : lane.name.slice(0, room - 1) + "…";
+      ctx.fillText(label, 6, lane.y + ROW_H / 2);
+      if (lane.height >= ROW_H * 2) {
+        ctx.fillStyle = "#8a8a92";
+        ctx.fillText(lane.kind === "stream" ? "GPU stream" : "thread", 6, lane.y + ROW_H * 1.5);
+      }
+    });
+    ctx.fillStyle = "#dcdcdf";
+    ctx.fillRect(LABEL_W - 1, 0, 1, this.m.height);
+  }
+
+  /** Time axis: ticks every 1, 2 or 5 × 10^k ns, about 100 px apart, labels relative to the start. */
+  private grid(ctx: CanvasRenderingContext2D, w: Window, scale: number, plotW: number): void {
+    const step = niceStep((w.t1 - w.t0) / Math.max(1, plotW / 110));
+    const unit = unitOf(Math.max(Math.abs(w.t0), Math.abs(w.t1)));
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(LABEL_W, 0, plotW, AXIS_H);
+    ctx.fillStyle = "#6b6b70";
+    for (let t = Math.ceil(w.t0 / step) * step; t <= w.t1; t += step) {
+      const x = LABEL_W + (t - w.t0) * scale;
+      ctx.fillStyle = "#e6e6ea";
+      ctx.fillRect(Math.round(x), AXIS_H, 1, this.m.height - AXIS_H);
+      ctx.fillStyle = "#6b6b70";
+      ctx.fillRect(Math.round(x), AXIS_H - 6, 1, 6);
+      const text = tickLabel(t, step, unit);
+      if (x + 3 + text.length * this.charW < w.width) ctx.fillText(text, x + 3, AXIS_H / 2 - 1);
+    }
+    ctx.fillStyle = "#dcdcdf";
+    ctx.fillRect(LABEL_W, AXIS_H - 1, plotW, 1);
+  }
+
+  /** One lane+depth row; returns rectangles drawn. */
+  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number): number {
+    const m = this.m;
+    const s = row.start;
+    const e = row.end;
+    const len = s.length;
+    let k = lowerBound(row.maxEnd, w.t0);
+    const y = row.y;
+    const hgt = ROW_H - 1;
+    let drawn = 0;
+    let blockX0 = -1;
+    let blockX1 = -1;
+    let covered = 0; // px of events inside the block: its shade says how busy those pixels are
+    const blockFill = row.lane < m.lanes.length && m.lanes[row.lane].kind === "stream" ? "#7b6bb0" : "#6c7a93";
+    const flush = (): void => {
+      if (blockX1 > blockX0) {
+        ctx.fillStyle = blockFill;
+        ctx.globalAlpha = 0.3 + 0.7 * Math.min(1, covered / (blockX1 - blockX0));
+        ctx.fillRect(blockX0, y, blockX1 - blockX0, hgt);
+        ctx.globalAlpha = 1;
+        drawn++;
+      }
+      blockX0 = blockX1 = -1;
+      covered = 0;
+    };
+    for (; k < len && s[k] <= w.t1; k++) {
+      const x0 = LABEL_W + (s[k] - w.t0) * scale;
+      const x1 = LABEL_W + (e[k] - w.t0) * scale;
+      if (x1 - x0 < 1) {
+        // Thin: join the current block when it reaches this pixel column, else start one.
+        const px = Math.floor(x0);
+        if (px <= blockX1) blockX1 = Math.max(blockX1, px + 1);
+        else {
+          flush();
+          blockX0 = px;
+          blockX1 = px + 1;
+        }
+        covered += x1 - x0;
+        continue;
+      }
+      flush();
+      const i = row.idx[k];
+      const left = Math.max(x0, LABEL_W - 2);
+      const right = Math.min(x1, w.width + 2);
+      ctx.fillStyle = this.colour(m.name[i]);
+      ctx.fillRect(left, y, Math.max(1, right - left - (right - left > 3 ? 1 : 0)), hgt);
+      drawn++;
+      if (i === selected) {
+        ctx.strokeStyle = "#111";
+        ctx.lineWidth = 2;
+        ctx.strokeRect(left + 1, y + 1, Math.max(1, right - left - 2), hgt - 2);
+      }
+      if (right - left > this.charW * 4 + 6) this.label(ctx, m.ref.names[m.name[i]] ?? "?", left, right, y);
+    }
+    flush();
+    return drawn;
+  }
+
+  private label(ctx: CanvasRenderingContext2D, text: string, left: number, right: number, y: number): void {
+    const room = Math.floor((right - left - 6) / this.charW);
+    const label = text.length <= room ? text : text.slice(0, Math.max(1, room - 1)) + "…";
+    ctx.fillStyle = "#1d1d1f";
+    ctx.fillText(label, left + 3, y + ROW_H / 2);
+  }
+
+  /** Launch→kernel arrows in the window, when there are few enough to read. */
+  private flows(ctx: CanvasRenderingContext2D, w: Window, scale: number): [number, number] {
+    const f = this.m.flows;
+    if (!f.n) return [0, 0];
+    const lo = lowerBound(f.from, w.t0 - f.maxGap);
+    const hi = lowerBound(f.from, w.t1 + 1e-9);
+    let visible = 0;
+    for (let k = lo; k < hi && visible <= MAX_FLOWS; k++) if (f.to[k] >= w.t0) visible++;
+    if (visible > MAX_FLOWS) return [0, visible];
+    ctx.strokeStyle = "rgba(59, 91, 219, 0.75)";
+    ctx.fillStyle = "rgba(59, 91, 219, 0.9)";
+    ctx.lineWidth = 1;
+    let drawn = 0;
+    for (let k = lo; k < hi; k++) {
+      if (f.to[k] < w.t0) continue;
+      const a = this.m.lanes[f.fromLane[k]];
+      const b = this.m.lanes[f.toLane[k]];
+      if (!a || !b) continue;
+      const x0 = LABEL_W + (f.from[k] - w.t0) * scale;
+      const x1 = LABEL_W + (f.to[k] - w.t0) * scale;
+      const down = b.y >= a.y; // streams usually sit below threads, but not necessarily
+      const dir = down ? 1 : -1;
+      const y0 = down ? a.y + a.height - 2 : a.y + 2;
+      const y1 = down ? b.y + 1 : b.y + b.height - 1;
+      ctx.beginPath();
+      ctx.moveTo(x0, y0);
+      ctx.bezierCurveTo(x0, (y0 + y1) / 2, x1, (y0 + y1) / 2, x1, y1 - 4 * dir);
+      ctx.stroke();
+      ctx.beginPath(); // arrowhead
+      ctx.moveTo(x1, y1);
+      ctx.lineTo(x1 - 3, y1 - 6 * dir);
+      ctx.lineTo(x1 + 3, y1 - 6 * dir);
+      ctx.fill();
+      drawn++;
+    }
+    return [drawn, visible];
+  }
+}
+
+export function niceStep(raw: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-9))));
+  const f = raw / p;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+}
+
+const UNITS: [number, string][] = [
+  [1e9, "s"],
+  [1e6, "ms"],
+  [1e3, "µs"],
+  [1, "ns"],
+];
+
+/** The unit for times around `t` (one unit for the whole axis, so labels line up). */
+function unitOf(t: number): [number, string] {
+  return UNITS.find(([size]) => t >= size) ?? UNITS[UNITS.length - 1];
+}
+
+/** A tick's time with as many decimals as the tick step needs: deep in a long trace the ticks
+ * read 127.055, 127.060 ms instead of "127 ms" five times. */
+export function tickLabel(t: number, step: number, [size, name]: [number, string]): string {
+  const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / size) - 1e-9)));
+  return `${(t / size).toFixed(decimals)} ${name}`;
+}

@@ -1,0 +1,24 @@
+// The bundle goes into the Python package with fixed names (no content hashes): the Python side
+// inlines it into `--html` pages and serves it, and CI rebuilds it to check it matches the sources.
+import { defineConfig } from "vite";
+
+export default defineConfig({
+  base: "./",
+  build: {
+    outDir: "../deuteron/web/static",
+    emptyOutDir: true,
+    target: "es2022",
+    modulePreload: false,
+    cssCodeSplit: false,
+    reportCompressedSize: false,
+    rollupOptions: {
+      input: "src/main.ts",
+      output: {
+        format: "iife",
+        entryFileNames: "app.js",
+        assetFileNames: "app[extname]",
+        inlineDynamicImports: true,
+      },
+    },
+  },
+});

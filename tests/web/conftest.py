@@ -1,0 +1,117 @@
+"""Real inputs for the web UI's tests, made once per session by running the real commands in
+fresh processes: a profile and its Chrome trace, a second profile to diff against, an access
+record with its check report, and an explain report."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ..conftest import REPO, run_cli
+from .browser import browser, watched  # noqa: F401 - fixtures for the browser tests
+
+# A tiled copy with a deliberate bug, over a 3-D tensor and a transposed (strided) view: every
+# program copies a 16×16 tile of each slice; the last column of tiles overruns (no column mask).
+TILES = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def tile_copy(src, dst, R, C, sr, sc, BLOCK: tl.constexpr):
+    s = tl.program_id(2)
+    r = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)[:, None]
+    c = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)[None, :]
+    m = r < R
+    v = tl.load(src + s * R * C + r * sr + c * sc, mask=m)
+    tl.store(dst + s * R * C + r * C + c, v, mask=m & (c < C))
+
+x = torch.arange(2 * 40 * 24, dtype=torch.float32).reshape(2, 40, 24)
+y = torch.zeros_like(x)
+tile_copy[(3, 2, 2)](x, y, 40, 24, 24, 1, BLOCK=16)
+t = torch.arange(32 * 16, dtype=torch.float32).reshape(16, 32).t()  # a transposed view
+u = torch.zeros(32, 16)
+tile_copy[(2, 1, 1)](t, u, 32, 16, 1, 32, BLOCK=16)
+"""
+
+
+@dataclass(frozen=True)
+class WebInputs:
+    folder: Path
+    profile: Path
+    base: Path
+    trace: Path
+    record: Path
+    report: Path
+    explain: Path
+
+
+def _ok(proc: object, what: str) -> None:
+    code = getattr(proc, "returncode", 1)
+    assert code in (0, 1), f"{what} failed ({code}): {getattr(proc, 'stderr', '')[-2000:]}"
+
+
+@pytest.fixture(scope="session")
+def web_inputs(tmp_path_factory: pytest.TempPathFactory) -> WebInputs:
+    folder = tmp_path_factory.mktemp("web")
+    example = str(REPO / "examples" / "vector_add.py")
+    _ok(run_cli("run", "--trace", "-n", "new", example, "--n", "300", cwd=folder), "deuteron run")
+    _ok(run_cli("run", "-n", "old", example, "--n", "100", cwd=folder), "deuteron run (base)")
+    script = folder / "tiles.py"
+    script.write_text(TILES)
+    _ok(
+        run_cli("check", "--record", "acc.npz", "--json", "rep.json", str(script), cwd=folder),
+        "deuteron check",
+    )
+    _ok(
+        run_cli("explain", "--json", "ex.json", example, "--n", "100", cwd=folder, timeout=600),
+        "deuteron explain",
+    )
+    found = WebInputs(
+        folder,
+        folder / "new.hatchet",
+        folder / "old.hatchet",
+        folder / "new.chrome_trace",
+        folder / "acc.npz",
+        folder / "rep.json",
+        folder / "ex.json",
+    )
+    for field in ("profile", "base", "trace", "record", "report", "explain"):
+        path = getattr(found, field)
+        assert os.path.isfile(path), f"{path} was not written; files: {sorted(os.listdir(folder))}"
+    return found
+
+
+@contextlib.contextmanager
+def serving(*args: str, cwd: Path) -> Iterator[str]:
+    """``deuteron serve --no-browser --port 0 ARGS`` in a fresh process; yields its address."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deuteron", "serve", "--no-browser", "--port", "0", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        if not match:
+            proc.kill()
+            raise AssertionError(f"deuteron serve did not start: {line!r} {proc.communicate()[1][-2000:]}")
+        yield match.group(0)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()

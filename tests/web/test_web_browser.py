@@ -1,0 +1,283 @@
+"""The web UI in a real browser (Chromium driven by Playwright), on real files: each view shows
+the expected names and numbers, clicking and filtering work, no console errors, and no request
+leaves the server (or, for the ``--html`` file, the file)."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from deuteron.formats import hatchet
+from deuteron.render.notebook import profile_html
+from deuteron.render.packed import unpack
+from deuteron.render.web_data import WebData
+from deuteron.render.web_profile import profile_data
+
+from ..conftest import run_cli
+from .browser import Watched, expect
+from .conftest import WebInputs, serving
+
+pytestmark = pytest.mark.slow
+
+
+def _people(v: float) -> str:
+    """The page's number format (dom.ts fmt) for values the tests look at."""
+    if float(v).is_integer() and abs(v) < 1e6:
+        return f"{int(v):,}"
+    if abs(v) >= 100:
+        return f"{v:.1f}"
+    return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.2e}"
+
+
+def _only_from(requests: list[str], origin: str) -> list[str]:
+    return [r for r in requests if not r.startswith(origin) and not r.startswith("data:")]
+
+
+@pytest.fixture(scope="module")
+def served(web_inputs: WebInputs) -> Any:
+    files = [web_inputs.profile, web_inputs.trace, web_inputs.record, web_inputs.report, web_inputs.explain]
+    with serving(*map(str, files), "--base", str(web_inputs.base), cwd=web_inputs.folder) as url:
+        yield url
+
+
+def test_profile_view_flame_graph_and_table(served: str, web_inputs: WebInputs, watched: Watched) -> None:
+    page = watched.page
+    page.goto(served + "#profile")
+    flame = page.locator("canvas.flame-canvas")
+    flame.wait_for()
+    assert flame.get_attribute("data-zoom") == "ROOT" and flame.get_attribute("data-column") == "time/ms"
+    assert int(flame.get_attribute("data-drawn") or 0) >= 5
+    data = profile_data(hatchet.read(web_inputs.profile), "p", hatchet.read(web_inputs.base), "b")
+    names = [data["names"][i] for i in data["name_id"]]
+    row = page.locator('.ptable tbody tr[data-name="add_kernel"]')
+    ms = data["values"][0][names.index("add_kernel")]
+    count = data["values"][data["columns"].index("count")][names.index("add_kernel")]
+    assert _people(ms) in row.inner_text() and _people(count) in row.inner_text()
+    headers = page.locator(".ptable th").all_inner_texts()
+    assert any("base time/ms" in h for h in headers) and any("ratio" in h for h in headers), headers
+    assert page.locator(".profile-meta").inner_text().count("deuteron run") == 1
+    # Hover across the first level of the flame graph until it names a frame, then zoom into it.
+    box = flame.bounding_box()
+    assert box is not None
+    hovered = None
+    for step in range(1, 40):
+        page.mouse.move(box["x"] + box["width"] * step / 40, box["y"] + 18 * 1.5)
+        hovered = flame.get_attribute("data-hover")
+        if hovered == "matmul":
+            break
+    assert hovered == "matmul"
+    assert page.locator(".flame-box .tip").inner_text().startswith("matmul")
+    page.mouse.click(box["x"] + box["width"] * step / 40, box["y"] + 18 * 1.5)
+    assert flame.get_attribute("data-zoom") == "matmul"
+    assert page.locator('.ptable tbody tr.sel[data-name="matmul"]').count() == 1
+    page.click("button[name=reset-zoom]")
+    assert flame.get_attribute("data-zoom") == "ROOT"
+
+
+def test_profile_filter_sort_and_bad_regex(served: str, watched: Watched) -> None:
+    page = watched.page
+    page.goto(served + "#profile")
+    page.locator("canvas.flame-canvas").wait_for()
+    page.fill("input[name=filter]", "add_")
+    expect(page.locator(".profile-slot")).to_have_attribute("data-matches", "1")
+    shown = page.locator(".ptable tbody tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
+    assert "add_kernel" in shown and "matmul_kernel" not in shown
+    page.fill("input[name=filter]", "(")
+    expect(page.locator(".filter-error")).to_be_visible()
+    page.fill("input[name=filter]", "")
+    expect(page.locator(".ptable tbody tr[data-name=matmul_kernel]")).to_have_count(1)
+    first = lambda: page.locator(".ptable tbody tr").evaluate_all("r => r.map(x => x.dataset.name)")  # noqa: E731
+    page.click('.ptable th[data-col="0"]')
+    once = first()
+    page.click('.ptable th[data-col="0"]')
+    assert first() != once, "clicking a header again reverses the order of siblings"
+
+
+def test_timeline_view(served: str, web_inputs: WebInputs, watched: Watched) -> None:
+    page = watched.page
+    page.goto(served + "#timeline")
+    canvas = page.locator("canvas.tl-canvas")
+    canvas.wait_for()
+    with urllib.request.urlopen(served + "api/index.json") as reply:
+        index = json.loads(reply.read())
+    ref = index["traces"][0]
+    assert int(canvas.get_attribute("data-events") or 0) == ref["count"] > 0
+    assert int(canvas.get_attribute("data-lanes") or 0) == len(ref["lanes"])
+    assert int(canvas.get_attribute("data-drawn") or 0) > 0
+    end = float(canvas.get_attribute("data-end-ns") or 0)
+    page.click("button[name=zoom-in]")
+    expect(canvas).not_to_have_attribute("data-end-ns", str(canvas.get_attribute("data-end-ns")))
+    assert float(canvas.get_attribute("data-end-ns") or 0) < end
+    page.click("button[name=reset]")
+    box = canvas.bounding_box()
+    assert box is not None
+    seen = set()
+    for x in range(0, int(box["width"]), 15):  # hover along the first lane
+        page.mouse.move(box["x"] + x, box["y"] + 30)
+        if canvas.get_attribute("data-hover"):
+            seen.add(canvas.get_attribute("data-hover"))
+    assert seen & {"vector_add", "matmul", "add_kernel", "matmul_kernel"}, seen
+
+
+def _cells(data: WebData, url: str) -> dict[str, Any]:
+    return unpack(data.answer(url)[1])
+
+
+def test_accesses_view_every_launch_programs_cells_and_findings(
+    served: str, web_inputs: WebInputs, watched: Watched
+) -> None:
+    data = WebData()
+    data.add_file(str(web_inputs.record))
+    data.add_file(str(web_inputs.report))
+    data.index()
+    launch0 = data.answer("/api/access/0/0.json")[1]
+    src = launch0["tensors"][0]
+    page = watched.page
+    page.goto(served + "#accesses")
+    page.wait_for_selector("#view-accesses[data-state=ready][data-launch='0']")
+    canvas = page.locator('canvas[data-tensor="src"]')
+    cells = _cells(data, src["slice_urls"][0])
+    assert int(canvas.get_attribute("data-bins-touched") or 0) == len(set(cells["bin"].tolist()))
+    assert int(canvas.get_attribute("data-findings") or 0) == 0, "the finding's element is past the end"
+    assert page.locator(".acc-ftable tr[data-kind=out-of-bounds]").count() >= 1
+    # One program: the cells it touched, and no more.
+    page.select_option("[name=program]", "4")
+    mine = {b for p, b in zip(cells["program"].tolist(), cells["bin"].tolist(), strict=True) if p == 4}
+    assert int(canvas.get_attribute("data-bins-selected") or 0) == len(mine)
+    page.select_option("[name=program]", "all")
+    # Click the top-left cell: the column-0 tiles' loads and the overrunning column-1 tiles' loads.
+    box = canvas.bounding_box()
+    assert box is not None
+    page.mouse.click(
+        box["x"] + box["width"] / src["bin_cols"] / 2, box["y"] + box["height"] / src["bin_rows"] * 1.5
+    )
+    panel = page.locator(".acc-details[data-cell='1,0']")
+    panel.wait_for()
+    touching = Counter(
+        tuple(launch0["programs"][p])
+        for p, b in zip(cells["program"].tolist(), cells["bin"].tolist(), strict=True)
+        if b == 1 * src["bin_cols"]
+    )
+    shown = panel.locator("tr[data-program]").evaluate_all("rows => rows.map(r => r.dataset.program)")
+    assert {tuple(map(int, s.split(","))) for s in shown} == set(touching), (shown, touching)
+    assert panel.locator("pre[data-source] .ln.hl").count() >= 1
+    # Slice 1 of the 3-D tensor, then the second launch (the transposed view).
+    page.fill('input[name=slice][data-tensor="src"]', "1")
+    page.dispatch_event('input[name=slice][data-tensor="src"]', "change")
+    expect(canvas).to_have_attribute("data-slice", "1")
+    cells1 = _cells(data, src["slice_urls"][1])
+    assert int(canvas.get_attribute("data-bins-touched") or 0) == len(set(cells1["bin"].tolist()))
+    page.select_option("select[name=launch]", "1")
+    page.wait_for_selector("#view-accesses[data-state=ready][data-launch='1']")
+    launch1 = data.answer("/api/access/0/1.json")[1]
+    t1 = launch1["tensors"][0]
+    expected = len(set(_cells(data, t1["slice_urls"][0])["bin"].tolist()))
+    assert (
+        int(page.locator('canvas[data-tensor="src"]').get_attribute("data-bins-touched") or 0)
+        == expected
+        == 32 * 16
+    )
+    page.select_option("select[name=mode]", "1")
+    assert page.locator('canvas[data-tensor="src"]').get_attribute("data-mode") in ("1", "heat")
+
+
+def test_explain_view_source_and_stages_linked(served: str, web_inputs: WebInputs, watched: Watched) -> None:
+    doc = json.loads(web_inputs.explain.read_text())
+    page = watched.page
+    page.goto(served + "#explain")
+    page.locator("button[data-kernel]").first.wait_for()
+    assert page.locator("button[data-kernel]").count() == len(doc["kernels"])
+    kernel = doc["kernels"][0]
+    stage = page.locator("pre[data-stage]")
+    name = stage.get_attribute("data-stage")
+    src = kernel["stage_text"][name]["src"]
+    line = Counter(s for s in src if s is not None).most_common(1)[0][0]
+    page.locator(f'pre[data-source] .ln[data-line="{line}"]').click()
+    assert int(stage.get_attribute("data-highlighted") or 0) == src.count(line)
+    page.locator('[data-stage-tab="ptx"]').click()
+    assert page.locator("pre[data-stage]:visible").get_attribute("data-stage") == "ptx"
+    ptx = page.locator('pre[data-stage="ptx"]')
+    assert int(ptx.get_attribute("data-highlighted") or 0) == kernel["stage_text"]["ptx"]["src"].count(line)
+    cards = page.locator("[data-card=resources]").inner_text()
+    assert str(kernel["registers"]) in cards
+
+
+def test_no_request_leaves_the_server(served: str, watched: Watched) -> None:
+    page = watched.page
+    for view in ("profile", "timeline", "accesses", "explain"):
+        page.goto(served + "#" + view)
+        page.wait_for_load_state("networkidle")
+    origin = "{0.scheme}://{0.netloc}/".format(urlsplit(served))
+    assert watched.requests and not _only_from(watched.requests, origin)
+
+
+def test_standalone_file_with_all_network_blocked(
+    web_inputs: WebInputs, watched: Watched, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    files = [web_inputs.profile, web_inputs.trace, web_inputs.record, web_inputs.report, web_inputs.explain]
+    proc = run_cli("serve", "--html", str(out), *map(str, files), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    page = watched.page
+    blocked: list[str] = []
+
+    def gate(route: Any) -> None:
+        if route.request.url.startswith("file://"):
+            route.continue_()
+        else:
+            blocked.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", gate)
+    page.goto(out.as_uri())
+    tabs = page.locator("nav.tabs button").all_inner_texts()
+    assert tabs == ["Profile", "Timeline", "Accesses", "Explain"]
+    page.locator("canvas.flame-canvas[data-drawn]").wait_for()
+    page.click("nav.tabs button[data-view=timeline]")
+    assert int(page.locator("canvas.tl-canvas").get_attribute("data-events") or 0) > 0
+    page.click("nav.tabs button[data-view=accesses]")
+    page.wait_for_selector("#view-accesses[data-state=ready]")
+    assert int(page.locator('canvas[data-tensor="dst"]').get_attribute("data-bins-touched") or 0) > 0
+    page.click("nav.tabs button[data-view=explain]")
+    page.locator("pre[data-stage]").wait_for()
+    assert page.locator(".mode").inner_text() == "standalone file"
+    assert not blocked and all(r.startswith("file://") for r in watched.requests), (blocked, watched.requests)
+
+
+def test_notebook_repr_renders_inline(web_inputs: WebInputs, watched: Watched) -> None:
+    html = profile_html(hatchet.read(web_inputs.profile), "notebook")
+    assert html.startswith("<iframe srcdoc=")
+    page = watched.page
+    page.set_content(f"<html><body>{html}</body></html>")
+    frame = page.frame_locator("iframe")
+    frame.locator("canvas.flame-canvas[data-drawn]").wait_for()
+    assert "add_kernel" in frame.locator(".ptable").inner_text()
+
+
+def test_page_without_data_says_so(browser: Any, tmp_path: Path) -> None:
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    from deuteron.render.html import standalone_page
+
+    data = WebData()
+    page.set_content(standalone_page(data.embedded(), "empty"))
+    assert "Nothing to show" in page.locator("main").inner_text()
+    assert not errors
+    page.close()
+
+
+def test_served_page_shows_an_error_for_a_damaged_answer(web_inputs: WebInputs, watched: Watched) -> None:
+    with serving(str(web_inputs.profile), cwd=web_inputs.folder) as url:
+        page = watched.page
+        page.route(re.compile(r".*/api/index\.json$"), lambda r: r.fulfill(status=500, body="boom"))
+        page.goto(url)
+        assert "500" in page.locator(".error").inner_text()
+        watched.errors.clear()  # the failed request is logged by the browser itself
