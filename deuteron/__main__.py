@@ -1,3 +1,24 @@
-from .cli import main
+"""The ``deuteron`` command: composes the two leaves, the command line (``cli/``) and the web
+server (``web/``), which never import each other. ``python -m deuteron`` and the installed
+``deuteron`` script both start here."""
 
-raise SystemExit(main())
+from __future__ import annotations
+
+from typing import Any
+
+from .cli import main as cli_main
+
+
+def _server(data: Any, host: str, port: int) -> Any:
+    """``deuteron serve``'s server, imported only when serving."""
+    from .web.server import Server
+
+    return Server(data, host, port)
+
+
+def main() -> int:
+    return cli_main(server=_server)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 from .. import __version__
 from ..model.errors import DeuteronError
@@ -51,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, server: Callable[..., Any] | None = None) -> int:
+    """Run one command. ``server`` makes ``deuteron serve``'s HTTP server (given by the entry
+    point, :mod:`deuteron.__main__`: the web server is a leaf this package does not import)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     if not args_list:
@@ -71,6 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
+    args.server = server
     try:
         return int(args.handler(args))
     except DeuteronError as exc:

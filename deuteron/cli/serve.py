@@ -82,7 +82,15 @@ def load(args: argparse.Namespace) -> Any:
     from ..render.web_data import WebData
 
     data = WebData(title=args.title, threshold=args.threshold)
-    kinds = [data.add_file(path, base=args.base) for path in args.files]
+    kinds = []
+    for path in args.files:
+        started = time.perf_counter()
+        kinds.append(data.add_file(path, base=args.base))
+        took = time.perf_counter() - started
+        say(
+            f"deuteron serve: {path}: {data.describe(-1)}"
+            + (f" (read in {took:.1f} s)" if took >= 0.5 else "")
+        )
     if args.base and "profile" not in kinds:
         raise DeuteronError("--base compares profiles: give a profile (.hatchet) to compare with it")
     return data
@@ -109,13 +117,14 @@ def _write_html(data: Any, out: str) -> int:
 
 
 def _serve(data: Any, args: argparse.Namespace) -> int:
-    from ..web.server import Server
-
+    make_server = getattr(args, "server", None)
+    if make_server is None:
+        raise DeuteronError("this entry point cannot serve; run 'deuteron serve' (or python -m deuteron)")
     ports = [args.port] if args.port is not None else [DEFAULT_PORT, 0]
     server = None
     for port in ports:
         try:
-            server = Server(data, args.host, port)
+            server = make_server(data, args.host, port)
             break
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or port == ports[-1]:

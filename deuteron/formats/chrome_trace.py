@@ -188,7 +188,10 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
                 raise FormatError(f"{path}: more than {max_lanes:,} threads and streams")
             lane = lanes[key] = len(lanes)
         if ph != "X":
-            ends = flow_ends.setdefault((ev.get("cat"), ev.get("id")), [None, None])
+            flow_id = ev.get("id")
+            if not isinstance(flow_id, (int, str)) or isinstance(flow_id, bool):
+                continue  # a flow without a usable id draws no arrow
+            ends = flow_ends.setdefault((str(ev.get("cat")), flow_id), [None, None])
             ends[0 if ph == "s" else 1] = (lane, ts * 1e3)
             continue
         try:
@@ -201,10 +204,14 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
         start.append(ts * 1e3)
         dur.append(d * 1e3)
         name_col.append(names.setdefault(name[:500], len(names)))
-        cat = ev.get("cat", "")
-        cat_col.append(cats.setdefault(str(cat)[:100], len(cats)) if len(cats) < 255 else 255)
+        cat = str(ev.get("cat", ""))[:100]
+        known = cats.get(cat)
+        if known is None:  # past 255 categories, the rest share one: "other"
+            known = cats[cat] = len(cats) if len(cats) < 255 else cats.setdefault("other", 255)
+        cat_col.append(known)
         lane_col.append(lane)
-    order = np.argsort(np.asarray(start, dtype=np.float64), kind="stable")
+    # By start, and at equal starts the longer first: a parent before the children it encloses.
+    order = np.lexsort((-np.asarray(dur, dtype=np.float64), np.asarray(start, dtype=np.float64)))
     flows = [(a[0], a[1], b[0], b[1]) for a, b in flow_ends.values() if a is not None and b is not None]
     lane_list = [(pid, tid, labels.get((pid, tid), "")) for (pid, tid) in lanes]
     return TraceColumns(
@@ -214,7 +221,7 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
         cat=np.asarray(cat_col, dtype=np.uint8)[order],
         lane=np.asarray(lane_col, dtype=np.uint16)[order],
         names=list(names),
-        cats=list(cats),
+        cats=[name for name, _ in sorted(cats.items(), key=lambda kv: kv[1])],
         lanes=lane_list,
         flows=np.asarray(flows, dtype=np.float64).reshape(-1, 4),
     )

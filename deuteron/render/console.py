@@ -71,8 +71,11 @@ def _format_column(values: list[Any], signed: bool, column: str = "") -> list[st
     """Format a whole column at once: fixed-point in bulk, the rare odd value one by one."""
     arr = np.array([v if v.__class__ in (int, float) else np.nan for v in values], dtype=float)
     finite = arr[~np.isnan(arr)]
-    if _counted(column) and finite.size and bool(np.all(finite == np.round(finite))) and (
-        float(np.abs(finite).max()) < 1e15
+    if (
+        _counted(column)
+        and finite.size
+        and bool(np.all(finite == np.round(finite)))
+        and (float(np.abs(finite).max()) < 1e15)
     ):
         texts = ["-" if t != t else f"{int(t)}" for t in arr.tolist()]
         if signed:

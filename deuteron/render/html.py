@@ -41,12 +41,13 @@ def _script_safe(text: str) -> str:
 
 
 def served_page(title: str) -> str:
-    """The page the server sends: the bundle by reference, data fetched from /api/."""
+    """The page the server sends: the bundle by reference and data fetched from ``api/``, both
+    relative to the page (the server puts everything under a secret path)."""
     return _page(
         title,
         SERVED_CSP,
-        '<link rel="stylesheet" href="/static/app.css">',
-        '<script src="/static/app.js"></script>',
+        '<link rel="stylesheet" href="static/app.css">',
+        '<script src="static/app.js"></script>',
     )
 
 
@@ -78,4 +79,5 @@ def _page(title: str, csp: str, head: str, body: str) -> str:
 
 
 def write_standalone(answers: dict[str, Any], title: str, path: str) -> Path:
+    """Write :func:`standalone_page` atomically."""
     return atomic_write(path, standalone_page(answers, title))

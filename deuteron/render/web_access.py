@@ -7,6 +7,7 @@ hundred thousand entries."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import threading
@@ -19,6 +20,7 @@ from ..model.finding import CheckReport
 from .packed import pack
 
 MAX_BINS = 512  # cells a side: about a screen's worth
+MAX_SLICES = 1024  # more combinations of leading dims than this: they are merged into the rows
 
 
 @dataclass
@@ -30,6 +32,7 @@ class Layout:
     lead: list[int]
     row_step: int
     col_step: int
+    merged: list[int] = dataclasses.field(default_factory=list)  # dims folded into the rows
 
     @property
     def bin_rows(self) -> int:
@@ -45,11 +48,16 @@ class Layout:
 
 
 def layout(shape: list[int], max_bins: int = MAX_BINS) -> Layout:
+    """The last two dims as the grid, the others as slices; a tensor with more than
+    ``MAX_SLICES`` slices (a conv weight of 512×512×3×3) is drawn as one grid, every dim but
+    the last folded into the rows."""
     dims = [max(int(n), 1) for n in shape] or [1]
     cols = dims[-1]
+    if math.prod(dims[:-2]) > MAX_SLICES:
+        rows = math.prod(dims[:-1])
+        return Layout(rows, cols, [], -(-rows // max_bins), -(-cols // max_bins), merged=dims[:-1])
     rows = dims[-2] if len(dims) >= 2 else 1
-    lead = dims[:-2]
-    return Layout(rows, cols, lead, -(-rows // max_bins), -(-cols // max_bins))
+    return Layout(rows, cols, dims[:-2], -(-rows // max_bins), -(-cols // max_bins))
 
 
 def _lanes_of(rows: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,7 +84,7 @@ def element_index(byte_offset: np.ndarray, tensor: dict[str, Any]) -> tuple[np.n
     size = int(tensor.get("element_size", 1)) or 1
     rel = (byte_offset - int(tensor.get("offset", 0))).astype(np.float64)
     rest = np.floor(rel / size)
-    inside = (rel >= 0) & (rest * size == rel)
+    inside = (rel >= 0) & (rest * size == rel) & (0 not in shape)
     index = np.zeros((len(shape), len(rel)), dtype=np.float64)
     # Peel dims off from the largest stride down: a view's element offset is sum(i_d * stride_d).
     dims = [
@@ -113,6 +121,10 @@ def tensor_cells(
         index = np.zeros((1, index.shape[1]), dtype=np.float64)
     col = index[-1]
     row = index[-2] if index.shape[0] >= 2 else np.zeros_like(col)
+    if lay.merged:  # every dim but the last, row-major, is the row
+        row = np.zeros_like(col)
+        for d, n in enumerate(lay.merged):
+            row = row * n + index[d]
     if lay.row_step > 1:
         row = np.floor(row / lay.row_step)
     if lay.col_step > 1:
@@ -171,6 +183,7 @@ def tensor_cells(
 
 
 def empty_cells() -> bytes:
+    """The packed cells of a slice no lane touched."""
     z = np.zeros(0, dtype="<u4")
     return pack({"program": z, "bin": z, "site": z.astype("<i4"), "lanes": z, "kind": z.astype("u1")})
 
@@ -228,7 +241,7 @@ class RecordView:
 
     def launch(self, i: int) -> tuple[dict[str, Any], dict[tuple[int, int], bytes]]:
         """The ``LaunchData`` of launch ``i`` and its packed cells by (tensor, slice)."""
-        cached = self.cache.get(i)  # no waiting behind the warm-up computing another launch
+        cached = self.cache.get(i)  # a launch computed already never waits behind the warm-up
         if cached is not None:
             return cached
         with self.lock:
@@ -244,10 +257,13 @@ class RecordView:
         row_of, byte_offset = _lanes_of(rows, self.offsets)
         storage_of_lane = rows["storage"].astype(np.int64)[row_of]
         tensors, cells = [], {}
+        seen: dict[int, np.ndarray] = {}  # per storage: lanes inside some tensor's view
         for t, tensor in enumerate(launch["tensors"]):
             lay = layout(tensor["shape"])
-            mine = storage_of_lane == int(tensor["storage"])
+            storage = int(tensor["storage"])
+            mine = np.flatnonzero(storage_of_lane == storage)
             index, inside = element_index(byte_offset[mine], tensor)
+            seen[storage] = seen.get(storage, np.zeros(len(mine), dtype=bool)) | inside
             packed = tensor_cells(
                 row_of[mine][inside], rows, index[:, inside], lay, len(sites), len(programs)
             )
@@ -261,16 +277,21 @@ class RecordView:
                     "rows": lay.rows,
                     "cols": lay.cols,
                     "lead": lay.lead,
+                    "merged": lay.merged,
                     "slices": lay.slices,
                     "bin_rows": lay.bin_rows,
                     "bin_cols": lay.bin_cols,
                     "row_step": lay.row_step,
                     "col_step": lay.col_step,
-                    "outside": int((~inside).sum()),
+                    "outside": 0,
                     "findings": self._findings(launch, tensor, lay),
                     "slice_urls": [self.cells_url(i, t, s) for s in range(lay.slices)],
                 }
             )
+        # Accesses to a storage that no tensor viewing it covers: shown on each of its tensors.
+        for t, tensor in enumerate(launch["tensors"]):
+            inside_any = seen.get(int(tensor["storage"]))
+            tensors[t]["outside"] = int((~inside_any).sum()) if inside_any is not None else 0
         files = {s["file"] for s in sites} | {launch.get("file", "")}
         sources = self.header.get("sources") or {}
         data: dict[str, Any] = {
@@ -300,6 +321,12 @@ class RecordView:
                     c = index[-1]
                     r = index[-2] if len(index) >= 2 else 0
                     lead = index[:-2]
+                    if lay.merged:
+                        inside = all(0 <= i < n for i, n in zip(index[:-1], lay.merged, strict=True))
+                        r = 0
+                        for i, n in zip(index[:-1], lay.merged, strict=True):
+                            r = r * n + i
+                        r, lead = (r if inside else -1), []
                     if all(0 <= i < n for i, n in zip(lead, lay.lead, strict=True)):
                         slice_ = 0
                         for i, n in zip(lead, lay.lead, strict=True):

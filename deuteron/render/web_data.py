@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import base64
 import os
-import time
+import re
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,27 @@ from .web_profile import DEFAULT_THRESHOLD, profile_data
 from .web_trace import trace_events, trace_ref
 
 KINDS = ("profile", "trace", "record", "check", "explain")
+# What the page reads of an explain report's kernel, for reports that lack some of it.
+EXPLAIN_DEFAULTS: dict[str, Any] = {
+    "name": "?",
+    "target": "?",
+    "file": "",
+    "line": 0,
+    "num_warps": None,
+    "num_stages": None,
+    "num_ctas": None,
+    "args": [],
+    "launches": 0,
+    "grids": [],
+    "registers": None,
+    "spills": None,
+    "shared_bytes": None,
+    "occupancy": None,
+    "sass": None,
+    "findings": [],
+    "source_text": None,
+    "stage_text": {},
+}
 JSON_TYPE = "application/json"
 PACKED_TYPE = "application/octet-stream"
 
@@ -38,8 +60,8 @@ def sniff(path: str) -> str:
     if head[:2] == b"PK":
         return "record"
     text = head.lstrip()
-    if text[:1] == b"[" or (text[:1] not in (b"{", b"[") and path.endswith((".hatchet", ".msgpack"))):
-        return "profile" if b'"ph"' not in head else "trace"
+    if text[:1] == b"[":  # hatchet's [tree, devices], or a trace that is a bare list of events
+        return "trace" if b'"ph"' in head and b'"frame"' not in head else "profile"
     if b'"deuteron-check"' in head:
         return "check"
     if b'"deuteron-explain"' in head:
@@ -52,6 +74,21 @@ def sniff(path: str) -> str:
         f"{path}: not a file deuteron serve shows (a profile, a Chrome trace, an access record, "
         "a check or an explain report)"
     )
+
+
+_ANSWER = re.compile(r"^/api/(trace|access)/((?:\d{1,9}/){0,3}\d{1,9})\.(json|bin)$")
+
+
+def _numbers(path: str) -> tuple[str, list[int]] | None:
+    """``/api/access/0/3.json`` -> ("access", [0, 3]); None for any other shape."""
+    match = _ANSWER.match(path)
+    if match is None:
+        return None
+    return match.group(1), [int(part) for part in match.group(2).split("/")]
+
+
+def _n(count: int, one: str, many: str = "") -> str:
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
 
 
 class WebData:
@@ -67,12 +104,12 @@ class WebData:
         self.explains: list[dict[str, Any]] = []
         self.notes: list[str] = []
         self._pending_records: list[tuple[str, tuple[Any, Any, Any]]] = []
-        self.timings: dict[str, float] = {}
+        self._records_lock = threading.Lock()  # the server's threads and its warm-up
+        self.added: list[tuple[str, Any]] = []  # (kind, what was read), for describe()
 
     # --- inputs -------------------------------------------------------------------------------
     def add_file(self, path: str, base: str | None = None) -> str:
         """Read one file (FormatError, one line, if it is not one we show); returns its kind."""
-        started = time.perf_counter()
         kind = sniff(path)
         if kind == "profile":
             self.add_profile(hatchet.read(path), path, hatchet.read(base) if base else None, base or "")
@@ -80,17 +117,18 @@ class WebData:
             self.add_trace(chrome_trace.read_columns(path), path)
         elif kind == "record":
             self._pending_records.append((path, access_record.read(path)))
+            self.added.append(("record", self._pending_records[-1][1]))
         elif kind == "check":
             self.add_check(check_json.read(path), path)
         else:
             self.add_explain(explain_json.read(path), path)
-        self.timings[path] = time.perf_counter() - started
         return kind
 
     def add_profile(
         self, profile: Profile, source: str, base: Profile | None = None, base_source: str = ""
     ) -> None:
         self.profiles.append(profile_data(profile, source, base, base_source, self.threshold))
+        self.added.append(("profile", self.profiles[-1]))
         pruned = self.profiles[-1]["pruned_nodes"]
         if pruned:
             total = self.profiles[-1]["total_nodes"]
@@ -110,6 +148,7 @@ class WebData:
             return cached[0]
 
         self.traces.append((ref, events))
+        self.added.append(("trace", ref))
 
     def add_check(self, report: CheckReport, source: str) -> None:
         body = check_json.to_json(report)
@@ -126,14 +165,19 @@ class WebData:
                 },
             )
         )
+        self.added.append(("check", self.checks[-1][1]))
 
     def add_explain(self, document: dict[str, Any], source: str) -> None:
+        self._add_explain(document, source)
+        self.added.append(("explain", self.explains[-1]))
+
+    def _add_explain(self, document: dict[str, Any], source: str) -> None:
         kernels = []
         for k in document.get("kernels", []):
             if isinstance(k, dict):
-                k = dict(k)
-                k.setdefault("source_text", None)
-                k.setdefault("stage_text", {})
+                k = {**EXPLAIN_DEFAULTS, **k}
+                if not isinstance(k["stage_text"], dict):
+                    k["stage_text"] = {}
                 kernels.append(k)
         self.explains.append(
             {
@@ -147,24 +191,43 @@ class WebData:
 
     def _records(self) -> list[RecordView]:
         """Records see every check report given, wherever it came on the command line."""
+        with self._records_lock:
+            self._resolve_records()
+        return self.records
+
+    def _resolve_records(self) -> None:
         for path, (header, accesses, offsets) in self._pending_records:
             reports = [report for report, _ in self.checks]
             self.records.append(RecordView(header, accesses, offsets, path, len(self.records), reports))
+            dropped = int(header.get("dropped_lanes", 0))
+            if dropped:
+                limit = int(header.get("limit", 0))
+                self.notes.append(
+                    f"{os.path.basename(path)}: the record reached its limit of {limit:,} "
+                    f"element accesses; {dropped:,} later ones are not drawn "
+                    "(record again with deuteron check --record-limit N)"
+                )
         self._pending_records.clear()
-        return self.records
 
-    def empty(self) -> bool:
-        return not (
-            self.profiles
-            or self.traces
-            or self.records
-            or self._pending_records
-            or self.checks
-            or self.explains
-        )
+    def describe(self, which: int = -1) -> str:
+        """One line on a file added (``which``: its position, -1 the last): its kind and size."""
+        kind, item = self.added[which]
+        if kind == "profile":
+            shown = item["total_nodes"] - item["pruned_nodes"]
+            return f"profile, {shown:,} nodes" + (", a diff" if "base" in item else "")
+        if kind == "trace":
+            return f"trace, {_n(item['count'], 'event')} on {_n(len(item['lanes']), 'lane')}"
+        if kind == "record":
+            launches, lanes = len(item[0]["launches"]), int(item[0].get("lanes", 0))
+            accesses = _n(lanes, "element access", "element accesses")
+            return f"access record, {_n(launches, 'launch', 'launches')}, {accesses}"
+        if kind == "check":
+            return f"check report, {_n(len(item['findings']), 'finding')}"
+        return f"explain report, {_n(len(item['kernels']), 'kernel')}"
 
     # --- answers ------------------------------------------------------------------------------
     def index(self) -> dict[str, Any]:
+        """``/api/index.json``: everything small, and where the rest is."""
         return {
             "format": "deuteron-web",
             "version": 1,
@@ -185,24 +248,31 @@ class WebData:
         return ", ".join(os.path.basename(n) for n in names[:4]) or "deuteron"
 
     def answer(self, path: str) -> tuple[str, Any] | None:
-        """(content type, JSON value or bytes) for a request path, None if there is no such answer."""
+        """(content type, JSON value or bytes) for a request path, None if there is no such answer.
+
+        A path names an answer by small whole numbers only; anything else is no answer. Errors
+        while computing one are not caught here: they are bugs or damage, and the server says so."""
         if path == "/api/index.json":
             return JSON_TYPE, self.index()
-        parts = path.split("/")
-        try:
-            if path.startswith("/api/trace/") and len(parts) == 4 and parts[3].endswith(".bin"):
-                n = int(parts[3][:-4])
-                return PACKED_TYPE, self.traces[n][1]() if 0 <= n < len(self.traces) else None
-            if path.startswith("/api/access/") and len(parts) in (5, 7):
-                record = self._records()[int(parts[3])]
-                if len(parts) == 5 and parts[4].endswith(".json"):
-                    return JSON_TYPE, record.launch(int(parts[4][:-5]))[0]
-                if len(parts) == 7 and parts[6].endswith(".bin"):
-                    cells = record.launch(int(parts[4]))[1]
-                    key = (int(parts[5]), int(parts[6][:-4]))
-                    return PACKED_TYPE, cells.get(key) or empty_cells()
-        except (ValueError, IndexError):
+        numbers = _numbers(path)
+        if numbers is None:
             return None
+        kind, ids = numbers
+        if kind == "trace" and len(ids) == 1 and path.endswith(".bin") and ids[0] < len(self.traces):
+            return PACKED_TYPE, self.traces[ids[0]][1]()
+        records = self._records()
+        if kind != "access" or not ids or ids[0] >= len(records):
+            return None
+        record = records[ids[0]]
+        if len(ids) < 2 or ids[1] >= len(record.header["launches"]):
+            return None
+        data, cells = record.launch(ids[1])
+        if len(ids) == 2 and path.endswith(".json"):
+            return JSON_TYPE, data
+        if len(ids) == 4 and path.endswith(".bin") and ids[2] < len(data["tensors"]):
+            if ids[3] >= max(data["tensors"][ids[2]]["slices"], 1):
+                return None
+            return PACKED_TYPE, cells.get((ids[2], ids[3])) or empty_cells()
         return None
 
     def warm(self) -> None:
@@ -219,7 +289,7 @@ class WebData:
         ``max_cell_bytes`` are left out (their slice shows how to see them)."""
         index = self.index()
         out: dict[str, Any] = {"/api/index.json": index}
-        for _n, (ref, events) in enumerate(self.traces):
+        for ref, events in self.traces:
             out[ref["events"]] = base64.b64encode(events()).decode()
         budget = max_cell_bytes
         left_out = 0

@@ -38,10 +38,13 @@ def columns_for(profile: Profile, base: Profile | None = None) -> list[str]:
     chosen = []
     for label in CANDIDATE_COLUMNS:
         try:
-            build(probe, ViewOptions(metrics=[label]))
+            value = build(probe, ViewOptions(metrics=[label])).tree.root.metrics.get(label)
         except MetricError:
             continue
-        chosen.append(label)
+        # The metrics it needs exist (util is judged per kernel, by the device table's rows).
+        derived = isinstance(value, (int, float)) and not math.isnan(value)
+        if derived or (label == "util" and profile.devices):
+            chosen.append(label)
     if not chosen:
         chosen = sorted(n for n in available - PROPERTY_METRICS if not n.startswith("_"))[:8]
     if not chosen:
@@ -54,7 +57,7 @@ def _one_node_like(profile: Profile, names: set[str]) -> Profile:
     without deriving the whole tree."""
     root = Node("ROOT")
     for name in names:
-        root.metrics[name] = 0
+        root.metrics[name] = 1
     return Profile(root=root, kinds=dict(profile.kinds), devices=profile.devices, metadata={})
 
 
@@ -120,8 +123,9 @@ def profile_data(
             add(path, node, node, old_nodes.get(path))
     pruned = total - len(parent)
     if before is not None:  # nodes only in the base: in the tree, with no new values
-        for path, node in _flat(before.root):
-            if path not in ids and (len(path) == 1 or path[:-1] in ids):
+        old_flat = _flat(before.root)
+        for (path, node), kept in zip(old_flat, _kept(old_flat, columns[0], threshold), strict=True):
+            if kept and path not in ids and (len(path) == 1 or path[:-1] in ids):
                 add(path, node, None, node)
     # A column derivable in principle but with no value anywhere (cpu_time of a GPU-only run) goes.
     used = [i for i in range(len(columns)) if any(v is not None for v in values[i] + base_values[i])] or [0]

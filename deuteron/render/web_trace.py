@@ -31,10 +31,14 @@ def depths(c: TraceColumns) -> np.ndarray:
 
 
 def lane_kinds(c: TraceColumns) -> list[str]:
-    """A lane is a GPU stream when it holds kernels (category "kernel"), else a thread."""
+    """A lane is a GPU stream when it holds only kernels (category "kernel"); a thread otherwise,
+    also where kernels ran on it (the interpreter runs them on the launching thread)."""
     kernel = [i for i, name in enumerate(c.cats) if name in ("kernel", "gpu", "cuda")]
-    streams = set(np.unique(c.lane[np.isin(c.cat, kernel)]).tolist()) if kernel else set()
-    return ["stream" if i in streams else "thread" for i in range(len(c.lanes))]
+    is_kernel = np.isin(c.cat, kernel)
+    lanes = max(len(c.lanes), 1)
+    kernels = np.bincount(c.lane[is_kernel].astype(np.int64), minlength=lanes)
+    others = np.bincount(c.lane[~is_kernel].astype(np.int64), minlength=lanes)
+    return ["stream" if kernels[i] and not others[i] else "thread" for i in range(len(c.lanes))]
 
 
 def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], list[int]]:

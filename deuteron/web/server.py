@@ -9,6 +9,7 @@ naming another host is refused, so a web page elsewhere cannot rebind its own na
 from __future__ import annotations
 
 import json
+import secrets
 import sys
 import threading
 from http import HTTPStatus
@@ -23,23 +24,28 @@ LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 class Server(ThreadingHTTPServer):
+    """One page's server. Everything lives under ``/TOKEN/``, a secret made at start and printed
+    in the address: another user of this machine, or a page in the browser, cannot guess it."""
+
     daemon_threads = True
 
     def __init__(self, data: WebData, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__((host, port), Handler)
         self.data = data
-        threading.Thread(target=self._warm, name="deuteron-warm", daemon=True).start()
+        self.token = secrets.token_urlsafe(12)
         js, css = bundle()
-        title = data.index()["title"]
+        title = data.index()["title"]  # resolves the records before the warm-up shares them
         self.routes: dict[str, tuple[str, bytes]] = {
-            "/": ("text/html; charset=utf-8", served_page(title).encode()),
-            "/static/app.js": ("text/javascript; charset=utf-8", js.encode()),
-            "/static/app.css": ("text/css; charset=utf-8", css.encode()),
+            "": ("text/html; charset=utf-8", served_page(title).encode()),
+            "static/app.js": ("text/javascript; charset=utf-8", js.encode()),
+            "static/app.css": ("text/css; charset=utf-8", css.encode()),
         }
         self.port = int(self.server_address[1])
-        names = set(LOOPBACK_NAMES) | ({host} if host not in ("0.0.0.0", "::", "") else set())
+        # Bound to every interface, the user chose to be reached by any name; the token still guards.
+        self.any_host = host in ("0.0.0.0", "::", "")
+        names = set(LOOPBACK_NAMES) | {host}
         self.allowed_hosts = {f"{n}:{self.port}" for n in names}
-        self.requests_seen: list[str] = []
+        threading.Thread(target=self._warm, name="deuteron-warm", daemon=True).start()
 
     def _warm(self) -> None:
         try:
@@ -51,10 +57,12 @@ class Server(ThreadingHTTPServer):
     def url(self) -> str:
         host = str(self.server_address[0])
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
-        return f"http://{shown}:{self.port}/"
+        return f"http://{shown}:{self.port}/{self.token}/"
 
 
 class Handler(BaseHTTPRequestHandler):
+    """GET and HEAD only; every answer carries the page's CSP and is never cached."""
+
     server: Server
     server_version = "deuteron"
     sys_version = ""
@@ -74,13 +82,19 @@ class Handler(BaseHTTPRequestHandler):
     do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = _refuse  # noqa: N815
 
     def _answer(self, send_body: bool) -> None:
-        host = self.headers.get("Host", "")
-        if host not in self.server.allowed_hosts:
+        """Host checked, then the token, then a fixed table of routes and the data's answers."""
+        server = self.server
+        if not server.any_host and self.headers.get("Host", "") not in server.allowed_hosts:
             self._send(HTTPStatus.FORBIDDEN, "text/plain", b"unknown Host header\n", send_body)
             return
         path = urlsplit(self.path).path
-        self.server.requests_seen.append(path)
-        route = self.server.routes.get(path)
+        prefix = f"/{server.token}/"
+        if not path.startswith(prefix):
+            message = b"not found: open the address deuteron serve printed (it holds the page's token)\n"
+            self._send(HTTPStatus.NOT_FOUND, "text/plain", message, send_body)
+            return
+        path = path[len(prefix) - 1 :]  # "/..." below the token
+        route = server.routes.get(path[1:])
         if route is not None:
             self._send(HTTPStatus.OK, route[0], route[1], send_body)
             return
@@ -112,7 +126,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
-        self.send_header("Content-Security-Policy", SERVED_CSP)
+        # As a header, the policy can also forbid framing (a <meta> policy cannot).
+        self.send_header("Content-Security-Policy", SERVED_CSP + "; frame-ancestors 'none'")
         self.end_headers()
         if send_body:
             try:

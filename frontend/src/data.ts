@@ -21,13 +21,18 @@ export function standalone(): boolean {
   return embeddedData() !== null;
 }
 
+/** Answers live beside the page: the server keeps everything under a secret first path part. */
+function served(path: string): string {
+  return `.${path}`;
+}
+
 export async function getJSON<T>(path: string): Promise<T> {
   const inline = embeddedData();
   if (inline) {
     if (!(path in inline)) throw new Error(`${path} is not in this file (open it with deuteron serve)`);
     return inline[path] as T;
   }
-  const reply = await fetch(path, { cache: "no-store" });
+  const reply = await fetch(served(path), { cache: "no-store" });
   if (!reply.ok) throw new Error(`${path}: ${reply.status} ${(await reply.text()).slice(0, 200)}`);
   return (await reply.json()) as T;
 }
@@ -40,7 +45,7 @@ export async function getPacked(path: string): Promise<Packed> {
     if (typeof value !== "string") throw new Error(`${path} is not in this file (open it with deuteron serve)`);
     bytes = base64Bytes(value);
   } else {
-    const reply = await fetch(path, { cache: "no-store" });
+    const reply = await fetch(served(path), { cache: "no-store" });
     if (!reply.ok) throw new Error(`${path}: ${reply.status} ${(await reply.text()).slice(0, 200)}`);
     bytes = await reply.arrayBuffer();
   }

@@ -105,6 +105,9 @@ export interface TensorView {
   dtype: string;
   rows: number; // size of the second-to-last dim (1 for a 1-D tensor)
   cols: number; // size of the last dim
+  /** Dims folded into the rows (all but the last) when there would be more than 1024 slices;
+   * empty otherwise. */
+  merged: number[];
   /** Leading dims (shape without the last two); their row-major combinations are the slices. */
   lead: number[];
   slices: number;

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,25 +94,29 @@ def serving(*args: str, cwd: Path) -> Iterator[str]:
     """``deuteron serve --no-browser --port 0 ARGS`` in a fresh process; yields its address."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "deuteron", "serve", "--no-browser", "--port", "0", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        if not match:
-            proc.kill()
-            raise AssertionError(f"deuteron serve did not start: {line!r} {proc.communicate()[1][-2000:]}")
-        yield match.group(0)
-    finally:
-        proc.terminate()
+    # stderr goes to a file: a server that says much can never block on a full pipe.
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deuteron", "serve", "--no-browser", "--port", "0", *args],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
         try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            match = re.search(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{16}/", line)
+            if not match:
+                proc.kill()
+                proc.wait()
+                errors.seek(0)
+                raise AssertionError(f"deuteron serve did not start: {line!r} {errors.read()[-2000:]}")
+            yield match.group(0)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

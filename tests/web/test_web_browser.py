@@ -111,10 +111,10 @@ def test_timeline_view(served: str, web_inputs: WebInputs, watched: Watched) -> 
     assert int(canvas.get_attribute("data-events") or 0) == ref["count"] > 0
     assert int(canvas.get_attribute("data-lanes") or 0) == len(ref["lanes"])
     assert int(canvas.get_attribute("data-drawn") or 0) > 0
-    end = float(canvas.get_attribute("data-end-ns") or 0)
+    before = canvas.get_attribute("data-end-ns") or "0"
     page.click("button[name=zoom-in]")
-    expect(canvas).not_to_have_attribute("data-end-ns", str(canvas.get_attribute("data-end-ns")))
-    assert float(canvas.get_attribute("data-end-ns") or 0) < end
+    expect(canvas).not_to_have_attribute("data-end-ns", before)
+    assert float(canvas.get_attribute("data-end-ns") or 0) < float(before)
     page.click("button[name=reset]")
     box = canvas.bounding_box()
     assert box is not None
@@ -281,3 +281,34 @@ def test_served_page_shows_an_error_for_a_damaged_answer(web_inputs: WebInputs, 
         page.goto(url)
         assert "500" in page.locator(".error").inner_text()
         watched.errors.clear()  # the failed request is logged by the browser itself
+
+
+HOSTILE = '</script><script>alert("script")</script><img src=x onerror="alert(1)">'
+
+
+def test_hostile_names_and_messages_show_as_text(
+    web_inputs: WebInputs, watched: Watched, tmp_path: Path
+) -> None:
+    """Names, messages and source text from a file are data, never markup, in both page forms."""
+    profile = hatchet.read(web_inputs.profile)
+    profile.root.child(HOSTILE).add("time (ns)", 1e6)
+    hatchet.write(profile, tmp_path / "hostile.hatchet")
+    report = json.loads(web_inputs.report.read_text())
+    report["findings"][0]["message"] = HOSTILE
+    (tmp_path / "hostile.json").write_text(json.dumps(report))
+    page = watched.page
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    out = tmp_path / "hostile.html"
+    files = [str(tmp_path / "hostile.hatchet"), str(web_inputs.record), str(tmp_path / "hostile.json")]
+    assert run_cli("serve", "--html", str(out), *files, cwd=tmp_path).returncode == 0
+    with serving(*files, cwd=tmp_path) as url:
+        for address in (out.as_uri(), url):
+            page.goto(address + "#profile")
+            page.locator("canvas.flame-canvas[data-drawn]").wait_for()
+            assert HOSTILE in page.locator(".ptable").inner_text()
+            page.click("nav.tabs button[data-view=accesses]")
+            page.wait_for_selector("#view-accesses[data-state=ready]")
+            assert HOSTILE in page.locator(".acc-ftable").inner_text()
+            assert page.locator("img").count() == 0 and page.locator("script").count() <= 2
+    assert not dialogs, dialogs

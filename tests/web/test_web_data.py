@@ -43,12 +43,20 @@ def test_profile_columns_are_deuteron_views_numbers(web_inputs: WebInputs) -> No
     view = build(profile, ViewOptions(metrics=data["columns"])).tree
     names = [data["names"][i] for i in data["name_id"]]
     # Every node, every column: the value deuteron view computes (to six significant digits).
-    expected = {}
-    for node in view.root.walk():
-        expected.setdefault(node.name, node.metrics)
+    # Pair nodes by their path of names: the flattened order is the tree's preorder.
+    by_path: dict[tuple[str, ...], dict] = {}
+    stack = [((view.root.name,), view.root)]
+    while stack:
+        path, node = stack.pop()
+        by_path[path] = node.metrics
+        stack.extend((path + (c.name,), c) for c in node.children.values())
+    paths: list[tuple[str, ...]] = []
+    for i, name in enumerate(names):
+        paths.append((paths[data["parent"][i]] if i else ()) + (name,))
+    assert len(set(paths)) == len(paths) == len(by_path)
     for node_id, name in enumerate(names):
         for c, column in enumerate(data["columns"]):
-            want, got = expected[name].get(column), data["values"][c][node_id]
+            want, got = by_path[paths[node_id]].get(column), data["values"][c][node_id]
             if want is None or (isinstance(want, float) and math.isnan(want)):
                 assert got is None
             else:
@@ -89,7 +97,8 @@ def test_trace_columns_match_the_event_reader(web_inputs: WebInputs) -> None:
     ref = data.index()["traces"][0]
     packed = unpack(data.answer(ref["events"])[1])
     assert ref["count"] == len(packed["start"]) == len(events)
-    assert {lane["kind"] for lane in ref["lanes"]} <= {"thread", "stream"}
+    # The interpreter runs kernels on the launching thread: that lane is a thread, not a stream.
+    assert [lane["kind"] for lane in ref["lanes"]] == ["thread"]
 
 
 def test_depth_counts_open_events_on_the_same_lane(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -208,3 +217,15 @@ def test_sniff_reads_kinds_from_content(web_inputs: WebInputs) -> None:
     kinds = [sniff(str(p)) for p in (web_inputs.profile, web_inputs.trace, web_inputs.record)]
     kinds += [sniff(str(p)) for p in (web_inputs.report, web_inputs.explain)]
     assert kinds == ["profile", "trace", "record", "check", "explain"]
+
+
+def test_a_record_cut_at_its_limit_says_so(web_inputs: WebInputs, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from ..conftest import run_cli
+
+    script = str(web_inputs.folder / "tiles.py")
+    proc = run_cli("check", "--record", "small.npz", "--record-limit", "1000", script, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    data = WebData()
+    data.add_file(str(tmp_path / "small.npz"))
+    notes = data.index()["notes"]
+    assert len(notes) == 1 and "limit of 1,000" in notes[0] and "--record-limit" in notes[0]

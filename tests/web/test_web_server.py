@@ -18,12 +18,14 @@ from .conftest import WebInputs, serving
 
 
 def _get(
-    url: str, path: str, method: str = "GET", host: str | None = None
+    url: str, path: str, method: str = "GET", host: str | None = None, token: bool = True
 ) -> tuple[int, dict[str, str], bytes]:
+    """One raw request: ``path`` below the page's address (its secret token), or with
+    ``token=False`` from the server's root."""
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=30)
     headers = {"Host": host} if host is not None else {}
-    conn.request(method, path, headers=headers)
+    conn.request(method, (parts.path + path.lstrip("/")) if token else path, headers=headers)
     reply = conn.getresponse()
     body = reply.read()
     conn.close()
@@ -36,7 +38,8 @@ def test_serves_the_page_bundle_and_answers(web_inputs: WebInputs) -> None:
         *files, str(web_inputs.explain), "--base", str(web_inputs.base), cwd=web_inputs.folder
     ) as url:
         status, headers, body = _get(url, "/")
-        assert status == 200 and b'<script src="/static/app.js">' in body
+        assert status == 200 and b'<script src="static/app.js">' in body
+        assert "frame-ancestors 'none'" in headers["content-security-policy"]
         assert "default-src 'none'" in headers["content-security-policy"]
         assert headers["x-content-type-options"] == "nosniff"
         status, headers, js = _get(url, "/static/app.js")
@@ -73,6 +76,11 @@ def test_serves_the_page_bundle_and_answers(web_inputs: WebInputs) -> None:
         "/api/access/0/0/0/x.bin",
         "/deuteron/web/server.py",
         "/api/../static/app.js/../../../README.md",
+        "/api/access/-1/-1.json",
+        "/api/access/0/0/9/0.bin",
+        "/api/access/0/0/0/99.bin",
+        "/api/trace/0.json",
+        "/api/index.json/../../x",
     ],
 )
 def test_no_request_path_reaches_the_filesystem(web_inputs: WebInputs, path: str) -> None:
@@ -80,6 +88,14 @@ def test_no_request_path_reaches_the_filesystem(web_inputs: WebInputs, path: str
         status, _, body = _get(url, path)
         assert status == 404, (path, status, body[:200])
         assert b"root:" not in body
+
+
+def test_everything_needs_the_printed_token(web_inputs: WebInputs) -> None:
+    with serving(str(web_inputs.profile), cwd=web_inputs.folder) as url:
+        for path in ("/", "/api/index.json", "/static/app.js", "/AAAAAAAAAAAAAAAA/api/index.json"):
+            status, _, body = _get(url, path, token=False)
+            assert status == 404 and b"the address deuteron serve printed" in body, path
+        assert _get(url, "/api/index.json")[0] == 200
 
 
 def test_foreign_host_headers_and_other_methods_are_refused(web_inputs: WebInputs) -> None:
@@ -146,6 +162,11 @@ def test_html_is_one_offline_file(web_inputs: WebInputs, tmp_path: Path) -> None
     )
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"wrote .*report\.html \(\d+\.\d MB", proc.stderr)
+    said = proc.stderr.splitlines()
+    assert re.search(r"new\.hatchet: profile, \d+ nodes$", said[0]), said
+    assert re.search(r"new\.chrome_trace: trace, \d+ events on 1 lane$", said[1]), said
+    assert re.search(r"acc\.npz: access record, 2 launches, [\d,]+ element accesses$", said[2]), said
+    assert said[3].endswith("rep.json: check report, 1 finding") and said[4].endswith("kernels"), said
     page = out.read_text()
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     assert "connect-src" not in page.split("Content-Security-Policy")[1].split(">")[0], "no fetch allowed"
@@ -153,7 +174,7 @@ def test_html_is_one_offline_file(web_inputs: WebInputs, tmp_path: Path) -> None
     data = page.split('id="deuteron-data">')[1].split("</script>")[0]
     answers = json.loads(data)
     assert {"/api/index.json"} < set(answers)
-    assert "</script" not in data.lower()
+    assert page.lower().count("<script") == page.lower().count("</script") == 2
 
 
 def test_help_shows_examples() -> None:

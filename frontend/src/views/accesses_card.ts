@@ -120,6 +120,9 @@ export class TensorCard {
       h("b", {}, v.name),
       h("span", { class: "acc-dim" }, ` ${v.dtype} [${v.shape.join(", ")}]`),
       h("span", { class: "acc-dim" }, ` · bins ${v.bin_rows}×${v.bin_cols} of ${v.row_step}×${v.col_step}`),
+      v.merged.length
+        ? h("span", { class: "acc-dim", "data-merged": v.merged.join("x") }, ` · rows: dims ${v.merged.join("×")} flattened`)
+        : null,
     );
     if (v.slices > 1) head.append(this.slicePicker());
     return head;

@@ -133,6 +133,8 @@ function sourceBlocks(launch: LaunchData, touches: Touch[]): HTMLElement[] {
 
 /** Index-wide findings: every check report's findings, or, with none, those the launch's tensors
  * carry. Rows carry data-kind; clicking a row of the launch shown selects its cell. */
+const MAX_FINDING_ROWS = 500;
+
 export function findingsTable(
   checks: CheckData[],
   launch: LaunchData | null,
@@ -151,7 +153,9 @@ export function findingsTable(
   }
   const cols = ["kind", "severity", "kernel", "tensor", "index", "program", "line", "message"];
   const table = h("table", { class: "grid acc-ftable" }, h("tr", {}, ...cols.map((c) => h("th", { class: "name" }, c))));
-  for (const r of rows) {
+  // Findings are grouped by site already; thousands only come from many reports. Cap the DOM.
+  const shown = rows.slice(0, MAX_FINDING_ROWS);
+  for (const r of shown) {
     table.append(
       h(
         "tr",
@@ -168,5 +172,8 @@ export function findingsTable(
     );
   }
   wrap.append(h("div", { class: "acc-tablewrap wide" }, table));
+  if (rows.length > shown.length) {
+    wrap.append(h("p", { class: "empty" }, `${rows.length - shown.length} more findings not listed; deuteron check's report has them all.`));
+  }
   return wrap;
 }

@@ -5,6 +5,9 @@ import { colourOf, fitCanvas, fmt, h } from "../dom";
 import { byDesc, isUnder, nameOf, sortedKids, typeOf, type ProfileModel } from "./profile_model";
 
 const ROW = 18; // px per depth level
+// Browsers draw nothing on a canvas taller than about 16k CSS px at a pixel ratio of 2: levels
+// below this one are counted as culled (the table still shows them).
+const MAX_DEPTH_DRAWN = Math.floor(8000 / ROW);
 const MIN_PX = 0.5; // narrower rectangles are culled (counted, not drawn)
 
 export interface FlameOptions {
@@ -132,7 +135,7 @@ export class Flame {
     while (stack.length) {
       const i = stack.pop()!;
       const pw = this.width[i] * scale;
-      if (pw < MIN_PX || m.depth[i] > this.depthLimit) {
+      if (pw < MIN_PX || m.depth[i] > this.depthLimit || m.depth[i] > MAX_DEPTH_DRAWN) {
         culled += m.subtree[i];
         continue;
       }
