@@ -72,6 +72,22 @@ def _lanes_of(rows: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.nda
     return row_of, offsets[pos]
 
 
+CHUNK_LANES = 1 << 20
+
+
+def _chunks(counts: np.ndarray) -> list[tuple[int, int]]:
+    """Row ranges of about ``CHUNK_LANES`` lanes each (a row is never split)."""
+    ends = np.cumsum(counts.astype(np.int64))
+    out, first = [], 0
+    while first < len(counts):
+        done = int(ends[first - 1]) if first else 0
+        last = int(np.searchsorted(ends, done + CHUNK_LANES, side="right"))
+        last = max(last, first + 1)
+        out.append((first, last))
+        first = last
+    return out
+
+
 def element_index(byte_offset: np.ndarray, tensor: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """The N-D index (one float64 column per dim, whole numbers) of each byte offset into the
     tensor's storage, and which offsets are elements of the tensor's view at all (strided views
@@ -105,18 +121,10 @@ def element_index(byte_offset: np.ndarray, tensor: dict[str, Any]) -> tuple[np.n
     return index, inside
 
 
-def tensor_cells(
-    lanes_row: np.ndarray,
-    rows: np.ndarray,
-    index: np.ndarray,
-    lay: Layout,
-    sites: int,
-    programs: int,
-) -> dict[int, bytes]:
-    """The packed cells of each slice this tensor's lanes touch.
-
-    Work per lane is kept to the cell it falls in; neighbouring lanes of one access mostly share
-    a cell, so runs are counted first and only the runs carry the row's program, kind and site."""
+def cell_runs(lanes_row: np.ndarray, index: np.ndarray, lay: Layout) -> tuple[np.ndarray, ...]:
+    """Lanes to runs: neighbouring lanes of one access mostly fall in one cell, so each run of
+    lanes of one row in one cell becomes (row, cell, lanes). Cells count slices too:
+    ``slice * bins + bin``."""
     if index.shape[0] == 0:  # a 0-D tensor: one element
         index = np.zeros((1, index.shape[1]), dtype=np.float64)
     col = index[-1]
@@ -137,14 +145,27 @@ def tensor_cells(
             lead = lead * n + index[d]
         flat += lead * nbins
     cell = flat.astype(np.int64)
-    slices = max(lay.slices, 1)
     if not len(cell):
-        return {}
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     change = np.flatnonzero((np.diff(cell) != 0) | (np.diff(lanes_row) != 0)) + 1
     starts = np.concatenate(([0], change))
     run_len = np.diff(np.concatenate((starts, [len(cell)])))
-    run_row = lanes_row[starts]
-    run_cell = cell[starts]
+    return lanes_row[starts], cell[starts], run_len
+
+
+def pack_cells(
+    runs: tuple[np.ndarray, np.ndarray, np.ndarray],
+    rows: np.ndarray,
+    lay: Layout,
+    sites: int,
+    programs: int,
+) -> dict[int, bytes]:
+    """The packed cells of each slice: one entry per (program, bin, kind, site) with its lanes."""
+    run_row, run_cell, run_len = runs
+    if not len(run_row):
+        return {}
+    nbins = lay.bin_rows * lay.bin_cols
+    slices = max(lay.slices, 1)
     span = [max(programs, 1), sites + 1, 3, slices * nbins]
     if math.prod(span) >= 1 << 62:
         raise ValueError("the launch is too large to draw (programs × sites × bins overflow)")
@@ -254,20 +275,39 @@ class RecordView:
         rows = self.rows_sorted[self.bounds[i] : self.bounds[i + 1]]
         sites = self.header["sites"]
         programs = launch["programs"]
-        row_of, byte_offset = _lanes_of(rows, self.offsets)
-        storage_of_lane = rows["storage"].astype(np.int64)[row_of]
+        tensors_in = launch["tensors"]
+        layouts = [layout(t["shape"]) for t in tensors_in]
+        runs: list[list[tuple[np.ndarray, ...]]] = [[] for _ in tensors_in]
+        outside = {int(t["storage"]): 0 for t in tensors_in}
+        # Lanes in chunks of about a million: the temporaries stay small enough for the allocator
+        # to reuse (a 16-million-lane launch in one piece spends most of its time page-faulting).
+        for first, last in _chunks(rows["count"]):
+            row_of, byte_offset = _lanes_of(rows[first:last], self.offsets)
+            row_of += first
+            storage_of_lane = rows["storage"][row_of]
+            seen: dict[int, np.ndarray] = {}
+            for t, tensor in enumerate(tensors_in):
+                storage = int(tensor["storage"])
+                mine = storage_of_lane == storage
+                every = bool(mine.all())
+                index, inside = element_index(byte_offset if every else byte_offset[mine], tensor)
+                lanes_row = row_of if every else row_of[mine]
+                seen[storage] = seen.get(storage, np.zeros(len(lanes_row), dtype=bool)) | inside
+                if not inside.all():
+                    lanes_row, index = lanes_row[inside], index[:, inside]
+                runs[t].append(cell_runs(lanes_row, index, layouts[t]))
+            for storage, inside_any in seen.items():
+                outside[storage] += int((~inside_any).sum())
         tensors, cells = [], {}
-        seen: dict[int, np.ndarray] = {}  # per storage: lanes inside some tensor's view
-        for t, tensor in enumerate(launch["tensors"]):
-            lay = layout(tensor["shape"])
-            storage = int(tensor["storage"])
-            mine = np.flatnonzero(storage_of_lane == storage)
-            index, inside = element_index(byte_offset[mine], tensor)
-            seen[storage] = seen.get(storage, np.zeros(len(mine), dtype=bool)) | inside
-            packed = tensor_cells(
-                row_of[mine][inside], rows, index[:, inside], lay, len(sites), len(programs)
+        for t, tensor in enumerate(tensors_in):
+            lay = layouts[t]
+            parts = runs[t] or [(np.zeros(0, np.int64),) * 3]
+            joined = (
+                np.concatenate([r[0] for r in parts]),
+                np.concatenate([r[1] for r in parts]),
+                np.concatenate([r[2] for r in parts]),
             )
-            for s, blob in packed.items():
+            for s, blob in pack_cells(joined, rows, lay, len(sites), len(programs)).items():
                 cells[(t, s)] = blob
             tensors.append(
                 {
@@ -283,15 +323,12 @@ class RecordView:
                     "bin_cols": lay.bin_cols,
                     "row_step": lay.row_step,
                     "col_step": lay.col_step,
-                    "outside": 0,
+                    # Accesses to its storage that no tensor viewing that storage covers.
+                    "outside": outside[int(tensor["storage"])],
                     "findings": self._findings(launch, tensor, lay),
                     "slice_urls": [self.cells_url(i, t, s) for s in range(lay.slices)],
                 }
             )
-        # Accesses to a storage that no tensor viewing it covers: shown on each of its tensors.
-        for t, tensor in enumerate(launch["tensors"]):
-            inside_any = seen.get(int(tensor["storage"]))
-            tensors[t]["outside"] = int((~inside_any).sum()) if inside_any is not None else 0
         files = {s["file"] for s in sites} | {launch.get("file", "")}
         sources = self.header.get("sources") or {}
         data: dict[str, Any] = {
