@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from deuteron.formats import hatchet
+from deuteron.model.tree import Profile
 from deuteron.render.notebook import profile_html
 from deuteron.render.packed import unpack
 from deuteron.render.web_data import WebData
@@ -75,10 +76,10 @@ def test_profile_view_flame_graph_and_table(served: str, web_inputs: WebInputs, 
     assert hovered == "matmul"
     assert page.locator(".flame-box .tip").inner_text().startswith("matmul")
     page.mouse.click(box["x"] + box["width"] * step / 40, box["y"] + 18 * 1.5)
-    assert flame.get_attribute("data-zoom") == "matmul"
-    assert page.locator('.ptable tbody tr.sel[data-name="matmul"]').count() == 1
+    expect(flame).to_have_attribute("data-zoom", "matmul")
+    expect(page.locator('.ptable tbody tr.sel[data-name="matmul"]')).to_have_count(1)
     page.click("button[name=reset-zoom]")
-    assert flame.get_attribute("data-zoom") == "ROOT"
+    expect(flame).to_have_attribute("data-zoom", "ROOT")
 
 
 def test_profile_filter_sort_and_bad_regex(served: str, watched: Watched) -> None:
@@ -93,11 +94,14 @@ def test_profile_filter_sort_and_bad_regex(served: str, watched: Watched) -> Non
     expect(page.locator(".filter-error")).to_be_visible()
     page.fill("input[name=filter]", "")
     expect(page.locator(".ptable tbody tr[data-name=matmul_kernel]")).to_have_count(1)
-    first = lambda: page.locator(".ptable tbody tr").evaluate_all("r => r.map(x => x.dataset.name)")  # noqa: E731
+    # Column 0 is the name: a first click sorts siblings by name descending, a second ascending.
+    first_child = page.locator(".ptable tbody tr[data-node]").nth(1)
     page.click('.ptable th[data-col="0"]')
-    once = first()
+    expect(first_child).to_have_attribute("data-name", "vector_add")
+    expect(page.locator('.ptable th[data-col="0"]')).to_contain_text("▼")
     page.click('.ptable th[data-col="0"]')
-    assert first() != once, "clicking a header again reverses the order of siblings"
+    expect(first_child).to_have_attribute("data-name", "matmul")
+    expect(page.locator('.ptable th[data-col="0"]')).to_contain_text("▲")
 
 
 def test_timeline_view(served: str, web_inputs: WebInputs, watched: Watched) -> None:
@@ -150,8 +154,9 @@ def test_accesses_view_every_launch_programs_cells_and_findings(
     # One program: the cells it touched, and no more.
     page.select_option("[name=program]", "4")
     mine = {b for p, b in zip(cells["program"].tolist(), cells["bin"].tolist(), strict=True) if p == 4}
-    assert int(canvas.get_attribute("data-bins-selected") or 0) == len(mine)
+    expect(canvas).to_have_attribute("data-bins-selected", str(len(mine)))
     page.select_option("[name=program]", "all")
+    expect(canvas).to_have_attribute("data-program", "all")
     # Click the top-left cell: the column-0 tiles' loads and the overrunning column-1 tiles' loads.
     box = canvas.bounding_box()
     assert box is not None
@@ -173,7 +178,7 @@ def test_accesses_view_every_launch_programs_cells_and_findings(
     page.dispatch_event('input[name=slice][data-tensor="src"]', "change")
     expect(canvas).to_have_attribute("data-slice", "1")
     cells1 = _cells(data, src["slice_urls"][1])
-    assert int(canvas.get_attribute("data-bins-touched") or 0) == len(set(cells1["bin"].tolist()))
+    expect(canvas).to_have_attribute("data-bins-touched", str(len(set(cells1["bin"].tolist()))))
     page.select_option("select[name=launch]", "1")
     page.wait_for_selector("#view-accesses[data-state=ready][data-launch='1']")
     launch1 = data.answer("/api/access/0/1.json")[1]
@@ -185,7 +190,7 @@ def test_accesses_view_every_launch_programs_cells_and_findings(
         == 32 * 16
     )
     page.select_option("select[name=mode]", "1")
-    assert page.locator('canvas[data-tensor="src"]').get_attribute("data-mode") in ("1", "heat")
+    expect(page.locator('canvas[data-tensor="src"]')).to_have_attribute("data-mode", re.compile("^(1|heat)$"))
 
 
 def test_explain_view_source_and_stages_linked(served: str, web_inputs: WebInputs, watched: Watched) -> None:
@@ -200,11 +205,11 @@ def test_explain_view_source_and_stages_linked(served: str, web_inputs: WebInput
     src = kernel["stage_text"][name]["src"]
     line = Counter(s for s in src if s is not None).most_common(1)[0][0]
     page.locator(f'pre[data-source] .ln[data-line="{line}"]').click()
-    assert int(stage.get_attribute("data-highlighted") or 0) == src.count(line)
+    expect(stage).to_have_attribute("data-highlighted", str(src.count(line)))
     page.locator('[data-stage-tab="ptx"]').click()
-    assert page.locator("pre[data-stage]:visible").get_attribute("data-stage") == "ptx"
+    expect(page.locator("pre[data-stage]:visible")).to_have_attribute("data-stage", "ptx")
     ptx = page.locator('pre[data-stage="ptx"]')
-    assert int(ptx.get_attribute("data-highlighted") or 0) == kernel["stage_text"]["ptx"]["src"].count(line)
+    expect(ptx).to_have_attribute("data-highlighted", str(kernel["stage_text"]["ptx"]["src"].count(line)))
     cards = page.locator("[data-card=resources]").inner_text()
     assert str(kernel["registers"]) in cards
 
@@ -312,3 +317,18 @@ def test_hostile_names_and_messages_show_as_text(
             assert HOSTILE in page.locator(".acc-ftable").inner_text()
             assert page.locator("img").count() == 0 and page.locator("script").count() <= 2
     assert not dialogs, dialogs
+
+
+def test_empty_inputs_say_so(watched: Watched, tmp_path: Path) -> None:
+    (tmp_path / "empty.json").write_text('{"traceEvents": []}')
+    root_only = Profile()
+    root_only.root.metrics["time (ns)"] = 5.0
+    hatchet.write(root_only, tmp_path / "root.hatchet")
+    out = tmp_path / "empty.html"
+    assert run_cli("serve", "--html", str(out), "empty.json", "root.hatchet", cwd=tmp_path).returncode == 0
+    page = watched.page
+    page.goto(out.as_uri() + "#timeline")
+    expect(page.locator("[data-empty=trace]")).to_contain_text("no complete events")
+    page.click("nav.tabs button[data-view=profile]")
+    expect(page.locator(".ptable tbody tr[data-node]")).to_have_count(1)
+    assert page.locator("canvas.flame-canvas").get_attribute("data-zoom") == "ROOT"

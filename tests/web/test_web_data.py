@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 
@@ -229,3 +230,33 @@ def test_a_record_cut_at_its_limit_says_so(web_inputs: WebInputs, tmp_path) -> N
     data.add_file(str(tmp_path / "small.npz"))
     notes = data.index()["notes"]
     assert len(notes) == 1 and "limit of 1,000" in notes[0] and "--record-limit" in notes[0]
+
+
+def _frame_data(frame: str) -> dict:
+    """The answers inside a notebook's iframe (srcdoc is the escaped standalone page)."""
+    import html as html_module
+
+    assert frame.startswith("<iframe srcdoc=") and 'sandbox="allow-scripts"' in frame
+    page = html_module.unescape(frame.split('srcdoc="', 1)[1].split('" sandbox=', 1)[0])
+    return json.loads(page.split('id="deuteron-data">', 1)[1].split("</script>", 1)[0])
+
+
+def test_notebook_results_show_inline(web_inputs: WebInputs) -> None:
+    import torch
+
+    import deuteron
+    from deuteron.check.session import CheckRun
+    from deuteron.formats import check_json, explain_json
+    from deuteron.render.notebook import explain_html
+    from tests.kernels import add
+
+    with deuteron.profile(backend="interpreter") as p, deuteron.scope("step"):
+        add(torch.rand(64), torch.rand(64))
+    shown = _frame_data(p._repr_html_())["/api/index.json"]["profiles"][0]
+    assert {"step", "add_kernel"} <= set(shown["names"])
+    report = check_json.read(web_inputs.report)
+    checks = _frame_data(CheckRun(report, 1, "")._repr_html_())["/api/index.json"]["checks"]
+    assert checks[0]["findings"][0]["kind"] == "out-of-bounds"
+    doc = explain_json.read(web_inputs.explain)
+    explains = _frame_data(explain_html(doc))
+    assert explains["/api/index.json"]["explains"][0]["kernels"][0]["stage_text"]

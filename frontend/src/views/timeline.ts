@@ -15,6 +15,10 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
   const traces = index.traces;
   const show = async (k: number): Promise<void> => {
     const choose = traces.length > 1 ? picker(traces.map((t) => t.name), k, (j) => void show(j), { name: "trace", title: "trace" }) : null;
+    if (traces[k].count === 0) {
+      slot.replaceChildren(...(choose ? [choose] : []), h("p", { class: "empty", "data-empty": "trace" }, `${traces[k].name} holds no complete events ("ph": "X") to draw.`));
+      return;
+    }
     slot.replaceChildren(h("p", { class: "empty" }, `Loading ${traces[k].name} (${fmt(traces[k].count)} events)…`));
     try {
       const model = buildTimeline(traces[k], await getPacked(traces[k].events));
