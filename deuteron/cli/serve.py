@@ -50,8 +50,11 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--threshold",
         type=_fraction,
-        default=0.0,
-        help="leave out profile nodes below this share of the total, e.g. 0.001 (default 0: keep all)",
+        default=None,
+        help=(
+            "leave out profile nodes below this share of the total, e.g. 0.001; 0 keeps all "
+            "(default: all, up to 200,000 nodes; a larger tree is cut to about that many)"
+        ),
     )
     p.add_argument("--title", default="", help="the page's title (default: the files' names)")
     p.set_defaults(handler=run_serve)

@@ -19,7 +19,7 @@ from ..formats.files import regular_file
 from ..model.finding import CheckReport
 from ..model.tree import Profile
 from .web_access import RecordView, empty_cells
-from .web_profile import DEFAULT_THRESHOLD, profile_data
+from .web_profile import profile_data
 from .web_trace import trace_events, trace_ref
 
 KINDS = ("profile", "trace", "record", "check", "explain")
@@ -94,7 +94,7 @@ def _n(count: int, one: str, many: str = "") -> str:
 class WebData:
     """The inputs of one page and its answers by request path."""
 
-    def __init__(self, title: str = "", threshold: float = DEFAULT_THRESHOLD) -> None:
+    def __init__(self, title: str = "", threshold: float | None = None) -> None:
         self.title = title
         self.threshold = threshold
         self.profiles: list[dict[str, Any]] = []
@@ -129,12 +129,12 @@ class WebData:
     ) -> None:
         self.profiles.append(profile_data(profile, source, base, base_source, self.threshold))
         self.added.append(("profile", self.profiles[-1]))
-        pruned = self.profiles[-1]["pruned_nodes"]
-        if pruned:
-            total = self.profiles[-1]["total_nodes"]
+        shown = self.profiles[-1]
+        if shown["pruned_nodes"]:
             self.notes.append(
-                f"{os.path.basename(source)}: {pruned:,} of {total:,} nodes are below "
-                f"{self.threshold:.2%} of the total and are left out (--threshold 0 keeps all)"
+                f"{os.path.basename(source)}: {shown['pruned_nodes']:,} of {shown['total_nodes']:,} "
+                f"nodes are below {shown['threshold']:.3%} of the total and are left out "
+                "(--threshold 0 keeps all)"
             )
 
     def add_trace(self, columns: chrome_trace.TraceColumns, source: str) -> None:

@@ -27,7 +27,7 @@ CANDIDATE_COLUMNS = (
     "util",
     "count",
 )
-DEFAULT_THRESHOLD = 0.0  # keep every node; `--threshold` cuts
+MAX_NODES = 200_000  # with no threshold given, larger trees are cut to about this many nodes
 Path = tuple[str, ...]
 
 
@@ -89,15 +89,19 @@ def profile_data(
     source: str,
     base: Profile | None = None,
     base_source: str = "",
-    threshold: float = DEFAULT_THRESHOLD,
+    threshold: float | None = None,
 ) -> dict[str, Any]:
-    """The ``ProfileData`` document of one profile (and its base, for a diff)."""
+    """The ``ProfileData`` document of one profile (and its base, for a diff). ``threshold``: leave
+    out nodes below this share of ROOT's first column; None keeps everything up to ``MAX_NODES``
+    nodes and cuts a larger tree at the share that keeps about that many."""
     columns = columns_for(profile, base)
     options = ViewOptions(metrics=columns)
     shown = build(profile, options).tree
     before = build(base, options).tree if base is not None else None
     nodes = _flat(shown.root)
     total = len(nodes)
+    if threshold is None:
+        threshold = _threshold_for(nodes, columns[0], MAX_NODES) if total > MAX_NODES else 0.0
     keep = _kept(nodes, columns[0], threshold)
     ids: dict[Path, int] = {}
     parent: list[int] = []
@@ -153,6 +157,18 @@ def profile_data(
     return out
 
 
+def _threshold_for(nodes: list[tuple[Path, Node]], column: str, most: int) -> float:
+    """The share of ROOT's value at which about ``most`` nodes stay."""
+    top = nodes[0][1].metrics.get(column)
+    values = sorted(
+        (abs(v) for _p, n in nodes if isinstance(v := n.metrics.get(column), (int, float)) and v == v),
+        reverse=True,
+    )
+    if not isinstance(top, (int, float)) or not top or len(values) <= most:
+        return 0.0
+    return values[most - 1] / abs(top)
+
+
 def _kept(nodes: list[tuple[Path, Node]], column: str, threshold: float) -> list[bool]:
     """Which nodes stay: at or above ``threshold`` of ROOT's value (a node's parent always stays
     when it does, since inclusive values only grow upwards)."""
@@ -161,7 +177,7 @@ def _kept(nodes: list[tuple[Path, Node]], column: str, threshold: float) -> list
     top = nodes[0][1].metrics.get(column)
     if not isinstance(top, (int, float)) or not top:
         return [True] * len(nodes)
-    cut = abs(top) * threshold
+    cut = abs(top) * threshold * (1 - 1e-12)  # a node exactly at the share stays, whatever the rounding
     out = []
     for _path, node in nodes:
         v = node.metrics.get(column)

@@ -260,3 +260,20 @@ def test_notebook_results_show_inline(web_inputs: WebInputs) -> None:
     doc = explain_json.read(web_inputs.explain)
     explains = _frame_data(explain_html(doc))
     assert explains["/api/index.json"]["explains"][0]["kernels"][0]["stage_text"]
+
+
+def test_huge_trees_are_cut_to_a_limit_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from deuteron.model.tree import Node, Profile
+    from deuteron.render import web_profile
+
+    profile = Profile()
+    for i in range(50):
+        child: Node = profile.root.child(f"f{i}")
+        child.add("time (ns)", float(i + 1))
+    monkeypatch.setattr(web_profile, "MAX_NODES", 11)
+    data = web_profile.profile_data(profile, "p")
+    names = [data["names"][i] for i in data["name_id"]]
+    assert len(names) == 11 and data["pruned_nodes"] == 40, "ROOT and the ten largest"
+    assert set(names) == {"ROOT"} | {f"f{i}" for i in range(40, 50)}
+    assert data["threshold"] == pytest.approx(41 / sum(range(1, 51)))
+    assert len(web_profile.profile_data(profile, "p", threshold=0.0)["parent"]) == 51
