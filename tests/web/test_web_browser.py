@@ -21,7 +21,7 @@ from deuteron.render.packed import unpack
 from deuteron.render.web_data import WebData
 from deuteron.render.web_profile import profile_data
 
-from ..conftest import run_cli
+from ..conftest import REPO, run_cli
 from .browser import Watched, expect
 from .conftest import WebInputs, serving
 
@@ -332,3 +332,31 @@ def test_empty_inputs_say_so(watched: Watched, tmp_path: Path) -> None:
     page.click("nav.tabs button[data-view=profile]")
     expect(page.locator(".ptable tbody tr[data-node]")).to_have_count(1)
     assert page.locator("canvas.flame-canvas").get_attribute("data-zoom") == "ROOT"
+
+
+def test_real_gpu_trace_threads_stream_and_launch_arrows(watched: Watched, tmp_path: Path) -> None:
+    """A CUPTI trace recorded on an H100 (tests/fixtures/web): lanes, kinds and arrows."""
+    trace = REPO / "tests" / "fixtures" / "web" / "h100_launch_bound.chrome_trace"
+    data = WebData()
+    data.add_file(str(trace))
+    ref = data.index()["traces"][0]
+    assert [(lane["name"], lane["kind"]) for lane in ref["lanes"]] == [
+        ("main thread", "thread"),
+        ("thread 139934510515904", "thread"),
+        ("GPU 0 stream 7", "stream"),
+    ]
+    assert ref["flows"] == 104 and ref["count"] == 210
+    out = tmp_path / "gpu.html"
+    assert run_cli("serve", "--html", str(out), str(trace), cwd=tmp_path).returncode == 0
+    page = watched.page
+    page.goto(out.as_uri())
+    canvas = page.locator("canvas.tl-canvas")
+    expect(canvas).to_have_attribute("data-events", "210")
+    assert int(canvas.get_attribute("data-flows-drawn") or 0) > 0, "104 arrows fit: all are drawn"
+    box = canvas.bounding_box()
+    assert box is not None
+    kernels = set()
+    for x in range(190, int(box["width"]), 6):  # along the stream's lane
+        page.mouse.move(box["x"] + x, box["y"] + box["height"] - 12)
+        kernels.add(canvas.get_attribute("data-hover"))
+    assert any(k and k.startswith("_ZN") for k in kernels), kernels
