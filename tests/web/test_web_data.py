@@ -277,3 +277,4 @@ def test_huge_trees_are_cut_to_a_limit_by_default(monkeypatch: pytest.MonkeyPatc
     assert set(names) == {"ROOT"} | {f"f{i}" for i in range(40, 50)}
     assert data["threshold"] == pytest.approx(41 / sum(range(1, 51)))
     assert len(web_profile.profile_data(profile, "p", threshold=0.0)["parent"]) == 51
+
