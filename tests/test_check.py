@@ -310,7 +310,7 @@ def test_cli_record_file(tmp_path: Path):
     proc = run_cli("check", "--record", "acc.npz", str(script), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     header, accesses, offsets = read_record(tmp_path / "acc.npz")
-    assert header["format"] == "deuteron-access-record" and header["version"] == 1
+    assert header["format"] == "deuteron-access-record" and header["version"] == 2
     (launch,) = header["launches"]
     assert launch["kernel"] == "add_kernel" and launch["grid"] == [4, 1, 1] and len(launch["programs"]) == 4
     assert [t["name"] for t in launch["tensors"]] == ["x_ptr", "y_ptr", "out_ptr"]

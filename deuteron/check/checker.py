@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..model.access import STORE, LaunchInfo
+from ..model.access import MASKED, STORE, LaunchInfo
 from ..triton.compile_time import StaticAssertFailed
 from .errors import CheckError
 from .findings import KINDS, Findings
@@ -38,6 +38,7 @@ class Checker:
         self.views = "outside-view" in enabled
         self.asserts = "assert" in enabled
         self.recorder = recorder
+        self.keeps_masked = recorder is not None  # the guard then hands over masked-off lanes too
         self.launches = 0
         self.programs = 0
         self.failed_launches = 0
@@ -109,6 +110,11 @@ class Checker:
             self.nan.stored(values, lanes, owner.name, site)
         if self.recorder is not None:
             self.recorder.access(kind, addresses, storage, site)
+
+    def masked(self, kind: int, addresses: np.ndarray, storage: int, site: int) -> None:
+        """Masked-off lanes inside their tensor's storage: only the access record keeps them."""
+        if self.recorder is not None:
+            self.recorder.access(kind + MASKED, addresses, storage, site)
 
     def out_of_bounds(
         self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int

@@ -51,6 +51,8 @@ _SHIFT = np.uint64(TAG_SHIFT)
 class Guard:
     def __init__(self) -> None:
         self.listeners: list[AccessListener] = []
+        # Listeners that also keep masked-off lanes (a checker with an access recorder).
+        self.masked_listeners: list[Any] = []
         self.launch: LaunchInfo | None = None
         self.prepared: LaunchInfo | None = None
         self.launches = 0
@@ -75,13 +77,18 @@ class Guard:
         if not self.listeners:
             interpreter.attach(self)
         self.listeners.append(listener)
+        if getattr(listener, "keeps_masked", False):
+            self.masked_listeners.append(listener)
 
     def remove(self, listener: AccessListener | None = None) -> None:
         """Detach one checker (all when None); the interpreter is released when none is left."""
         if listener is None:
             self.listeners.clear()
+            self.masked_listeners.clear()
         elif listener in self.listeners:
             self.listeners.remove(listener)
+            if listener in self.masked_listeners:
+                self.masked_listeners.remove(listener)
         if not self.listeners:
             self.launch = self.prepared = None
             interpreter.detach()
@@ -159,6 +166,8 @@ class Guard:
         if mask is not None:
             m = mask if mask.shape == addrs.shape else np.broadcast_to(mask, addrs.shape)
             active = addrs[m]
+            if self.masked_listeners:
+                self._masked(kind, addrs[~m], launch)
         else:
             active = addrs.reshape(-1)
         if active.size == 0:
@@ -179,6 +188,29 @@ class Guard:
                 return None
         tags = (active >> _SHIFT).astype(np.int64)
         return self._judge_lanes(kind, real, tags, m, esize, site, values, addrs.shape)
+
+    def _masked(self, kind: int, off: np.ndarray, launch: LaunchInfo) -> None:
+        """Masked-off lanes whose pointers fall inside the storage of the tensor they came from,
+        for listeners that keep them (the access record, for the web UI's program view). Lanes
+        masked off because they point outside are left out: there is nothing there to draw."""
+        if off.size == 0:
+            return
+        tag = (off >> _SHIFT).astype(np.int64)
+        real = off & _MASK
+        known = (tag >= 1) & (tag <= len(launch.tensors))
+        if not known.any():
+            return
+        storage = np.full(off.size, -1, dtype=np.int64)
+        storage[known] = np.array([t.storage for t in launch.tensors], dtype=np.int64)[tag[known] - 1]
+        starts = np.array([s.start for s in launch.storages], dtype=np.uint64)
+        ends = np.array([s.start + s.nbytes for s in launch.storages], dtype=np.uint64)
+        safe = np.maximum(storage, 0)
+        inside = known & (real >= starts[safe]) & (real < ends[safe])
+        site = sites.current_site()
+        for s in np.unique(storage[inside]).tolist():
+            lanes = real[inside & (storage == s)]
+            for listener in self.masked_listeners:
+                listener.masked(kind, lanes, int(s), site)
 
     def _judge_lanes(
         self,

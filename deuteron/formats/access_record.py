@@ -1,7 +1,8 @@
 """``--record FILE``: the accesses of every checked launch, for the web UI to draw.
 
 The file is a NumPy ``.npz`` (a zip of ``.npy`` arrays; read it with ``np.load(f)``, which
-refuses pickled objects by default). Format ``deuteron-access-record`` version 1:
+refuses pickled objects by default). Format ``deuteron-access-record`` version 2 (version 1, read
+too, had no masked-off lanes and no ``sources``):
 
 - ``header``: uint8, UTF-8 JSON: ``{"format", "version", "lanes", "dropped_lanes", "limit",
   "sites": [{"file", "line", "function"}], "launches": [{"index", "kernel", "file", "grid",
@@ -11,9 +12,10 @@ refuses pickled objects by default). Format ``deuteron-access-record`` version 1
   is its first element's byte offset into its storage.
 - ``accesses``: one row per access of one program to one storage: ``launch`` (index into
   launches), ``program`` (index into that launch's programs, in run order), ``kind`` (0 load,
-  1 store, 2 atomic), ``storage``, ``site`` (index into sites), ``start`` and ``count`` (the
-  slice of ``offsets`` holding its lanes; count 0 once the lane limit is reached).
-- ``offsets``: int64 byte offsets from the storage's start, one per active in-bounds lane.
+  1 store, 2 atomic; 3, 4, 5 the masked-off lanes of a load, store or atomic that still point
+  inside their tensor's storage), ``storage``, ``site`` (index into sites), ``start`` and
+  ``count`` (the slice of ``offsets`` holding its lanes; count 0 once the lane limit is reached).
+- ``offsets``: int64 byte offsets from the storage's start, one per in-bounds lane.
 
 Size is bounded by ``limit`` lanes (8 bytes each); past it, rows still come but without lanes,
 and ``dropped_lanes`` says how many were left out. Out-of-bounds lanes are in the findings.
@@ -32,7 +34,7 @@ from . import FormatError, jsonio
 from .files import MAX_BYTES_ENV, atomic_open, max_bytes, regular_file
 
 FORMAT = "deuteron-access-record"
-VERSION = 1
+VERSION = 2
 ROW = np.dtype(
     [
         ("launch", "<u4"),
@@ -161,7 +163,7 @@ def _check_rows(header: dict[str, Any], accesses: np.ndarray, offsets: np.ndarra
     storages = np.array([len(x["storages"]) for x in launches], dtype=np.int64)
     if np.any(accesses["program"] >= programs[launch]) or np.any(accesses["storage"] >= storages[launch]):
         raise FormatError(f"{bad}: a row names a program or storage its launch does not have")
-    if np.any(accesses["kind"] > 2):
+    if np.any(accesses["kind"] > 5):
         raise FormatError(f"{bad}: a row has an unknown access kind")
     site = accesses["site"]
     if np.any((site < -1) | (site >= len(header["sites"]))):

@@ -15,6 +15,8 @@ import numpy as np
 
 LOAD, STORE, ATOMIC = 0, 1, 2
 ACCESS_NAMES = ("load", "store", "atomic")
+# Masked-off lanes, as the access record keeps them: the kind of the access plus MASKED.
+MASKED = 3
 
 # Pointer provenance: while a launch is checked, the pointer of tensor argument i is given to the
 # kernel as its address with i + 1 in the top bits, so every pointer derived from it (by offsets,

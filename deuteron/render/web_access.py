@@ -20,6 +20,7 @@ from ..model.finding import CheckReport
 from .packed import pack
 
 MAX_BINS = 512  # cells a side: about a screen's worth
+KINDS = 6  # load, store, atomic, and the masked-off lanes of each (the record's kind codes)
 MAX_SLICES = 1024  # more combinations of leading dims than this: they are merged into the rows
 
 
@@ -166,7 +167,7 @@ def pack_cells(
         return {}
     nbins = lay.bin_rows * lay.bin_cols
     slices = max(lay.slices, 1)
-    span = [max(programs, 1), sites + 1, 3, slices * nbins]
+    span = [max(programs, 1), sites + 1, KINDS, slices * nbins]
     if math.prod(span) >= 1 << 62:
         raise ValueError("the launch is too large to draw (programs × sites × bins overflow)")
     program = rows["program"].astype(np.int64)[run_row]
@@ -174,13 +175,13 @@ def pack_cells(
     kind = rows["kind"].astype(np.int64)[run_row]
     # Slice-major keys, so each slice's entries are one contiguous stretch after sorting.
     lead_of = run_cell // nbins
-    key = (((lead_of * span[0] + program) * span[1] + site) * 3 + kind) * nbins + run_cell % nbins
+    key = (((lead_of * span[0] + program) * span[1] + site) * KINDS + kind) * nbins + run_cell % nbins
     unique, inverse = np.unique(key, return_inverse=True)
     lanes = np.bincount(inverse, weights=run_len).astype(np.uint32)
     unique_bin = unique % nbins
     rest = unique // nbins
-    unique_kind = rest % 3
-    rest //= 3
+    unique_kind = rest % KINDS
+    rest //= KINDS
     unique_site = rest % span[1] - 1
     rest //= span[1]
     unique_program = rest % span[0]

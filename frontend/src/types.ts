@@ -135,7 +135,8 @@ export interface TensorView {
 
 /** Packed cells of one tensor slice: one entry per (program, bin, kind, site):
  * program (u32, index into LaunchData.programs), bin (u32, row * bin_cols + col),
- * kind (u8: 0 load, 1 store, 2 atomic), site (i32, index into sites, -1 unknown),
+ * kind (u8: 0 load, 1 store, 2 atomic; 3, 4, 5 masked-off lanes of each that point inside the
+ * tensor's storage), site (i32, index into sites, -1 unknown),
  * lanes (u32, element accesses it stands for). */
 export type AccessCells = {
   program: Uint32Array;

@@ -360,3 +360,33 @@ def test_real_gpu_trace_threads_stream_and_launch_arrows(watched: Watched, tmp_p
         page.mouse.move(box["x"] + x, box["y"] + box["height"] - 12)
         kernels.add(canvas.get_attribute("data-hover"))
     assert any(k and k.startswith("_ZN") for k in kernels), kernels
+
+
+def test_a_programs_masked_off_lanes_are_shown(served: str, web_inputs: WebInputs, watched: Watched) -> None:
+    """tile_copy's rows past R are masked off; for the last row of programs those lanes point into
+    the next slice, inside the tensor: they are recorded and drawn for that program only."""
+    data = WebData()
+    data.add_file(str(web_inputs.record))
+    data.index()
+    launch = data.answer("/api/access/0/0.json")[1]
+    src = launch["tensors"][0]
+    program = launch["programs"].index([2, 0, 0])
+    masked, accessed = set(), set()
+    for s, url in enumerate(src["slice_urls"]):
+        cells = _cells(data, url)
+        for p, b, k in zip(*(cells[c].tolist() for c in ("program", "bin", "kind")), strict=True):
+            if p == program:
+                (masked if k >= 3 else accessed).add((s, b))
+    only_masked = {b for s, b in masked - accessed if s == 1}
+    assert len(only_masked) == 8 * 16, "rows 40..47 of slice 0 are rows 0..7 of slice 1, 16 columns"
+    page = watched.page
+    page.goto(served + "#accesses")
+    page.wait_for_selector("#view-accesses[data-state=ready][data-launch='0']")
+    canvas = page.locator('canvas[data-tensor="src"]')
+    page.select_option("[name=program]", str(program))
+    expect(canvas).to_have_attribute("data-bins-masked", "0")  # slice 0: its masked lanes are in slice 1
+    page.fill('input[name=slice][data-tensor="src"]', "1")
+    page.dispatch_event('input[name=slice][data-tensor="src"]', "change")
+    expect(canvas).to_have_attribute("data-slice", "1")
+    expect(canvas).to_have_attribute("data-bins-masked", str(len(only_masked)))
+    assert "masked-off lanes" in page.locator(".acc-legend").inner_text()

@@ -278,3 +278,18 @@ def test_huge_trees_are_cut_to_a_limit_by_default(monkeypatch: pytest.MonkeyPatc
     assert data["threshold"] == pytest.approx(41 / sum(range(1, 51)))
     assert len(web_profile.profile_data(profile, "p", threshold=0.0)["parent"]) == 51
 
+
+
+def test_the_record_keeps_masked_off_lanes_that_point_inside(web_inputs: WebInputs) -> None:
+    """tile_copy masks rows r >= 40 on both launches' loads; only those of slice 0's last programs
+    still point inside ``src`` (into slice 1): 2 programs × 8 rows × 16 columns."""
+    header, accesses, _ = access_record.read(web_inputs.record)
+    assert header["version"] == 2
+    first = accesses[accesses["launch"] == 0]
+    masked_loads = first[first["kind"] == 3]
+    programs = [tuple(header["launches"][0]["programs"][p]) for p in masked_loads["program"].tolist()]
+    assert sorted(programs) == [(2, 0, 0), (2, 1, 0)] and int(masked_loads["count"].sum()) == 256
+    # The stores are masked on c < C too: the lanes past column 23 wrap into the next row.
+    assert int(first[first["kind"] == 4]["count"].sum()) > 0
+    second = accesses[accesses["launch"] == 1]
+    assert not np.any(second["kind"] >= 3), "the transposed copy masks nothing"

@@ -7,7 +7,7 @@ import { h, picker } from "../dom";
 import type { Index, LaunchData, RecordRef } from "../types";
 import { TensorCard, type CardHost } from "./accesses_card";
 import { findingsTable, showDetails } from "./accesses_details";
-import { HEAT, KIND_NAMES, packedCss, programPalette, SEVERITY_COLOUR, type Filter, type Mode } from "./accesses_grid";
+import { HEAT, KIND_NAMES, MASKED_COLOUR, packedCss, programPalette, SEVERITY_COLOUR, type Filter, type Mode } from "./accesses_grid";
 
 interface LaunchRef {
   record: RecordRef;
@@ -103,7 +103,7 @@ class AccessesView {
       this.filter = { ...this.filter, mode: (["program", "heat"] as Mode[])[i] };
       this.redraw();
     }, { name: "mode" });
-    const kinds = KIND_NAMES.map((name, k) => {
+    const kinds = KIND_NAMES.slice(0, 3).map((name, k) => { // a masked kind follows its access's box
       const box = h("input", { type: "checkbox", name: `kind-${name}`, "data-kind": name, checked: true });
       box.addEventListener("change", () => {
         const next = [...this.filter.kinds] as Filter["kinds"];
@@ -265,7 +265,10 @@ class AccessesView {
       parts.push(h("span", {}, "lanes per cell, log scale: min ", h("span", { class: "acc-ramp", style: `background:linear-gradient(90deg,${stops})` }), " max (per tensor, below each grid)"));
     }
     parts.push(h("span", {}, swatch("#fff", "acc-ring-error"), " error"), h("span", {}, swatch("#fff", "acc-ring-warning"), " warning"));
-    parts.push(h("span", { class: "acc-dim" }, "Only active, in-bounds lanes are recorded: masked-off lanes are not; out-of-bounds ones appear as findings."));
+    if (this.filter.program !== null) {
+      parts.push(h("span", {}, swatch(packedCss(MASKED_COLOUR)), " the selected program's masked-off lanes (its mask hid them)"));
+    }
+    parts.push(h("span", { class: "acc-dim" }, "Masked-off lanes are shown for one program at a time (pick one), where they point inside the tensor's memory; out-of-bounds lanes appear as findings. Records made before 2026-11-23 have no masked-off lanes."));
     this.legend.replaceChildren(...parts);
     this.legend.style.setProperty("--err", SEVERITY_COLOUR.error);
     this.legend.style.setProperty("--warn", SEVERITY_COLOUR.warning);

@@ -215,6 +215,7 @@ export class TensorCard {
     const c = this.canvas.dataset;
     c.binsTouched = String(this.agg.touched);
     c.binsSelected = String(this.agg.selected);
+    c.binsMasked = String(this.agg.maskedSelected);
     c.mode = filter.mode;
     c.program = filter.program === null ? "all" : String(filter.program);
     c.findings = String(drawn);

@@ -22,7 +22,7 @@ function touchesOf(card: TensorCard, bin: number, filter: Filter): Touch[] {
   if (!cells) return [];
   const out: Touch[] = [];
   for (let i = 0, n = cells.bin.length; i < n; i++) {
-    if (cells.bin[i] !== bin || !filter.kinds[cells.kind[i]]) continue;
+    if (cells.bin[i] !== bin || !filter.kinds[cells.kind[i] % 3]) continue; // masked lanes: by their access's kind
     out.push({ program: cells.program[i], kind: cells.kind[i], site: cells.site[i], lanes: cells.lanes[i] });
   }
   out.sort((a, b) => a.program - b.program || a.kind - b.kind || a.site - b.site);

@@ -13,7 +13,10 @@ export interface Filter {
   program: number | null; // null: all programs
 }
 
-export const KIND_NAMES = ["load", "store", "atomic"] as const;
+/** Kind codes of the cells: 0-2 accesses, 3-5 the masked-off lanes of each (`kind % 3` is the
+ * access's own kind). */
+export const KIND_NAMES = ["load", "store", "atomic", "masked load", "masked store", "masked atomic"] as const;
+export const MASKED = 3;
 
 /** Per-bin sums for one slice under one filter. */
 export interface Aggregate {
@@ -21,8 +24,10 @@ export interface Aggregate {
   multi: Uint8Array; // 1 when more than one program touches the bin
   lanes: Float64Array; // element accesses in the bin
   mine: Uint8Array; // 1 when the selected program touches the bin (all 0 with no selection)
+  masked: Uint8Array; // 1 when the selected program has masked-off lanes there and no access
   touched: number; // bins touched
   selected: number; // bins the selected program touches
+  maskedSelected: number; // bins where the selected program's lanes are only masked off
   minLanes: number; // over touched bins (0 when none)
   maxLanes: number;
 }
@@ -33,15 +38,22 @@ export function aggregate(cells: AccessCells, bins: number, filter: Filter): Agg
   const multi = new Uint8Array(bins);
   const lanes = new Float64Array(bins);
   const mine = new Uint8Array(bins);
+  const masked = new Uint8Array(bins);
   const { program, bin, kind } = cells;
   const counts = cells.lanes;
   const [wantLoad, wantStore, wantAtomic] = filter.kinds;
   const chosen = filter.program ?? -1;
   for (let i = 0, n = bin.length; i < n; i++) {
     const k = kind[i];
-    if ((k === 0 && !wantLoad) || (k === 1 && !wantStore) || (k === 2 && !wantAtomic)) continue;
+    const base = k % MASKED;
+    if ((base === 0 && !wantLoad) || (base === 1 && !wantStore) || (base === 2 && !wantAtomic)) continue;
     const b = bin[i];
     if (b >= bins) continue; // a malformed entry must not write past the grid
+    if (k >= MASKED) {
+      // Masked-off lanes are not accesses: shown only for the selected program.
+      if (program[i] === chosen) masked[b] = 1;
+      continue;
+    }
     const p = program[i];
     const f = first[b];
     if (f === -1) first[b] = p;
@@ -54,9 +66,12 @@ export function aggregate(cells: AccessCells, bins: number, filter: Filter): Agg
   }
   let touched = 0;
   let selected = 0;
+  let maskedSelected = 0;
   let minLanes = Infinity;
   let maxLanes = 0;
   for (let b = 0; b < bins; b++) {
+    if (masked[b] && mine[b]) masked[b] = 0; // where it also accesses, the access shows
+    maskedSelected += masked[b];
     if (first[b] === -1) continue;
     touched++;
     selected += mine[b];
@@ -65,7 +80,7 @@ export function aggregate(cells: AccessCells, bins: number, filter: Filter): Agg
     if (v > maxLanes) maxLanes = v;
   }
   if (!touched) minLanes = 0;
-  return { first, multi, lanes, mine, touched, selected, minLanes, maxLanes };
+  return { first, multi, lanes, mine, masked, touched, selected, maskedSelected, minLanes, maxLanes };
 }
 
 /** Screen size of a grid: square cells scaled so the longer side fits ~512 px (at least 1 px a
@@ -94,6 +109,7 @@ function pack(r: number, g: number, b: number): number {
 }
 
 const EMPTY = pack(0xf1, 0xf3, 0xf5);
+export const MASKED_COLOUR = pack(0x49, 0x50, 0x57);
 const BACKDROP = [0xf1, 0xf3, 0xf5] as const;
 
 function hslPacked(hue: number, sat: number, light: number): number {
@@ -167,6 +183,10 @@ function binColours(agg: Aggregate, filter: Filter, palette: Uint32Array): Uint3
   const span = Math.log(Math.max(agg.maxLanes, 1)) - logMin;
   for (let b = 0; b < bins; b++) {
     const f = agg.first[b];
+    if (agg.masked[b]) {
+      out[b] = MASKED_COLOUR; // the selected program's masked-off lanes, where it accesses nothing
+      continue;
+    }
     if (f === -1) continue;
     let colour: number;
     if (filter.mode === "heat") {
