@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..formats import access_record
-from ..model.access import LaunchInfo, SiteTable
+from ..model.access import MASKED, LaunchInfo, SiteTable
 
 DEFAULT_LIMIT = 4_000_000
 MAX_SOURCE_BYTES = 1 << 20  # a kernel file larger than this is left out of the record
@@ -36,8 +36,10 @@ class AccessRecorder:
         self.launches: list[dict[str, Any]] = []
         self.rows: list[tuple[int, int, int, int, int, int, int]] = []
         self.chunks: list[np.ndarray] = []
-        self.lanes = 0
+        self.lanes = 0  # every lane kept, masked-off ones included (offsets' length)
         self.dropped = 0
+        self.masked_lanes = 0
+        self.dropped_masked = 0
         self.seq = -1
         self.launch: LaunchInfo | None = None
         self.sites = SiteTable()
@@ -80,10 +82,16 @@ class AccessRecorder:
             return
         n = int(addresses.size)
         count = 0
-        if self.lanes + n <= self.limit:
+        # Masked-off lanes have a budget of their own: they never crowd out real accesses.
+        masked = kind >= MASKED
+        if (self.masked_lanes if masked else self.lanes - self.masked_lanes) + n <= self.limit:
             offsets = (addresses - np.uint64(launch.storages[storage].start)).astype(np.int64)
             self.chunks.append(offsets)
             count = n
+            if masked:
+                self.masked_lanes += n
+        elif masked:
+            self.dropped_masked += n
         else:
             self.dropped += n
         self.rows.append((len(self.launches) - 1, self.seq, kind, storage, site, self.lanes, count))
@@ -102,6 +110,7 @@ class AccessRecorder:
         header = {
             "lanes": self.lanes,
             "dropped_lanes": self.dropped,
+            "dropped_masked_lanes": self.dropped_masked,
             "limit": self.limit,
             "sites": [
                 {"file": self.sites[s].file, "line": self.sites[s].line, "function": self.sites[s].function}

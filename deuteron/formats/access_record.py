@@ -17,8 +17,9 @@ too, had no masked-off lanes and no ``sources``):
   ``count`` (the slice of ``offsets`` holding its lanes; count 0 once the lane limit is reached).
 - ``offsets``: int64 byte offsets from the storage's start, one per in-bounds lane.
 
-Size is bounded by ``limit`` lanes (8 bytes each); past it, rows still come but without lanes,
-and ``dropped_lanes`` says how many were left out. Out-of-bounds lanes are in the findings.
+Size is bounded by ``limit`` lanes (8 bytes each) of accesses, and as many masked-off lanes; past
+it, rows still come but without lanes, and ``dropped_lanes`` (``dropped_masked_lanes``) says how
+many were left out. Out-of-bounds lanes are in the findings.
 """
 
 from __future__ import annotations

@@ -230,6 +230,11 @@ def test_a_record_cut_at_its_limit_says_so(web_inputs: WebInputs, tmp_path) -> N
     data.add_file(str(tmp_path / "small.npz"))
     notes = data.index()["notes"]
     assert len(notes) == 1 and "limit of 1,000" in notes[0] and "--record-limit" in notes[0]
+    # Masked-off lanes have a budget of their own: they never take the place of accesses.
+    header, accesses, _ = access_record.read(tmp_path / "small.npz")
+    kept = accesses["count"].astype(np.int64)
+    real, masked = int(kept[accesses["kind"] < 3].sum()), int(kept[accesses["kind"] >= 3].sum())
+    assert 0 < real <= 1000 and 0 < masked <= 1000 and header["lanes"] == real + masked
 
 
 def _frame_data(frame: str) -> dict:
