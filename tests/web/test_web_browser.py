@@ -390,3 +390,52 @@ def test_a_programs_masked_off_lanes_are_shown(served: str, web_inputs: WebInput
     expect(canvas).to_have_attribute("data-slice", "1")
     expect(canvas).to_have_attribute("data-bins-masked", str(len(only_masked)))
     assert "masked-off lanes" in page.locator(".acc-legend").inner_text()
+
+
+def test_a_trace_too_deep_to_draw_whole_keeps_a_level_budget(watched: Watched, tmp_path: Path) -> None:
+    """40 threads nested 30 deep would need a canvas of 19 000 px, past what browsers draw."""
+    events = [
+        {"ph": "X", "name": f"level{d}", "ts": d, "dur": 100 - 2 * d, "pid": 0, "tid": t}
+        for t in range(40)
+        for d in range(30)
+    ]
+    (tmp_path / "deep.json").write_text(json.dumps({"traceEvents": events}))
+    out = tmp_path / "deep.html"
+    assert run_cli("serve", "--html", str(out), "deep.json", cwd=tmp_path).returncode == 0
+    page = watched.page
+    page.goto(out.as_uri())
+    canvas = page.locator("canvas.tl-canvas")
+    expect(canvas).to_have_attribute("data-capped", "12")  # 500 rows over 40 lanes
+    box = canvas.bounding_box()
+    assert box is not None and box["height"] < 8200
+    assert int(canvas.get_attribute("data-drawn") or 0) > 0
+    assert "12 levels per lane" in page.locator("[data-note=capped]").inner_text()
+
+
+def test_switching_traces_and_dragging_the_new_one(
+    web_inputs: WebInputs, watched: Watched, tmp_path: Path
+) -> None:
+    fixture = REPO / "tests" / "fixtures" / "web" / "h100_launch_bound.chrome_trace"
+    out = tmp_path / "two.html"
+    assert (
+        run_cli("serve", "--html", str(out), str(web_inputs.trace), str(fixture), cwd=tmp_path).returncode
+        == 0
+    )
+    page = watched.page
+    page.goto(out.as_uri())
+    canvas = page.locator("canvas.tl-canvas")
+    expect(canvas).to_have_attribute("data-events", re.compile(r"^\d+$"))
+    first = canvas.get_attribute("data-events")
+    page.select_option("select[name=trace]", "1")
+    expect(canvas).to_have_attribute("data-events", "210")
+    assert first != "210"
+    page.click("button[name=zoom-in]")
+    before = canvas.get_attribute("data-start-ns") or "0"
+    box = canvas.bounding_box()
+    assert box is not None
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 40)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2 - 200, box["y"] + 40, steps=5)
+    page.mouse.up()
+    expect(canvas).not_to_have_attribute("data-start-ns", before)
+    assert float(canvas.get_attribute("data-start-ns") or 0) > float(before), "dragged left: later times"

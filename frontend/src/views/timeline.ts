@@ -13,7 +13,13 @@ const MIN_SPAN = 100; // ns: the deepest zoom
 export async function mountTimeline(root: HTMLElement, index: Index): Promise<void> {
   const slot = h("div", { class: "timeline-slot" });
   const traces = index.traces;
+  // The shown view's window listeners; aborted when another trace replaces it, so the old view
+  // (and its arrays of a million events) can be freed.
+  let listening: AbortController | null = null;
   const show = async (k: number): Promise<void> => {
+    listening?.abort();
+    listening = new AbortController();
+    const signal = listening.signal;
     const choose = traces.length > 1 ? picker(traces.map((t) => t.name), k, (j) => void show(j), { name: "trace", title: "trace" }) : null;
     if (traces[k].count === 0) {
       slot.replaceChildren(...(choose ? [choose] : []), h("p", { class: "empty", "data-empty": "trace" }, `${traces[k].name} holds no complete events ("ph": "X") to draw.`));
@@ -23,7 +29,7 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
     try {
       const model = buildTimeline(traces[k], await getPacked(traces[k].events));
       slot.replaceChildren();
-      new TimelineView(slot, model, choose);
+      new TimelineView(slot, model, choose, signal);
     } catch (error) {
       slot.replaceChildren(h("div", { class: "error", role: "alert" }, error instanceof Error ? error.message : String(error)));
     }
@@ -46,11 +52,11 @@ class TimelineView {
   private size: [number, number] = [0, 0];
   private drag: { x: number; t0: number; moved: boolean } | null = null;
 
-  constructor(root: HTMLElement, private m: TimelineModel, choose: HTMLSelectElement | null) {
+  constructor(root: HTMLElement, private m: TimelineModel, choose: HTMLSelectElement | null, private readonly signal: AbortSignal) {
     const ref = m.ref;
     this.t1 = m.span;
     this.painter = new Painter(m);
-    this.canvas = h("canvas", { class: "tl-canvas", "data-events": m.n, "data-lanes": m.lanes.length, tabindex: 0 });
+    this.canvas = h("canvas", { class: "tl-canvas", "data-events": m.n, "data-lanes": m.lanes.length, "data-capped": m.capped, tabindex: 0 });
     this.tip = h("div", { class: "tip", hidden: true });
     this.box = h("div", { class: "tl-box card" }, this.canvas, this.tip);
     this.details = h("div", { class: "card tl-details", hidden: true });
@@ -65,6 +71,7 @@ class TimelineView {
         button("−", "zoom-out", "zoom out", () => this.zoomBy(2)),
         button("reset", "reset", "show the whole trace", () => this.setWindow(0, m.span)),
         h("span", { class: "tl-summary" }, summary(ref)),
+        m.capped ? h("span", { class: "tl-hint", "data-note": "capped" }, `deep nesting: ${m.capped} levels per lane shown, deeper events drawn in the last`) : null,
         h("span", { class: "tl-hint" }, "wheel: zoom · drag: pan · click: details"),
       ),
       this.box,
@@ -82,13 +89,17 @@ class TimelineView {
       this.drag = { x: e.clientX, t0: this.t0, moved: false };
       e.preventDefault();
     });
-    window.addEventListener("mousemove", (e) => this.move(e));
-    window.addEventListener("mouseup", (e) => {
-      const d = this.drag;
-      this.drag = null;
-      c.classList.remove("dragging");
-      if (d && !d.moved && e.target === c) this.click(e);
-    });
+    window.addEventListener("mousemove", (e) => this.move(e), { signal: this.signal });
+    window.addEventListener(
+      "mouseup",
+      (e) => {
+        const d = this.drag;
+        this.drag = null;
+        c.classList.remove("dragging");
+        if (d && !d.moved && e.target === c) this.click(e);
+      },
+      { signal: this.signal },
+    );
     c.addEventListener("mouseleave", () => (this.tip.hidden = true));
     c.addEventListener("keydown", (e) => {
       if (e.key === "+" || e.key === "=") this.zoomBy(0.5);

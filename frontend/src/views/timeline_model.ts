@@ -5,6 +5,7 @@ import type { Packed } from "../data";
 import type { TraceRef } from "../types";
 
 export const ROW_H = 16; // px per depth row
+const MAX_ROWS = Math.floor(8000 / ROW_H);
 export const LANE_GAP = 8; // px between lanes
 export const AXIS_H = 24; // px of time axis on top
 export const LABEL_W = 180; // px of lane names on the left
@@ -40,6 +41,7 @@ export interface TimelineModel {
   lanes: Lane[];
   rows: Row[];
   height: number; // canvas css height
+  capped: number; // levels kept per lane when the trace is too deep to draw whole; 0: all kept
   flows: Flows;
 }
 
@@ -71,13 +73,24 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
 
   // Counting sort by (lane, depth); a stable pass keeps each row in start order.
   const nLanes = Math.max(ref.lanes.length, 1);
+  // Browsers draw nothing on a canvas taller than about 16k CSS px: past MAX_ROWS rows in all,
+  // each lane keeps its first `cap` levels and the deeper events share the last one.
+  const deepestOf = new Uint8Array(nLanes);
+  for (let i = 0; i < n; i++) {
+    const l = Math.min(lane[i], nLanes - 1);
+    if (depth[i] > deepestOf[l]) deepestOf[l] = depth[i];
+  }
+  let rowsWanted = 0;
+  for (let l = 0; l < nLanes; l++) rowsWanted += deepestOf[l] + 1;
+  const cap = rowsWanted > MAX_ROWS ? Math.max(1, Math.floor(MAX_ROWS / nLanes)) : 256;
+  const level = (i: number): number => Math.min(depth[i], cap - 1);
   const counts = new Uint32Array(nLanes * 256);
-  for (let i = 0; i < n; i++) counts[Math.min(lane[i], nLanes - 1) * 256 + depth[i]]++;
+  for (let i = 0; i < n; i++) counts[Math.min(lane[i], nLanes - 1) * 256 + level(i)]++;
   const offsets = new Uint32Array(counts.length + 1);
   for (let k = 0; k < counts.length; k++) offsets[k + 1] = offsets[k] + counts[k];
   const order = new Uint32Array(n);
   const fill = offsets.slice(0, counts.length);
-  for (let i = 0; i < n; i++) order[fill[Math.min(lane[i], nLanes - 1) * 256 + depth[i]]++] = i;
+  for (let i = 0; i < n; i++) order[fill[Math.min(lane[i], nLanes - 1) * 256 + level(i)]++] = i;
 
   const lanes: Lane[] = [];
   const rows: Row[] = [];
@@ -99,7 +112,8 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
   let span = 0;
   for (const row of rows) if (row.maxEnd.length) span = Math.max(span, row.maxEnd[row.maxEnd.length - 1]);
   span = Math.max(span, ref.end_ns - ref.start_ns, 1);
-  return { ref, n, start, dur, name, lane, cat, depth, span, lanes, rows, height: y, flows: buildFlows(ref, packed) };
+  const capped = cap < 256 ? cap : 0;
+  return { ref, n, start, dur, name, lane, cat, depth, span, lanes, rows, height: y, capped, flows: buildFlows(ref, packed) };
 }
 
 function makeRow(lane: number, depth: number, y: number, idx: Uint32Array, start: Float64Array, dur: Float64Array): Row {
