@@ -2,7 +2,7 @@
 // on one canvas. Layout is a single pass over typed arrays; drawing walks only the nodes at least
 // half a pixel wide, so a 100 000-node tree costs what is visible, not what is in the file.
 import { colourOf, fitCanvas, fmt, h } from "../dom";
-import { byDesc, isUnder, nameOf, sortedKids, typeOf, type ProfileModel } from "./profile_model";
+import { byKey, isUnder, nameOf, sortedKids, typeOf, type ProfileModel } from "./profile_model";
 
 const ROW = 18; // px per depth level
 // Browsers draw nothing on a canvas taller than about 16k CSS px at a pixel ratio of 2: levels
@@ -92,7 +92,7 @@ export class Flame {
       w[i] = Number.isNaN(src[i]) ? sum[i] : Math.max(0, src[i]);
       if (i > 0) sum[m.parent[i]] += w[i];
     }
-    const kids = sortedKids(m, byDesc(w));
+    const kids = sortedKids(m, byKey(w));
     const x0 = new Float64Array(m.n);
     for (let i = 0; i < m.n; i++) {
       let x = x0[i];

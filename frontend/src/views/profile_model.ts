@@ -82,25 +82,16 @@ export function typeOf(m: ProfileModel, i: number): string {
   return m.data.types[m.data.type_id[i]] ?? "?";
 }
 
-/** Descending by key, NaN last (the order both the flame graph and the table start from). */
-export function byDesc(key: Float64Array): (a: number, b: number) => number {
+/** By key, descending (the order both the flame graph and the table start from) or ascending;
+ * NaN last either way (a sort toggled to ascending should not bring blanks up), ties by index. */
+export function byKey(key: Float64Array, descending = true): (a: number, b: number) => number {
+  const sign = descending ? -1 : 1;
   return (a, b) => {
     const x = key[a];
     const y = key[b];
     if (Number.isNaN(x)) return Number.isNaN(y) ? a - b : 1;
     if (Number.isNaN(y)) return -1;
-    return y - x || a - b;
-  };
-}
-
-/** Ascending by key, NaN still last (a sort toggled to ascending should not bring blanks up). */
-export function byAsc(key: Float64Array): (a: number, b: number) => number {
-  return (a, b) => {
-    const x = key[a];
-    const y = key[b];
-    if (Number.isNaN(x)) return Number.isNaN(y) ? a - b : 1;
-    if (Number.isNaN(y)) return -1;
-    return x - y || a - b;
+    return sign * (x - y) || a - b;
   };
 }
 

@@ -2,7 +2,7 @@
 // flattened), and only the rows inside the scroll box's window are in the DOM. Rows have a fixed
 // height so the row under any scroll offset is a division away.
 import { fmt, h } from "../dom";
-import { byAsc, byDesc, nameOf, typeOf, type ProfileModel } from "./profile_model";
+import { byKey, nameOf, typeOf, type ProfileModel } from "./profile_model";
 
 const ROW = 22; // px, must match profile.css (.ptable tr)
 const OVERSCAN = 8;
@@ -99,7 +99,7 @@ export class TreeTable {
     if (!out) {
       out = this.m.kids.slice(this.m.kidStart[i], this.m.kidStart[i + 1]);
       const key = this.columns[this.sortBy].key;
-      if (key) out.sort(this.desc ? byDesc(key) : byAsc(key));
+      if (key) out.sort(byKey(key, this.desc));
       else {
         const names = out.length > 1 ? Array.from(out, (k) => nameOf(this.m, k)) : [];
         const order = Array.from(out.keys()).sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b) * (this.desc ? -1 : 1));
