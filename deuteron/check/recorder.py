@@ -9,25 +9,15 @@ from typing import Any
 import numpy as np
 
 from ..formats import access_record
+from ..formats.files import source_text
 from ..model.access import MASKED, LaunchInfo, SiteTable
 
 DEFAULT_LIMIT = 4_000_000
-MAX_SOURCE_BYTES = 1 << 20  # a kernel file larger than this is left out of the record
-
-
 def kernel_sources(files: set[str]) -> dict[str, str]:
     """The text of each kernel source file, so the record shows the lines its sites name even
-    where the file is gone or changed (the web UI never reads paths found inside a file)."""
-    out: dict[str, str] = {}
-    for file in sorted(files):
-        try:
-            with open(file, "rb") as f:
-                data = f.read(MAX_SOURCE_BYTES + 1)
-        except OSError:
-            continue
-        if len(data) <= MAX_SOURCE_BYTES:
-            out[file] = data.decode("utf-8", "replace")
-    return out
+    where the file is gone or changed."""
+    texts = {file: source_text(file) for file in sorted(files)}
+    return {file: text for file, text in texts.items() if text is not None}
 
 
 class AccessRecorder:

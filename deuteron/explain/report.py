@@ -10,22 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from ..formats import explain_json
+from ..formats.files import source_text
 from .analysis import KernelAnalysis
 from .roofline import KernelCost, ranked
 from .stages import source_line
-
-MAX_SOURCE_BYTES = 1 << 20
-
-
-def source_text(file: str) -> str | None:
-    """The kernel's source file as it is now, for views that show stages beside it; None when it
-    cannot be read or is over a megabyte."""
-    try:
-        with open(file, "rb") as f:
-            data = f.read(MAX_SOURCE_BYTES + 1)
-    except OSError:
-        return None
-    return data.decode("utf-8", "replace") if len(data) <= MAX_SOURCE_BYTES else None
 
 
 @dataclass

@@ -87,6 +87,21 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
     return data
 
 
+SOURCE_LIMIT = 1 << 20  # a kernel source file larger than this is not kept beside a report
+
+
+def source_text(path: str | os.PathLike[str], limit: int = SOURCE_LIMIT) -> str | None:
+    """A source file's text to keep in a report (records and explain reports carry the kernels'
+    files, so a view never reads paths found inside a file); None when it cannot be read or is
+    over ``limit`` bytes."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace") if len(data) <= limit else None
+
+
 def check_writable(path: str | os.PathLike[str], option: str = "") -> Path:
     """The absolute path, after making sure a file can be written there now; OutputError says why not.
 

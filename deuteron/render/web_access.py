@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from ..model.access import TensorArg
+from ..model.access import element_index as model_element_index
 from ..model.finding import CheckReport
 from .packed import pack
 
@@ -90,36 +92,19 @@ def _chunks(counts: np.ndarray) -> list[tuple[int, int]]:
 
 
 def element_index(byte_offset: np.ndarray, tensor: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    """The N-D index (one float64 column per dim, whole numbers) of each byte offset into the
-    tensor's storage, and which offsets are elements of the tensor's view at all (strided views
-    included).
-
-    Integer division is slow in NumPy; offsets are below 2**53, where float64 division of one
-    integer by another rounds to the exact quotient's floor, so the arithmetic runs in float64."""
-    shape = [int(n) for n in tensor["shape"]]
-    strides = [int(s) for s in tensor.get("strides", [])] or [0] * len(shape)
+    """The N-D index (one column per dim) of each byte offset into the tensor's storage, and
+    which offsets are elements of the tensor's view at all: the sanitizer's own
+    :func:`deuteron.model.access.element_index` on a record's tensor."""
+    shape = tuple(int(n) for n in tensor["shape"])
+    strides = tuple(int(s) for s in tensor.get("strides", [])) or (0,) * len(shape)
     size = int(tensor.get("element_size", 1)) or 1
-    rel = (byte_offset - int(tensor.get("offset", 0))).astype(np.float64)
-    rest = np.floor(rel / size)
-    inside = (rel >= 0) & (rest * size == rel) & (0 not in shape)
-    index = np.zeros((len(shape), len(rel)), dtype=np.float64)
-    # Peel dims off from the largest stride down: a view's element offset is sum(i_d * stride_d).
-    dims = [
-        d
-        for d in sorted(range(len(shape)), key=lambda d: -abs(strides[d]))
-        if strides[d] > 0 and shape[d] > 1
-    ]
-    for n, d in enumerate(dims):
-        stride = strides[d]
-        if stride == 1 and n == len(dims) - 1:  # the innermost dim of a dense view: what is left
-            index[d] = rest
-            inside &= rest < shape[d]
-            return index, inside
-        index[d] = np.floor(rest / stride)
-        rest -= index[d] * stride
-        inside &= index[d] < shape[d]
-    inside &= rest == 0
-    return index, inside
+    rel = byte_offset.astype(np.int64, copy=False) - int(tensor.get("offset", 0))
+    arg = TensorArg(str(tensor.get("name", "")), shape, strides, str(tensor.get("dtype", "")), size, 0, 0)
+    found = model_element_index(arg, rel // size)
+    if found is None or 0 in shape:  # strides that overlap or interleave, or an empty view: nothing to draw
+        return np.zeros((len(shape), len(rel)), dtype=np.int64), np.zeros(len(rel), dtype=bool)
+    index, on_view = found
+    return index, on_view & (rel % size == 0)
 
 
 def cell_runs(lanes_row: np.ndarray, index: np.ndarray, lay: Layout) -> tuple[np.ndarray, ...]:
