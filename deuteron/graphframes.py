@@ -15,8 +15,9 @@ import sys
 from collections import namedtuple
 from typing import Any
 
-from .metric import FLOPS_WIDTHS
 from .model.errors import DeuteronError
+from .model.metrics import FLOPS_WIDTHS
+from .processors import NAME_FORMATS
 from .specs import max_bps, max_flops
 from .state import COMPUTE_METADATA_SCOPE_NAME, COMPUTE_METADATA_SCOPE_PREFIX
 
@@ -203,12 +204,8 @@ def derive_metrics(
 
 def format_frames(gf: Any, format: str | None) -> Any:  # noqa: A002 - Proton's parameter name
     """Shorten frame names (``path/file.py:line@function``) as proton-viewer's ``-f`` does."""
-    shorten = {
-        "file_function_line": lambda x: x.split("/")[-1],
-        "function_line": lambda x: x.split(":")[-1],
-        "file_function": lambda x: f"{x.split('/')[-1].split(':')[0]}@{x.split('@')[-1].split(':')[0]}",
-    }.get(format or "full")
-    if shorten is not None:
+    shorten = NAME_FORMATS.get(format or "full")
+    if shorten is not None and format != "full":  # an unknown format leaves names, as Proton's does
         gf.dataframe["name"] = gf.dataframe["name"].apply(shorten)
     return gf
 

@@ -22,7 +22,6 @@ import warnings
 from numbers import Number
 from typing import Any
 
-FLOPS_WIDTHS = (8, 16, 32, 64)  # Proton's flops<width> metrics
 REPLAY_SLOTS = 1 << 16  # float64 slots for metrics recorded inside graph capture (512 KiB)
 _warned_capture = False
 

@@ -123,7 +123,7 @@ def profile_data(
 
     old_nodes = dict(_flat(before.root)) if before is not None else {}
     for (path, node), kept in zip(nodes, keep, strict=True):
-        if kept:
+        if kept and (len(path) == 1 or path[:-1] in ids):  # below a cut node: cut too
             add(path, node, node, old_nodes.get(path))
     pruned = total - len(parent)
     if before is not None:  # nodes only in the base: in the tree, with no new values

@@ -298,3 +298,17 @@ def test_the_record_keeps_masked_off_lanes_that_point_inside(web_inputs: WebInpu
     assert int(first[first["kind"] == 4]["count"].sum()) > 0
     second = accesses[accesses["launch"] == 1]
     assert not np.any(second["kind"] >= 3), "the transposed copy masks nothing"
+
+
+def test_a_cut_drops_the_whole_subtree_even_below_frames_without_the_column() -> None:
+    """A frame with no time under a frame the threshold cuts must go with it (it crashed)."""
+    from deuteron.model.tree import Profile
+
+    profile = Profile()
+    a = profile.root.child("a")
+    a.add("time (ns)", 1.0)
+    a.child("b").add("count", 3)  # no time: its share cannot be judged
+    profile.root.child("c").add("time (ns)", 1000.0)
+    data = profile_data(profile, "p", threshold=0.01)
+    names = [data["names"][i] for i in data["name_id"]]
+    assert names == ["ROOT", "c"] and data["pruned_nodes"] == 2
