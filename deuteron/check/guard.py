@@ -166,13 +166,16 @@ class Guard:
         if mask is not None:
             m = mask if mask.shape == addrs.shape else np.broadcast_to(mask, addrs.shape)
             active = addrs[m]
-            if self.masked_listeners:
-                self._masked(kind, addrs[~m], launch)
         else:
             active = addrs.reshape(-1)
+        site = -1
+        if m is not None and self.masked_listeners:
+            site = sites.current_site()
+            self._masked(kind, addrs[~m], launch, site)
         if active.size == 0:
             return None
-        site = sites.current_site()
+        if site == -1:
+            site = sites.current_site()
         lo, hi = int(active.min()), int(active.max())
         tag = lo >> TAG_SHIFT
         real = active & _MASK
@@ -189,7 +192,7 @@ class Guard:
         tags = (active >> _SHIFT).astype(np.int64)
         return self._judge_lanes(kind, real, tags, m, esize, site, values, addrs.shape)
 
-    def _masked(self, kind: int, off: np.ndarray, launch: LaunchInfo) -> None:
+    def _masked(self, kind: int, off: np.ndarray, launch: LaunchInfo, site: int) -> None:
         """Masked-off lanes whose pointers fall inside the storage of the tensor they came from,
         for listeners that keep them (the access record, for the web UI's program view). Lanes
         masked off because they point outside are left out: there is nothing there to draw."""
@@ -206,7 +209,6 @@ class Guard:
         ends = np.array([s.start + s.nbytes for s in launch.storages], dtype=np.uint64)
         safe = np.maximum(storage, 0)
         inside = known & (real >= starts[safe]) & (real < ends[safe])
-        site = sites.current_site()
         for s in np.unique(storage[inside]).tolist():
             lanes = real[inside & (storage == s)]
             for listener in self.masked_listeners:

@@ -100,6 +100,7 @@ class AccessRecorder:
         header = {
             "lanes": self.lanes,
             "dropped_lanes": self.dropped,
+            "masked_lanes": self.masked_lanes,
             "dropped_masked_lanes": self.dropped_masked,
             "limit": self.limit,
             "sites": [

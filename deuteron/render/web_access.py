@@ -227,7 +227,8 @@ class RecordView:
                     "grid": [int(g) for g in launch.get("grid", [1, 1, 1])][:3],
                     "programs": len(launch["programs"]),
                     "accesses": int(len(rows)),
-                    "lanes": int(rows["count"].astype(np.int64).sum()),
+                    # element accesses: masked-off lanes (kinds 3-5) are not accesses
+                    "lanes": int(rows["count"][rows["kind"] < 3].astype(np.int64).sum()),
                     "tensors": [t["name"] for t in launch["tensors"]],
                     "url": self.launch_url(i),
                 }

@@ -199,6 +199,12 @@ class WebData:
         for path, (header, accesses, offsets) in self._pending_records:
             reports = [report for report, _ in self.checks]
             self.records.append(RecordView(header, accesses, offsets, path, len(self.records), reports))
+            dropped_masked = int(header.get("dropped_masked_lanes", 0))
+            if dropped_masked:
+                self.notes.append(
+                    f"{os.path.basename(path)}: {dropped_masked:,} masked-off lanes past the record's "
+                    "limit are not drawn"
+                )
             dropped = int(header.get("dropped_lanes", 0))
             if dropped:
                 limit = int(header.get("limit", 0))
@@ -218,7 +224,9 @@ class WebData:
         if kind == "trace":
             return f"trace, {_n(item['count'], 'event')} on {_n(len(item['lanes']), 'lane')}"
         if kind == "record":
-            launches, lanes = len(item[0]["launches"]), int(item[0].get("lanes", 0))
+            header = item[0]  # its lanes count the masked-off ones kept too: those are not accesses
+            launches = len(header["launches"])
+            lanes = int(header.get("lanes", 0)) - int(header.get("masked_lanes", 0))
             accesses = _n(lanes, "element access", "element accesses")
             return f"access record, {_n(launches, 'launch', 'launches')}, {accesses}"
         if kind == "check":

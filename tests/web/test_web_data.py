@@ -229,12 +229,19 @@ def test_a_record_cut_at_its_limit_says_so(web_inputs: WebInputs, tmp_path) -> N
     data = WebData()
     data.add_file(str(tmp_path / "small.npz"))
     notes = data.index()["notes"]
-    assert len(notes) == 1 and "limit of 1,000" in notes[0] and "--record-limit" in notes[0]
+    assert len(notes) == 2 and "limit of 1,000" in notes[1] and "--record-limit" in notes[1]
+    assert "masked-off lanes past the record's limit" in notes[0]
     # Masked-off lanes have a budget of their own: they never take the place of accesses.
     header, accesses, _ = access_record.read(tmp_path / "small.npz")
     kept = accesses["count"].astype(np.int64)
     real, masked = int(kept[accesses["kind"] < 3].sum()), int(kept[accesses["kind"] >= 3].sum())
     assert 0 < real <= 1000 and 0 < masked <= 1000 and header["lanes"] == real + masked
+    assert header["masked_lanes"] == masked
+    assert (
+        data.index()["records"][0]["launches"][0]["lanes"]
+        + data.index()["records"][0]["launches"][1]["lanes"]
+        == real
+    ), "a launch's lanes are its element accesses, masked-off lanes aside"
 
 
 def _frame_data(frame: str) -> dict:
@@ -282,7 +289,6 @@ def test_huge_trees_are_cut_to_a_limit_by_default(monkeypatch: pytest.MonkeyPatc
     assert set(names) == {"ROOT"} | {f"f{i}" for i in range(40, 50)}
     assert data["threshold"] == pytest.approx(41 / sum(range(1, 51)))
     assert len(web_profile.profile_data(profile, "p", threshold=0.0)["parent"]) == 51
-
 
 
 def test_the_record_keeps_masked_off_lanes_that_point_inside(web_inputs: WebInputs) -> None:
