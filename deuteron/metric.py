@@ -68,8 +68,12 @@ class Times(DeferredValue):
         self.inner, self.count = inner, count
 
     def value(self) -> Any:
-        v = self.inner.value()
-        return [x * self.count for x in v] if isinstance(v, list) else v * self.count
+        return times(self.inner.value(), self.count)
+
+
+def times(value: Any, count: int) -> Any:
+    """A number or a vector (element by element) counted ``count`` times."""
+    return [x * count for x in value] if isinstance(value, list) else value * count
 
 
 class _ReplayBuffer:

@@ -252,6 +252,9 @@ class Session:
         return self.contexts.id_of(self.shadow.current()), self.contexts.state_id(self.states.current())
 
     def _tell_context(self, node: Node) -> None:
+        """The GPU backend's listener hears the calling thread's scope (``node``, the shadow stack's
+        top, passed in because ``open_scope`` holds it already: one thread-local lookup less on the
+        scope path) and state."""
         listener = self.context_listener
         if listener is not None:
             listener(self.contexts.id_of(node), self.contexts.state_id(self.states.current()))

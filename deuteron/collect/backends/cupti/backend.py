@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ....hooks.launch import LaunchHook
-from ....metric import DeferredValue, ReplayedMetric, Times, reserve_replay_buffer, resolved
+from ....metric import DeferredValue, ReplayedMetric, Times, reserve_replay_buffer, resolved, times
 from ....model.metrics import COUNT, TIME
 from ....model.trace import KernelSpans
 from ....render.text import say
@@ -284,13 +284,12 @@ class CuptiBackend:
             contexts.reserve_frame(NO_PYTHON_CTX, NO_PYTHON)
 
     def _listen(self, session: SessionPort) -> None:
-        """Start filing for ``session``: its context changes reach the thread slots (directly while
-        it records alone; as shared ids once another session joins)."""
+        """Start filing for ``session``: its context changes set the thread slots directly, as when
+        it records alone (:meth:`_attach` switches every session to shared ids when one joins)."""
         if session not in self.attached:
             self.attached.append(session)
         self.sharing.join(session.id, ROOT_CTX, session.context_ids)
-        shared = self.sharing.shared
-        session.context_listener = self._shared_listener(session) if shared else _shim.set_context
+        session.context_listener = _shim.set_context
         if session.hook == "triton":
             LaunchHook().subscribe(self)
 
@@ -573,6 +572,4 @@ def _times(value: Any, count: int) -> Any:
         return value
     if isinstance(value, DeferredValue):
         return value if count == 1 else Times(value, count)
-    if isinstance(value, list):
-        return [v * count for v in value]
-    return value * count
+    return times(value, count)
