@@ -89,12 +89,18 @@ def write(events: Iterable[TraceEvent], path: str | os.PathLike[str], **kwargs: 
     return atomic_write(path, text(events, **kwargs))
 
 
-def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
-    """Complete events of a trace (ours or Proton's), start times in ns from the trace's start."""
-    data = load_json(path)
+def _trace_events(path: str | os.PathLike[str]) -> list[Any]:
+    """A trace's event list: ``{"traceEvents": [...]}`` or a bare list, as Chrome reads both."""
+    data = load_json(path, "Chrome trace")
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise FormatError(f"{path}: not a Chrome trace (expected an object with a traceEvents list)")
+    return events
+
+
+def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
+    """Complete events of a trace (ours or Proton's), start times in ns from the trace's start."""
+    events = _trace_events(path)
     out: list[TraceEvent] = []
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
@@ -145,46 +151,9 @@ class TraceColumns:
 def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceColumns:
     """A Chrome trace (ours, Proton's, any tool's complete "X" events) as columns; flow arrows
     from "s"/"f" pairs. FormatError on anything damaged, as :func:`read`."""
-    data = load_json(path, "Chrome trace")
-    events = data.get("traceEvents") if isinstance(data, dict) else data
-    if not isinstance(events, list):
-        raise FormatError(f"{path}: not a Chrome trace (expected an object with a traceEvents list)")
-    return _event_columns(events, path, max_lanes)
-
-
-def _columns(
-    start: Any,
-    dur: Any,
-    name_col: list[int],
-    cat_col: list[int],
-    lane_col: list[int],
-    names: dict[str, int],
-    cats: dict[str, int],
-    lanes: dict[tuple[int, int], int],
-    labels: dict[tuple[int, int], str],
-    flow_ends: dict[Any, list[tuple[int, float] | None]],
-) -> TraceColumns:
-    start = np.asarray(start, dtype=np.float64)
-    dur = np.asarray(dur, dtype=np.float64)
-    # By start, and at equal starts the longer first: a parent before the children it encloses.
-    order = np.lexsort((-dur, start))
-    flows = [(a[0], a[1], b[0], b[1]) for a, b in flow_ends.values() if a is not None and b is not None]
-    return TraceColumns(
-        start=start[order],
-        dur=dur[order],
-        name=np.asarray(name_col, dtype=np.uint32)[order],
-        cat=np.asarray(cat_col, dtype=np.uint8)[order],
-        lane=np.asarray(lane_col, dtype=np.uint16)[order],
-        names=list(names),
-        cats=[name for name, _ in sorted(cats.items(), key=lambda kv: kv[1])],
-        lanes=[(pid, tid, labels.get((pid, tid), "")) for (pid, tid) in lanes],
-        flows=np.asarray(flows, dtype=np.float64).reshape(-1, 4),
-    )
-
-
-def _event_columns(events: list[Any], path: str | os.PathLike[str], max_lanes: int) -> TraceColumns:
-    """Event by event, checking each and naming the first damaged one (a million events in about
-    a second; reading a field at a time over all events was measured slower)."""
+    events = _trace_events(path)
+    # Event by event, checking each and naming the first damaged one (a million events in about
+    # a second; reading a field at a time over all events was measured slower).
     names: dict[str, int] = {}
     cats: dict[str, int] = {}
     lanes: dict[tuple[int, int], int] = {}
@@ -246,4 +215,18 @@ def _event_columns(events: list[Any], path: str | os.PathLike[str], max_lanes: i
             known = cats[cat] = len(cats) if len(cats) < 255 else cats.setdefault("other", 255)
         cat_col.append(known)
         lane_col.append(lane)
-    return _columns(start, dur, name_col, cat_col, lane_col, names, cats, lanes, labels, flow_ends)
+    starts, durs = np.asarray(start, dtype=np.float64), np.asarray(dur, dtype=np.float64)
+    # By start, and at equal starts the longer first: a parent before the children it encloses.
+    order = np.lexsort((-durs, starts))
+    flows = [(a[0], a[1], b[0], b[1]) for a, b in flow_ends.values() if a is not None and b is not None]
+    return TraceColumns(
+        start=starts[order],
+        dur=durs[order],
+        name=np.asarray(name_col, dtype=np.uint32)[order],
+        cat=np.asarray(cat_col, dtype=np.uint8)[order],
+        lane=np.asarray(lane_col, dtype=np.uint16)[order],
+        names=list(names),
+        cats=[name for name, _ in sorted(cats.items(), key=lambda kv: kv[1])],
+        lanes=[(pid, tid, labels.get((pid, tid), "")) for (pid, tid) in lanes],
+        flows=np.asarray(flows, dtype=np.float64).reshape(-1, 4),
+    )
