@@ -45,18 +45,37 @@ export function fmt(value: number | null | undefined): string {
     return `${v.toPrecision(3)}${units[i]}`;
   }
   if (abs >= 100) return value.toFixed(1);
-  if (abs >= 1) return value.toPrecision(3);
   if (abs >= 1e-3) return value.toPrecision(3);
   return value.toExponential(2);
 }
 
-/** Nanoseconds as a duration with a unit. */
-export function fmtNs(ns: number): string {
-  const abs = Math.abs(ns);
-  if (abs >= 1e9) return `${(ns / 1e9).toPrecision(3)} s`;
-  if (abs >= 1e6) return `${(ns / 1e6).toPrecision(3)} ms`;
-  if (abs >= 1e3) return `${(ns / 1e3).toPrecision(3)} µs`;
-  return `${Math.round(ns)} ns`;
+const TIME_UNITS: [number, string][] = [
+  [1e9, "s"],
+  [1e6, "ms"],
+  [1e3, "µs"],
+  [1, "ns"],
+];
+
+/** The unit (size in ns, name) for times around `ns`. */
+export function timeUnit(ns: number): [number, string] {
+  return TIME_UNITS.find(([size]) => Math.abs(ns) >= size) ?? TIME_UNITS[TIME_UNITS.length - 1];
+}
+
+/** Nanoseconds with a unit: 3 significant digits, or `exact` to the nanosecond (a tooltip's start:
+ * 3 digits are not enough to find an event 127 ms into a trace). */
+export function fmtNs(ns: number, exact = false): string {
+  const [size, name] = timeUnit(ns);
+  if (size === 1) return `${Math.round(ns)} ns`;
+  return `${exact ? (ns / size).toFixed(Math.round(Math.log10(size))) : (ns / size).toPrecision(3)} ${name}`;
+}
+
+/** Show a tooltip beside the pointer, kept inside the window. */
+export function placeTip(tip: HTMLElement, e: MouseEvent): void {
+  tip.hidden = false;
+  const x = Math.min(e.clientX + 14, window.innerWidth - tip.offsetWidth - 8);
+  const y = e.clientY + 16 + tip.offsetHeight > window.innerHeight ? e.clientY - tip.offsetHeight - 8 : e.clientY + 16;
+  tip.style.left = `${Math.max(4, x)}px`;
+  tip.style.top = `${Math.max(4, y)}px`;
 }
 
 /** A stable colour for a name (flame graphs, lanes): hue from a string hash. */
@@ -91,7 +110,7 @@ export function picker(labels: string[], chosen: number, onPick: (i: number) => 
   return select;
 }
 
-/** Source text as numbered lines; `mark` lines get the class "hl". Returns the <pre>. */
+/** Source text as numbered lines (each a `.ln` span with `data-line`). Returns the <pre>. */
 export function codeBlock(text: string, first = 1, attrs: Attrs = {}): HTMLPreElement {
   const pre = h("pre", { class: "code", ...attrs });
   const lines = text.split("\n");

@@ -1,7 +1,7 @@
 // The Explain view's summary cards: a kernel's resources (registers, spills, shared memory,
 // launch configuration, occupancy, profile numbers), its SASS instruction mix as bars, and its
 // findings (clicking one selects its source line).
-import { fmt, h } from "../dom";
+import { fmt, fmtNs, h } from "../dom";
 import type { ExplainKernel } from "../types";
 
 function bytes(n: number | null): string {
@@ -17,7 +17,7 @@ function valueText(key: string, value: unknown): string {
   if (value === null || value === undefined) return "–";
   if (typeof value === "number") {
     if ((key === "fraction" || key === "util") && value <= 1) return `${(value * 100).toFixed(1)}%`;
-    if (key.endsWith("_ns")) return `${fmt(value / 1e6)} ms`;
+    if (key.endsWith("_ns")) return fmtNs(value);
     return fmt(value);
   }
   if (Array.isArray(value)) return value.map((v) => valueText("", v)).join(", ");

@@ -1,7 +1,7 @@
 // The icicle graph: ROOT on top, children below, widths from one column's inclusive values, drawn
 // on one canvas. Layout is a single pass over typed arrays; drawing walks only the nodes at least
 // half a pixel wide, so a 100 000-node tree costs what is visible, not what is in the file.
-import { colourOf, fitCanvas, fmt, h } from "../dom";
+import { colourOf, fitCanvas, fmt, h, placeTip } from "../dom";
 import { byKey, isUnder, nameOf, sortedKids, typeOf, type ProfileModel } from "./profile_model";
 
 const ROW = 18; // px per depth level
@@ -208,11 +208,7 @@ export class Flame {
     this.canvas.dataset.hover = nameOf(this.m, i);
     this.canvas.style.cursor = "pointer";
     this.tip.textContent = this.describe(i);
-    this.tip.hidden = false;
-    const x = Math.min(e.clientX + 14, window.innerWidth - this.tip.offsetWidth - 8);
-    const y = e.clientY + 16 + this.tip.offsetHeight > window.innerHeight ? e.clientY - this.tip.offsetHeight - 8 : e.clientY + 16;
-    this.tip.style.left = `${Math.max(4, x)}px`;
-    this.tip.style.top = `${Math.max(4, y)}px`;
+    placeTip(this.tip, e);
   }
 
   private unhover(): void {

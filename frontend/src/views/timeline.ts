@@ -3,7 +3,7 @@
 // animation frame at most), from the per-row indexes built once in timeline_model.
 import "./timeline.css";
 import { getPacked } from "../data";
-import { fitCanvas, fmt, fmtNs, h, picker } from "../dom";
+import { fitCanvas, fmt, fmtNs, h, picker, placeTip } from "../dom";
 import type { Index, TraceRef } from "../types";
 import { Painter, type Window } from "./timeline_draw";
 import { LABEL_W, ROW_H, buildTimeline, eventAt, type TimelineModel } from "./timeline_model";
@@ -187,11 +187,7 @@ class TimelineView {
     }
     this.canvas.dataset.hover = this.m.ref.names[this.m.name[i]] ?? "?";
     this.tip.textContent = this.describe(i).join("\n");
-    this.tip.hidden = false;
-    const x = Math.min(e.clientX + 14, window.innerWidth - this.tip.offsetWidth - 8);
-    const y = e.clientY + 16 + this.tip.offsetHeight > window.innerHeight ? e.clientY - this.tip.offsetHeight - 8 : e.clientY + 16;
-    this.tip.style.left = `${Math.max(4, x)}px`;
-    this.tip.style.top = `${Math.max(4, y)}px`;
+    placeTip(this.tip, e);
   }
 
   private describe(i: number): string[] {
@@ -200,7 +196,7 @@ class TimelineView {
       m.ref.names[m.name[i]] ?? "?",
       `category: ${m.ref.cats[m.cat[i]] ?? "?"}`,
       `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
-      `start: +${precise(m.start[i])}`,
+      `start: +${fmtNs(m.start[i], true)}`,
       `duration: ${fmtNs(m.dur[i])}`,
     ];
   }
@@ -249,12 +245,3 @@ function summary(ref: TraceRef): string {
   return `${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
 }
 
-/** A time to the nanosecond in the unit of its size (the tooltip's start: 3 digits are not enough
- * to find an event 127 ms into a trace). */
-function precise(ns: number): string {
-  const abs = Math.abs(ns);
-  if (abs >= 1e9) return `${(ns / 1e9).toFixed(9)} s`;
-  if (abs >= 1e6) return `${(ns / 1e6).toFixed(6)} ms`;
-  if (abs >= 1e3) return `${(ns / 1e3).toFixed(3)} µs`;
-  return `${Math.round(ns)} ns`;
-}

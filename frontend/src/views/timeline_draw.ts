@@ -1,7 +1,7 @@
 // One frame of the timeline. Level of detail: per row, events under a pixel wide are merged into
 // one block per run of pixel columns, so a million events cost one pass of arithmetic and a few
 // thousand fillRects; wider events are drawn (and labelled) one by one.
-import { colourOf } from "../dom";
+import { colourOf, timeUnit } from "../dom";
 import { AXIS_H, LABEL_W, LANE_GAP, ROW_H, lowerBound, type Row, type TimelineModel } from "./timeline_model";
 
 export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
@@ -70,7 +70,7 @@ export class Painter {
   /** Time axis: ticks every 1, 2 or 5 × 10^k ns, about 100 px apart, labels relative to the start. */
   private grid(ctx: CanvasRenderingContext2D, w: Window, scale: number, plotW: number): void {
     const step = niceStep((w.t1 - w.t0) / Math.max(1, plotW / 110));
-    const unit = unitOf(Math.max(Math.abs(w.t0), Math.abs(w.t1)));
+    const unit = timeUnit(Math.max(Math.abs(w.t0), Math.abs(w.t1)));
     ctx.fillStyle = "#fff";
     ctx.fillRect(LABEL_W, 0, plotW, AXIS_H);
     ctx.fillStyle = "#6b6b70";
@@ -197,17 +197,6 @@ export function niceStep(raw: number): number {
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
 }
 
-const UNITS: [number, string][] = [
-  [1e9, "s"],
-  [1e6, "ms"],
-  [1e3, "µs"],
-  [1, "ns"],
-];
-
-/** The unit for times around `t` (one unit for the whole axis, so labels line up). */
-function unitOf(t: number): [number, string] {
-  return UNITS.find(([size]) => t >= size) ?? UNITS[UNITS.length - 1];
-}
 
 /** A tick's time with as many decimals as the tick step needs: deep in a long trace the ticks
  * read 127.055, 127.060 ms instead of "127 ms" five times. */
