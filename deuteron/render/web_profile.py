@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
+from .. import processors
 from ..model.errors import MetricError
 from ..model.metrics import PROPERTY_METRICS
 from ..model.tree import Node, Profile
@@ -28,7 +30,6 @@ CANDIDATE_COLUMNS = (
     "count",
 )
 MAX_NODES = 200_000  # with no threshold given, larger trees are cut to about this many nodes
-Path = tuple[str, ...]
 
 
 def columns_for(profile: Profile, base: Profile | None = None) -> list[str]:
@@ -72,18 +73,6 @@ def _short(value: Any) -> float | None:
     return value
 
 
-def _flat(root: Node) -> list[tuple[Path, Node]]:
-    """Nodes in preorder with their paths of (name, type) keys joined as names."""
-    out: list[tuple[Path, Node]] = []
-    stack: list[tuple[Path, Node]] = [((root.name,), root)]
-    while stack:
-        path, node = stack.pop()
-        out.append((path, node))
-        for key, child in reversed(list(node.children.items())):
-            stack.append((path + (f"{key[1]}\x00{key[0]}",), child))
-    return out
-
-
 def profile_data(
     profile: Profile,
     source: str,
@@ -97,13 +86,37 @@ def profile_data(
     columns = columns_for(profile, base)
     options = ViewOptions(metrics=columns)
     shown = build(profile, options).tree
-    before = build(base, options).tree if base is not None else None
-    nodes = _flat(shown.root)
-    total = len(nodes)
+    if base is None:
+        root = shown.root
+
+        def new_of(m: dict[str, Any], column: str) -> Any:
+            return m.get(column)
+
+        def old_of(m: dict[str, Any], column: str) -> Any:
+            return None
+    else:  # both trees on the union of their frames, as deuteron view --diff pairs them
+        root = processors.compare(shown, build(base, options).tree, columns).root
+
+        def new_of(m: dict[str, Any], column: str) -> Any:
+            return None if m.get("diff") == "removed" else m.get(f"{column} (new)")
+
+        def old_of(m: dict[str, Any], column: str) -> Any:
+            return None if m.get("diff") == "added" else m.get(f"{column} (old)")
+
+    first = columns[0]
+
+    def size(node: Node) -> float | None:
+        """What a cut judges a node by: its first column, the larger side in a diff."""
+        sides = [_short(new_of(node.metrics, first)), _short(old_of(node.metrics, first))]
+        numbers = [abs(v) for v in sides if v is not None]
+        return max(numbers) if numbers else None
+
+    total = sum(1 for _ in root.walk())
     if threshold is None:
-        threshold = _threshold_for(nodes, columns[0], MAX_NODES) if total > MAX_NODES else 0.0
-    keep = _kept(nodes, columns[0], threshold)
-    ids: dict[Path, int] = {}
+        threshold = _threshold_for(root, size, MAX_NODES) if total > MAX_NODES else 0.0
+    top = size(root)
+    # A node exactly at the share stays, whatever the rounding.
+    cut = abs(top) * threshold * (1 - 1e-12) if top and threshold > 0 else 0.0
     parent: list[int] = []
     name_id: list[int] = []
     type_id: list[int] = []
@@ -111,79 +124,51 @@ def profile_data(
     types: dict[str, int] = {}
     values: list[list[float | None]] = [[] for _ in columns]
     base_values: list[list[float | None]] = [[] for _ in columns]
-
-    def add(path: Path, node: Node, new: Node | None, old: Node | None) -> None:
-        ids[path] = len(parent)
-        parent.append(ids[path[:-1]] if len(path) > 1 else -1)
+    # Preorder; a cut node's children are never visited, so a subtree goes with its top.
+    stack: list[tuple[Node, int]] = [(root, -1)]
+    while stack:
+        node, up = stack.pop()
+        judged = size(node)
+        if up >= 0 and judged is not None and judged < cut:
+            continue
+        me = len(parent)
+        parent.append(up)
         name_id.append(names.setdefault(node.name, len(names)))
         type_id.append(types.setdefault(node.type, len(types)))
         for i, column in enumerate(columns):
-            values[i].append(_short(new.metrics.get(column)) if new is not None else None)
-            base_values[i].append(_short(old.metrics.get(column)) if old is not None else None)
-
-    old_nodes = dict(_flat(before.root)) if before is not None else {}
-    for (path, node), kept in zip(nodes, keep, strict=True):
-        if kept and (len(path) == 1 or path[:-1] in ids):  # below a cut node: cut too
-            add(path, node, node, old_nodes.get(path))
-    pruned = total - len(parent)
-    if before is not None:  # nodes only in the base: in the tree, with no new values
-        old_flat = _flat(before.root)
-        for (path, node), kept in zip(old_flat, _kept(old_flat, columns[0], threshold), strict=True):
-            if kept and path not in ids and (len(path) == 1 or path[:-1] in ids):
-                add(path, node, None, node)
+            values[i].append(_short(new_of(node.metrics, column)))
+            base_values[i].append(_short(old_of(node.metrics, column)))
+        stack.extend((child, me) for child in reversed(list(node.children.values())))
     # A column derivable in principle but with no value anywhere (cpu_time of a GPU-only run) goes.
     used = [i for i in range(len(columns)) if any(v is not None for v in values[i] + base_values[i])] or [0]
-    columns = [columns[i] for i in used]
-    values = [values[i] for i in used]
-    base_values = [base_values[i] for i in used]
     out: dict[str, Any] = {
         "name": os.path.basename(source),
         "source": source,
         "metadata": _metadata(profile),
-        "columns": columns,
+        "columns": [columns[i] for i in used],
         "primary": 0,
         "parent": parent,
         "name_id": name_id,
         "type_id": type_id,
         "names": list(names),
         "types": list(types),
-        "values": values,
+        "values": [values[i] for i in used],
         "total_nodes": total,
-        "pruned_nodes": pruned,
+        "pruned_nodes": total - len(parent),
         "threshold": threshold,
     }
     if base is not None:
-        out["base"] = {"source": base_source, "values": base_values}
+        out["base"] = {"source": base_source, "values": [base_values[i] for i in used]}
     return out
 
 
-def _threshold_for(nodes: list[tuple[Path, Node]], column: str, most: int) -> float:
-    """The share of ROOT's value at which about ``most`` nodes stay."""
-    top = nodes[0][1].metrics.get(column)
-    values = sorted(
-        (abs(v) for _p, n in nodes if isinstance(v := n.metrics.get(column), (int, float)) and v == v),
-        reverse=True,
-    )
-    if not isinstance(top, (int, float)) or not top or len(values) <= most:
+def _threshold_for(root: Node, size: Callable[[Node], float | None], most: int) -> float:
+    """The share of ROOT's size at which about ``most`` nodes stay."""
+    top = size(root)
+    sizes = sorted((v for n in root.walk() if (v := size(n)) is not None), reverse=True)
+    if not top or len(sizes) <= most:
         return 0.0
-    return values[most - 1] / abs(top)
-
-
-def _kept(nodes: list[tuple[Path, Node]], column: str, threshold: float) -> list[bool]:
-    """Which nodes stay: at or above ``threshold`` of ROOT's value (a node's parent always stays
-    when it does, since inclusive values only grow upwards)."""
-    if threshold <= 0 or not nodes:
-        return [True] * len(nodes)
-    top = nodes[0][1].metrics.get(column)
-    if not isinstance(top, (int, float)) or not top:
-        return [True] * len(nodes)
-    cut = abs(top) * threshold * (1 - 1e-12)  # a node exactly at the share stays, whatever the rounding
-    out = []
-    for _path, node in nodes:
-        v = node.metrics.get(column)
-        out.append(not isinstance(v, (int, float)) or math.isnan(v) or abs(v) >= cut)
-    out[0] = True
-    return out
+    return sizes[most - 1] / abs(top)
 
 
 def _metadata(profile: Profile) -> dict[str, Any]:
