@@ -23,7 +23,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-TOOLS = ("plain", "deuteron-shadow", "deuteron-python", "proton-shadow", "proton-python", "torch-profiler")
+TOOLS = (
+    "plain",
+    "cupti-floor",
+    "deuteron-shadow",
+    "deuteron-python",
+    "deuteron-torch",
+    "deuteron-torchmodules",
+    "proton-shadow",
+    "proton-python",
+    "torch-profiler",
+)
 STEPS = {"launch_bound": 300, "gpu_bound": 40}
 
 
@@ -50,6 +60,25 @@ def _timed(step: Any, steps: int, scope: Any = None) -> float:
     return (time.perf_counter() - began) / steps
 
 
+def _floor_library() -> Any:
+    """benchmarks/cupti_floor.c, built once with the system C compiler, started on libcupti."""
+    import ctypes
+
+    from deuteron.collect.backends.cupti import library
+
+    source = Path(__file__).with_name("cupti_floor.c")
+    out = Path(tempfile.gettempdir()) / f"deuteron_cupti_floor_{os.getuid()}.so"
+    if not out.exists() or out.stat().st_mtime < source.stat().st_mtime:
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", str(source), "-o", str(out), "-ldl"], check=True)
+    lib = ctypes.CDLL(str(out))
+    lib.floor_start.argtypes, lib.floor_start.restype = [ctypes.c_char_p], ctypes.c_int
+    lib.floor_stop.restype = ctypes.c_uint64
+    for _source, path in library.candidates():
+        if lib.floor_start(str(path).encode()) == 0:
+            return lib
+    raise SystemExit("cupti-floor: no libcupti could be started")
+
+
 def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> dict[str, Any]:
     import torch
 
@@ -61,12 +90,24 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
     name = str(out_dir / f"{tool}-{workload}")
     size = 0
     finalize_s = 0.0
+    records = 0
     if tool == "plain":
         profiled = _timed(w.step, steps)
+    elif tool == "cupti-floor":
+        floor = _floor_library()
+        _timed(w.step, 3)
+        profiled = _timed(w.step, steps)
+        t = time.perf_counter()
+        records = int(floor.floor_stop())
+        finalize_s = time.perf_counter() - t
     elif tool.startswith("deuteron"):
         import deuteron
 
-        deuteron.start(name, backend="cupti", context=tool.split("-")[1])
+        context = tool.split("-")[1]
+        if context == "torchmodules":  # -c torch with DEUTERON_TORCH_OPS=0: modules and backward only
+            os.environ["DEUTERON_TORCH_OPS"] = "0"
+            context = "torch"
+        deuteron.start(name, backend="cupti", context=context)
         _timed(w.step, 3, deuteron.scope)
         profiled = _timed(w.step, steps, deuteron.scope)
         t = time.perf_counter()
@@ -103,6 +144,7 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
         "ratio": profiled / plain,
         "finalize_s": finalize_s,
         "size": size,
+        "records": records,
     }
 
 
@@ -167,15 +209,22 @@ def main() -> None:
         args.json.write_text(json.dumps({f"{w}/{t}": v for (w, t), v in results.items()}, indent=1))
     print(
         f"\n{'workload':12s} {'tool':16s} {'n':>2s} {'median':>7s} {'min':>6s} {'max':>6s} "
-        f"{'ms/step':>8s} {'finalize_s':>10s} {'size_KB':>8s}"
+        f"{'ms/step':>8s} {'finalize_s':>10s} {'size_KB':>8s} {'vs_floor':>8s}"
     )
     for (workload, tool), runs in results.items():
         ratios = [x["ratio"] for x in runs]
+        floor = results.get((workload, "cupti-floor"))
+        # the distance to the physical floor: this tool's median over the bare collector's
+        above = (
+            f"{statistics.median(ratios) / statistics.median(x['ratio'] for x in floor):8.3f}"
+            if floor
+            else "-"
+        )
         print(
             f"{workload:12s} {tool:16s} {len(runs):2d} {statistics.median(ratios):7.3f} {min(ratios):6.3f} "
             f"{max(ratios):6.3f} {statistics.median(x['plain_ms'] for x in runs):8.3f} "
             f"{statistics.median(x['finalize_s'] for x in runs):10.3f} "
-            f"{statistics.median(x['size'] for x in runs) / 1024:8.1f}"
+            f"{statistics.median(x['size'] for x in runs) / 1024:8.1f} {above:>8s}"
         )
 
 

@@ -175,8 +175,10 @@ def _start(
         if for_command:
             _command_sessions.add(sid)
     try:
+        session.start_frameworks()
         session.backend.start(session)
     except BaseException:
+        session.stop_frameworks()
         with _lock:
             _sessions.pop(sid, None)
         raise
@@ -256,7 +258,10 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
             nvtx.release()
         try:
             try:
-                s.backend.stop(s)
+                try:
+                    s.backend.stop(s)
+                finally:
+                    s.stop_frameworks()
             finally:  # whatever the backend collected is written even when stopping it failed
                 s.finalized = True
                 with _lock:

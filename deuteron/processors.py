@@ -157,9 +157,7 @@ def diff(new: Profile, old: Profile) -> Profile:
     return _paired(new, old, fill)
 
 
-def _paired(
-    new: Profile, old: Profile, fill: Callable[[Node | None, Node | None, Node], None]
-) -> Profile:
+def _paired(new: Profile, old: Profile, fill: Callable[[Node | None, Node | None, Node], None]) -> Profile:
     """Walk the union of two trees frame by frame; ``fill(new_node, old_node, out_node)`` sets each
     output node's metrics (a side lacking the frame gives None); frames only one side has are
     marked ``diff``: ``added`` or ``removed``."""
@@ -220,6 +218,23 @@ def rename(p: Profile, name_of: Callable[[str], str]) -> Profile:
                 twin.add(metric, value, p.kind(metric))
             stack.append((child, twin))
     return _copy_profile(p, root)
+
+
+_REPEAT = re.compile(r"^(?:(?P<path>.*)\.)?\d+(?P<cls> \(.+\))$")
+
+
+def fold_repeats(p: Profile) -> Profile:
+    """Repeated modules as one frame: ``layers.0 (TransformerEncoderLayer)``, ``layers.1 (...)``,
+    ... become ``layers.* (TransformerEncoderLayer)``, their subtrees merged and their metrics added
+    (the torch context names modules ``<attribute path> (<class>)``)."""
+
+    def folded(name: str) -> str:
+        m = _REPEAT.match(name)
+        if m is None:
+            return name
+        return f"{m['path']}.*{m['cls']}" if m["path"] is not None else f"*{m['cls']}"
+
+    return rename(p, folded)
 
 
 # proton-viewer's frame-name formats (-f), for Python call-path frames ``path/file.py:line@function``

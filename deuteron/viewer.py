@@ -28,6 +28,7 @@ class ViewOptions:
     sort: bool = False  # children by the first column, largest first
     device: str | None = None  # a named device for util/roofline instead of the profile's
     name_format: str = "full"  # proton-viewer's -f: how much of a Python frame's name to show
+    fold_repeats: bool = False  # layers.0, layers.1, ... as one frame layers.* (torch context)
 
 
 @dataclass
@@ -105,6 +106,8 @@ def _prepared(p: Profile, options: ViewOptions) -> Profile:
         p = processors.exclude(p, LAUNCH_METADATA_FRAMES)
     if options.name_format != "full":
         p = processors.rename(p, processors.NAME_FORMATS[options.name_format])
+    if options.fold_repeats:
+        p = processors.fold_repeats(p)
     return p
 
 
@@ -135,7 +138,10 @@ def _column_names(options: ViewOptions, available: set[str], source: str) -> lis
         return ["time/ms"]
     if available:
         return [sorted(available)[0]]
-    raise MetricError(f"{source}: the profile has no metrics to show")
+    raise MetricError(
+        f"{source}: nothing was recorded in this profile (no kernel ran, no scope had metrics); "
+        "for a PyTorch script on the CPU profile with -c torch (CPU time and flops per module and op)"
+    )
 
 
 def build(

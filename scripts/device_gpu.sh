@@ -44,6 +44,13 @@ for f in sorted(glob.glob('/tmp/rec/cupti_$ctx/*.entries')):
   done
   tar czf $OUT/cupti_fixtures.tgz -C /tmp/rec .
 fi
+if has torch; then
+  rm -rf /tmp/rect && mkdir -p /tmp/rect
+  DEUTERON_CUPTI_RECORD=/tmp/rect/cupti_torch python3 scripts/record_torch_fixture.py 2>&1 | tail -3
+  python3 -m deuteron view fixture.hatchet -m time/us,count,cpu_time/ms -d 7 | head -${TAILN:-60}
+  tar czf $OUT/torch_fixture.tgz -C /tmp/rect .
+  DEUTERON_TEST_GPU=1 timeout 400 python3 -m pytest tests/gpu/test_torch_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
+fi
 if has bench; then
   python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}
 fi

@@ -16,7 +16,7 @@ from typing import Any
 from .. import api
 from ..collect.backends import NAMES as BACKENDS
 from ..collect.backends import resolve
-from ..collect.context import CONTEXTS
+from ..collect.context import ContextSpecError, parse_context
 from ..collect.session import disabled_by
 from ..flags import flags
 from ..formats.files import OutputError
@@ -34,7 +34,12 @@ def add_parser(sub: Any) -> None:
         help="run a script, module or pytest and profile it",
         description=(
             "Run a Python script, a module (-m) or pytest and profile every kernel launch and scope.\n"
-            "Writes NAME.hatchet (and NAME.chrome_trace with --trace)."
+            "Writes NAME.hatchet (and NAME.chrome_trace with --trace).\n\n"
+            "examples:\n"
+            "  deuteron run train.py --epochs 1        # the script's own options stay its own\n"
+            "  deuteron run -c torch train.py          # nn.Module path > aten op > kernel, backward too\n"
+            "  deuteron run -c python,torch train.py   # the calling Python line, then the modules\n"
+            "  deuteron run -m mypkg.train             # a module, as python -m"
         ),
         usage=f"deuteron run [options] {USAGE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -51,8 +56,12 @@ def add_parser(sub: Any) -> None:
         "-c",
         "--context",
         default="shadow",
-        choices=CONTEXTS,
-        help="shadow: scopes; python: Python call paths (default: shadow)",
+        type=_context,
+        help=(
+            "a comma list: shadow (scopes; the default), python (Python call paths), torch (nn.Module "
+            "path > aten op, backward under its module, CPU time and flops per module and op), "
+            "e.g. -c torch or -c python,torch"
+        ),
     )
     p.add_argument(
         "-k",
@@ -65,6 +74,14 @@ def add_parser(sub: Any) -> None:
     add_device_argument(p)
     add_target_arguments(p)
     p.set_defaults(handler=run_command)
+
+
+def _context(value: str) -> str:
+    try:
+        parse_context(value)
+    except ContextSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return value
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -93,6 +110,7 @@ def run_command(args: argparse.Namespace) -> int:
     failure = ""
     files = []
     owner = os.getpid()
+    live = api.current_profile(sid) if sid is not None else None
     # From here until the profile is on disk, SIGINT/SIGTERM outside the target are noted, not obeyed.
     with Deferred(redeliver=False, note="finishing the profile first") as late:
         try:
@@ -120,7 +138,19 @@ def run_command(args: argparse.Namespace) -> int:
         say(f"deuteron: {ended_by}; wrote the partial profile to {names}")
     else:
         say(f"deuteron: wrote {names}")
+    if live is not None and not any(n.metrics for n in live.root.walk()):
+        say(f"deuteron: {_nothing_recorded(args.context)}")
     return code
+
+
+def _nothing_recorded(context: str) -> str:
+    """Why a profile came out empty, and what would fill it."""
+    if "torch" in context:
+        return "nothing was recorded: the program ran no kernel and no torch op while profiled"
+    return (
+        "nothing was recorded: no kernel ran and no scope had metrics. For a PyTorch script on "
+        "the CPU, add -c torch (CPU time and flops per nn.Module and op)"
+    )
 
 
 def _run_unprofiled(target: Target) -> int:

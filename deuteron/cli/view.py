@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 from typing import Any
 
-from .. import processors
+from .. import advise, processors
 from ..formats import hatchet
 from ..model.errors import DeuteronError
 from ..model.metrics import DERIVED_HELP
@@ -92,6 +93,19 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         help="how much of a Python frame's name (path/file.py:line@function) to show, as proton-viewer",
     )
     p.add_argument(
+        "--advise",
+        action="store_true",
+        help=(
+            "after the tree, analyses with their evidence: GPU idle share and launch-bound ops, modules "
+            "by backward/forward, ops to fuse, copies and waits (with --json: only the analyses, as JSON)"
+        ),
+    )
+    p.add_argument(
+        "--fold-repeats",
+        action="store_true",
+        help="repeated modules as one frame: layers.0, layers.1, ... become layers.* (-c torch profiles)",
+    )
+    p.add_argument(
         "--print-sorted",
         "--print_sorted",
         dest="print_sorted",
@@ -159,6 +173,7 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         sort=args.sort,
         device=args.device,
         name_format=args.name_format,
+        fold_repeats=args.fold_repeats,
     )
     if len(profiles) > 1:
         view = build_ranks(profiles, options, source=", ".join(sources))
@@ -167,12 +182,22 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if (args.include or args.exclude) and not view.tree.root.children:
         which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
         say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
+    if args.advise:
+        findings = advise.advise(profile)
+        if args.json:
+            json.dump({"advice": [f.as_json() for f in findings]}, sys.stdout, indent=1)
+            print()
+            return 0
     if args.json:
         render_json(view.tree, view.columns, sys.stdout)
     else:
         render_profile(view.tree, view.columns, signed=view.signed)
         if args.print_sorted:
             _print_sorted(view.tree, view.columns[0])
+        if args.advise:
+            print()
+            for line in advise.render(findings).splitlines():
+                print(printable(line))
     return 0
 
 

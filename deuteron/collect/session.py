@@ -22,16 +22,17 @@ from ..formats.files import OutputError, check_writable
 from ..metric import DeferredValue, capturing, replayed_metrics, resolved, transform_tensor_metrics
 from ..model.errors import DeuteronError
 from ..model.metrics import CPU_TIME, EXC, split_kind
-from ..model.trace import KernelSpans, TraceEvent
+from ..model.trace import KernelSpans, TraceEvent, gpu_busy
 from ..model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, plain_value
 from ..processors import copy, keep_paths_to, merge
 from ..triton import proton_knob
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
-from .context import CONTEXTS, ContextSource
+from .context import ContextSource, ContextSpecError, parse_context
 from .context.python import PythonContext
 from .context.shadow import ShadowContext
 from .context.state import StateContext
+from .context.torch import TorchContext
 from .placement import LaunchContexts
 
 HOOKS = (None, "triton")
@@ -89,8 +90,10 @@ class Session:
     ) -> None:
         """``outputs``: the formats this session will write; their files are checked now, before
         any work, and the output path is fixed here (absolute), so a later chdir does not move it."""
-        if context not in CONTEXTS:
-            raise SessionError(f"unknown context {context!r}; choose one of: {', '.join(CONTEXTS)}")
+        try:
+            base_context, frameworks = parse_context(context)
+        except ContextSpecError as exc:
+            raise SessionError(str(exc)) from None
         if hook not in HOOKS:
             raise SessionError(f"unknown hook {hook!r}; choose None or 'triton'")
         self.id = sid
@@ -102,19 +105,26 @@ class Session:
                 check_writable(target)
             except OutputError as exc:
                 raise SessionError(f"cannot write the profile: {exc}") from None
-        self.context = context
+        self.context = base_context  # what backends need: "shadow" or "python"
+        self.context_spec = ",".join((base_context, *frameworks)) if frameworks else base_context
         self.hook = hook
         self.backend: Backend = resolve(backend)
         self.profile = Profile()
-        self.profile.metadata.update(output.run_metadata(name, self.backend.name, context, hook, command))
+        self.profile.metadata.update(
+            output.run_metadata(name, self.backend.name, self.context_spec, hook, command)
+        )
         self.profile.kinds[CPU_TIME] = EXC
         root = self.profile.root
         # Scopes are always tracked (their stack closes them); they place kernels only in the shadow chain.
         self.shadow = ShadowContext(root)
-        self.python = PythonContext(root) if context == "python" else None
+        self.python = PythonContext(root) if base_context == "python" else None
         self.sources: list[ContextSource] = [self.python if self.python is not None else self.shadow]
         self.states = StateContext()
         self.contexts = LaunchContexts(root, self.python.node_for if self.python is not None else None)
+        self.torch: TorchContext | None = None
+        if "torch" in frameworks:
+            self.torch = TorchContext(self.contexts, self.python.current if self.python is not None else None)
+            self.sources.append(self.torch)
         self.lock = threading.Lock()
         self.events: list[lanes.RawEvent] = []
         self.dropped_events = 0
@@ -139,6 +149,15 @@ class Session:
 
     # --- context ---------------------------------------------------------------------------------
 
+    def start_frameworks(self) -> None:
+        """Start the framework sources (before the backend, which may ask them for a probe)."""
+        if self.torch is not None:
+            self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=self.backend.name == "cupti")
+
+    def stop_frameworks(self) -> None:
+        if self.torch is not None:
+            self.torch.stop()
+
     def launch_context(self) -> Node:
         node = self.profile.root
         for source in self.sources:
@@ -155,6 +174,8 @@ class Session:
         stack.append(node)
         if self.context_listener is not None:
             self._tell_context(node)
+        if self.torch is not None:
+            self.torch.set_base(self.contexts.id_of(node))
 
     def close_scope(
         self,
@@ -169,6 +190,8 @@ class Session:
         node = self.shadow.pop(name)
         if self.context_listener is not None:
             self._tell_context(self.shadow.current())
+        if self.torch is not None:
+            self.torch.set_base(self.contexts.id_of(self.shadow.current()))
         with self.lock:
             if metrics:
                 self._add_scope_metrics(node, metrics)
@@ -226,6 +249,8 @@ class Session:
         """Add the metrics known only once the GPU has run (reading them waits for it); on the
         program's thread, when the profile is read or written."""
         with self.lock:
+            if self.torch is not None:
+                self.torch.file_metrics(self.profile)
             deferred, self._deferred = self._deferred, []
             for node, values in deferred:
                 read = {k: v for k, v in resolved(values).items() if v is not None}
@@ -301,9 +326,17 @@ class Session:
             if group is None:
                 nodes.append(None)
                 continue
+            other_thread = group.other_thread
+            placed = self.torch.rooted(group.op) if group.op and self.torch is not None else None
+            if placed is not None:  # the module and op the launch was made in, wherever it ran
+                base, other_thread = placed, False
+            elif group.op and self.torch is not None:  # an op outside any module: below the launch
+                base = self.torch.place(group.op, contexts.node(group.context))[0]
+            else:
+                base = contexts.node(group.context)
             parent = contexts.kernel_parent(
-                contexts.node(group.context),
-                other_thread=group.other_thread,
+                base,
+                other_thread=other_thread,
                 captured_in=contexts.node(group.capture) if group.capture else None,
             )
             state = contexts.states.get(group.state)
@@ -409,6 +442,9 @@ class Session:
         with self.lock:
             self.profile.metadata["end_time"] = time.time()
             self.profile.metadata["dropped_trace_events"] = self.dropped_events
+            if self.kernel_spans:  # what `deuteron view --advise` needs for the GPU's idle share
+                busy, window = gpu_busy(self.kernel_spans)
+                self.profile.metadata.update(gpu_busy_ns=busy, gpu_window_ns=window)
             written = output.write(self._whole(), formats, base, self.trace_events)
         return [self._as_named(p) for p in written]
 

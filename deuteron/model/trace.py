@@ -41,3 +41,20 @@ class KernelSpans:
     stream: np.ndarray
     launch: np.ndarray  # launch time, 0 when unknown
     thread: np.ndarray  # launching thread ident, 0 when unknown
+
+
+def gpu_busy(spans: list[KernelSpans]) -> tuple[int, int]:
+    """(time some kernel ran, time from the first kernel's start to the last one's end), in ns:
+    the union of every kernel's span on any device, so overlapping kernels count once."""
+    if not spans:
+        return 0, 0
+    start = np.concatenate([s.start for s in spans]).astype(np.int64)
+    end = np.concatenate([s.end for s in spans]).astype(np.int64)
+    if not len(start):
+        return 0, 0
+    order = np.argsort(start, kind="stable")
+    start, end = start[order], np.maximum(end[order], start[order])
+    reach = np.maximum.accumulate(end)
+    gaps = np.clip(start[1:] - reach[:-1], 0, None)  # idle between a kernel and all before it
+    window = int(reach[-1] - start[0])
+    return window - int(gaps.sum()), window

@@ -35,6 +35,7 @@ class KernelGroup:
     state: int  # state id; 0 for none
     name: str
     metrics: dict[str, Any]
+    op: int = 0  # the torch context's place of the launch (a trie id); 0 for none
 
 
 class SessionPort(Protocol):

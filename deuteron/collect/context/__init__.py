@@ -13,7 +13,33 @@ from typing import Protocol
 
 from ...model.tree import Node
 
-CONTEXTS = ("shadow", "python")
+CONTEXTS = ("shadow", "python")  # where a launch's path starts: open scopes, or Python frames
+FRAMEWORKS = ("torch",)  # sources that add the framework's own structure below that
+
+
+class ContextSpecError(ValueError):
+    """A ``-c``/``context=`` value that names no known source."""
+
+
+def parse_context(spec: str) -> tuple[str, tuple[str, ...]]:
+    """``"python,torch"`` -> the base (``python``) and the framework sources (``("torch",)``).
+
+    A comma list in any order; the base defaults to ``shadow``; naming both bases is refused.
+    """
+    parts = [p.strip().lower() for p in str(spec).split(",") if p.strip()]
+    known = (*CONTEXTS, *FRAMEWORKS)
+    for part in parts:
+        if part not in known:
+            raise ContextSpecError(
+                f"unknown context {part!r}; choose from: {', '.join(known)} (a comma list, e.g. python,torch)"
+            )
+    bases = [p for p in parts if p in CONTEXTS]
+    if len(set(bases)) > 1:
+        raise ContextSpecError("choose one of shadow and python, not both (scopes are kept with either)")
+    frameworks = tuple(dict.fromkeys(p for p in parts if p in FRAMEWORKS))
+    if not parts:
+        raise ContextSpecError(f"empty context; choose from: {', '.join(known)}")
+    return (bases[0] if bases else "shadow"), frameworks
 
 
 class ContextSource(Protocol):

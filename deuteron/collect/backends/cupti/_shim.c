@@ -109,6 +109,9 @@ static SubscriberHandle g_subscriber;
 static atomic_int g_on;        /* recording launches */
 static atomic_int g_paused;    /* a deactivated session: launches are marked, not attributed */
 static int g_mode;             /* 0: shadow (thread slots), 1: python (call paths) */
+/* The torch context's probe: the launching thread's module/op place, asked at each launch (C,
+   no Python, no GIL); NULL when no torch context records. */
+static uint32_t (*g_op_probe)(void);
 static atomic_uint_fast64_t g_main_ctx; /* the starting thread's context, inherited by others */
 
 /* ---- per-thread launch entries ---------------------------------------------------------------- */
@@ -125,7 +128,7 @@ typedef struct {
     uint32_t meta;
     uint16_t kind;
     uint16_t thread;
-    uint32_t pad;
+    uint32_t op;   /* the torch context's place of the launch (a trie id, see _torch_ops.cpp); 0: none */
 } Entry;
 _Static_assert(sizeof(Entry) == 40, "Entry layout is read by records.py");
 
@@ -391,7 +394,7 @@ static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_c
     e->meta = kind <= ENTRY_GRAPH_LAUNCH ? ts->pending_meta : kind == ENTRY_GRAPH_NODE ? ts->launch_meta : 0;
     e->kind = kind;
     e->thread = ts->index;
-    e->pad = 0;
+    e->op = g_op_probe != NULL && kind != ENTRY_GRAPH_CLONE ? g_op_probe() : 0;
     if (kind <= ENTRY_GRAPH_LAUNCH) {
         ts->launch_meta = ts->pending_meta;
         ts->pending_meta = 0;
@@ -690,6 +693,14 @@ static PyObject *py_set_context(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_op_probe(PyObject *self, PyObject *arg) {
+    (void)self;
+    unsigned long long address = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred()) return NULL;
+    g_op_probe = (uint32_t(*)(void))(uintptr_t)address;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_pending(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long meta = PyLong_AsUnsignedLong(arg);
@@ -882,6 +893,7 @@ static PyMethodDef methods[] = {
     {"set_context", (PyCFunction)(void (*)(void))py_set_context, METH_FASTCALL,
      "This thread's context id and state id for the launches it makes from now on."},
     {"set_pending", py_set_pending, METH_O, "Launch metadata id for this thread's next launch."},
+    {"set_op_probe", py_set_op_probe, METH_O, "Address of uint32_t probe(void) asked at each launch (0: none)."},
     {"set_paused", py_set_paused, METH_O, "Mark launches as made while the session is deactivated."},
     {"timestamp", py_timestamp, METH_NOARGS, "CUPTI's clock, in ns."},
     {"synchronize", py_synchronize, METH_NOARGS, "Synchronise every active device; returns failures."},

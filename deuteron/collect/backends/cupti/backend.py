@@ -213,6 +213,8 @@ class CuptiBackend:
                 f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})"
             ) from None
         CuptiBackend._active = self
+        torch_context = getattr(session, "torch", None)
+        _shim.set_op_probe(torch_context.probe_address() if torch_context is not None else 0)
         self._calibrate_clock()
         self._listen(session)
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
@@ -326,6 +328,7 @@ class CuptiBackend:
             LaunchHook().unsubscribe(self)
 
     def _teardown(self) -> None:
+        _shim.set_op_probe(0)
         if self._unfile is not None:
             self._unfile()
             self._unfile = None
@@ -424,6 +427,9 @@ class CuptiBackend:
             "metas": {str(k): (v[0], resolved(v[1])) for k, v in self.meta_table.items()},
             "offset": self.clock_offset,
         }
+        torch_context = getattr(session, "torch", None)
+        if torch_context is not None:
+            meta["torch"] = torch_context.table()
         stem.with_suffix(".json").write_text(json.dumps(meta))
 
     def _name(self, ptr: int) -> str:
@@ -472,7 +478,7 @@ class CuptiBackend:
         groups: list[KernelGroup | None] = []
         reserved = (ROOT_CTX, UNMATCHED, NO_PYTHON_CTX)
         for row, count, total in zip(keys.tolist(), counts.tolist(), times.tolist(), strict=True):
-            ctx, capture, state, meta, name_ptr, device = row
+            ctx, capture, state, meta, name_ptr, device, op = row
             if ctx & records.CTX_PAUSED or not count:
                 groups.append(None)
                 continue
@@ -505,6 +511,7 @@ class CuptiBackend:
                     state=own_state,
                     name=name,
                     metrics=metrics,
+                    op=op,
                 )
             )
         return groups

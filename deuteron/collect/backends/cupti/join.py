@@ -16,7 +16,7 @@ import numpy as np
 from .records import CTX_PAUSED, ENTRY_DTYPE, GRAPH_CLONE, GRAPH_LAUNCH, GRAPH_NODE, LAUNCH
 
 UNMATCHED = 2  # context id of kernels whose launch was never seen (launched before the start)
-KEY_COLUMNS = ("ctx", "capture", "state", "meta", "name_ptr", "device")
+KEY_COLUMNS = ("ctx", "capture", "state", "meta", "name_ptr", "device", "op")
 MAX_AGE = 16  # drains a launch may wait for its kernel before it is taken for a captured one
 
 
@@ -24,7 +24,7 @@ MAX_AGE = 16  # drains a launch may wait for its kernel before it is taken for a
 class Batch:
     """The groups of one drain's kernels; ``keys`` has the columns of ``KEY_COLUMNS``."""
 
-    keys: np.ndarray  # (groups, 6) uint64
+    keys: np.ndarray  # (groups, 7) uint64
     count: np.ndarray  # (groups,) int64
     time_ns: np.ndarray  # (groups,) int64
     group_of: np.ndarray  # (kernels,) index into the groups
@@ -49,7 +49,8 @@ class Counters:
 class Join:
     pending: np.ndarray = field(default_factory=lambda: np.empty(0, ENTRY_DTYPE))
     age: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
-    graph_nodes: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # node -> (ctx, state, meta)
+    # node -> (ctx, state, meta, op)
+    graph_nodes: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     clones: dict[int, int] = field(default_factory=dict)  # instantiated node -> original node
     counters: Counters = field(default_factory=Counters)
     uncaptured_graphs: set[int] = field(default_factory=set)  # graphs replayed, captured unseen
@@ -57,7 +58,12 @@ class Join:
     def add_entries(self, entries: np.ndarray) -> None:
         kinds = entries["kind"]
         for row in entries[kinds == GRAPH_NODE]:
-            self.graph_nodes[int(row["key"])] = (int(row["ctx"]), int(row["state"]), int(row["meta"]))
+            self.graph_nodes[int(row["key"])] = (
+                int(row["ctx"]),
+                int(row["state"]),
+                int(row["meta"]),
+                int(row["op"]),
+            )
         for row in entries[kinds == GRAPH_CLONE]:
             self.clones[int(row["key"])] = int(row["ctx"])
         launches = entries[(kinds == LAUNCH) | (kinds == GRAPH_LAUNCH)]
@@ -67,7 +73,7 @@ class Join:
             order = np.argsort(merged["key"], kind="stable")
             self.pending, self.age = merged[order], ages[order]
 
-    def _capture_of(self, node: int) -> tuple[int, int, int] | None:
+    def _capture_of(self, node: int) -> tuple[int, int, int, int] | None:
         """Where the node was captured: follow clones back to the original node first.
 
         Instantiating a graph creates (and reports) its executable nodes where the capture
@@ -86,6 +92,7 @@ class Join:
         ctx = np.full(n, UNMATCHED, np.uint64)
         state = np.zeros(n, np.uint64)
         meta = np.zeros(n, np.uint64)
+        op = np.zeros(n, np.uint64)
         capture = np.zeros(n, np.uint64)
         launch_ts = np.zeros(n, np.uint64)
         launch_thread = np.full(n, -1, np.int64)
@@ -97,6 +104,7 @@ class Join:
             ctx[hit] = rows["ctx"]
             state[hit] = rows["state"]
             meta[hit] = rows["meta"]
+            op[hit] = rows["op"]
             launch_ts[hit] = rows["ts"]
             launch_thread[hit] = rows["thread"]
             graph = np.zeros(n, bool)
@@ -107,6 +115,7 @@ class Join:
                 uniq, inverse = np.unique(nodes, return_inverse=True)
                 found = np.zeros(len(uniq), np.uint64)
                 found_meta = np.zeros(len(uniq), np.uint64)  # the captured launch's metadata id
+                found_op = np.zeros(len(uniq), np.uint64)  # and its torch place
                 captured_paused = np.zeros(len(uniq), bool)
                 for i, node in enumerate(uniq.tolist()):
                     hit_capture = self._capture_of(node)
@@ -119,10 +128,13 @@ class Join:
                     else:
                         found[i] = hit_capture[0]
                         found_meta[i] = hit_capture[2]
+                        found_op[i] = hit_capture[3]
                 capture[graph] = found[inverse]
                 # a replayed kernel carries the metadata its launch had when it was captured
                 replay_meta = found_meta[inverse]
                 meta[graph] = np.where(replay_meta != 0, replay_meta, meta[graph])
+                replay_op = found_op[inverse]
+                op[graph] = np.where(replay_op != 0, replay_op, op[graph])
                 where = np.flatnonzero(graph)
                 ctx[where[captured_paused[inverse]]] |= np.uint64(CTX_PAUSED)
             used = np.zeros(len(pend), bool)
@@ -141,6 +153,7 @@ class Join:
                 meta,
                 kernels["name_ptr"].astype(np.uint64),
                 kernels["device"].astype(np.uint64),
+                op,
             ],
             axis=1,
         )

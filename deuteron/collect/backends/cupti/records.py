@@ -76,7 +76,7 @@ ENTRY_DTYPE = np.dtype(
         ("meta", "<u4"),
         ("kind", "<u2"),
         ("thread", "<u2"),
-        ("pad", "<u4"),
+        ("op", "<u4"),  # the torch context's place (0: none; recordings before it have 0 here)
     ]
 )
 assert KERNEL_DTYPE.itemsize == KERNEL_RECORD_BYTES and ENTRY_DTYPE.itemsize == ENTRY_BYTES

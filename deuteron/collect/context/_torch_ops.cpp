@@ -1,0 +1,543 @@
+// PyTorch's op stream as a tree of places, from C++: the torch context's hot path.
+//
+// Why C++: PyTorch has no Python callback for every aten op, and the cheap ways to see ops
+// from Python cost microseconds per op (a TorchDispatchMode: 2.8 us, 1.38x a training step).
+// A global RecordFunction callback costs tens of nanoseconds, runs on every thread (autograd's
+// too) and sees backward nodes with their forward sequence number.
+//
+// What it keeps:
+//   - a trie of places, shared by all threads: a node is (parent, kind, name); kinds are a
+//     session base (the scope or Python path the module stack started in), a module (pushed
+//     by Python's global module hooks), an aten op, a user scope (record_function, the
+//     optimizer's step), a "backward" frame and a backward node;
+//   - per node: inclusive CPU time, calls and flops (from input shapes, for matmul, conv and
+//     attention ops), added with relaxed atomics;
+//   - per forward thread: each module call's range of autograd sequence numbers, so a
+//     backward node (seq, forward thread) finds the module that created it, on any thread.
+// The CUPTI shim asks deut_current() at each launch for the launching thread's node.
+// Python reads nodes, names and totals in bulk (deut_read) and builds the tree itself.
+// Built by deuteron/collect/context/torch_build.py against the installed torch's headers.
+// Always with -DNDEBUG, as torch is: RecordFunction has a debug-only field, so without it
+// the layout this file sees would not be the one torch built.
+
+#include <ATen/SequenceNumber.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/record_function.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace {
+
+enum Kind : uint8_t { K_BASE = 1, K_MODULE = 2, K_OP = 3, K_SCOPE = 4, K_MARK = 5, K_BACKWARD = 6 };
+enum Flop : uint8_t { F_NONE, F_MM, F_ADDMM, F_BMM, F_BADDBMM, F_CONV, F_CONV_BWD, F_SDPA, F_SDPA_BWD };
+
+constexpr uint32_t CHUNK = 4096;
+constexpr uint32_t MAX_CHUNKS = 8192;  // 32M nodes, 32M names
+
+struct NodeInfo {
+  uint32_t parent;
+  uint32_t name;
+  uint8_t kind;
+};
+struct Stat {
+  std::atomic<uint64_t> ns{0}, calls{0}, flops{0};
+};
+struct Name {
+  const char* text;
+  uint8_t flop;
+};
+
+std::atomic<NodeInfo*> g_info[MAX_CHUNKS];
+std::atomic<Stat*> g_stat[MAX_CHUNKS];
+std::atomic<Name*> g_names[MAX_CHUNKS];
+std::atomic<uint32_t> g_node_count{1};  // node 0: no place
+std::atomic<uint32_t> g_name_count{1};  // name 0: none
+std::mutex g_mu;                        // the trie's and the names' writers
+std::unordered_map<uint64_t, uint32_t> g_trie;
+std::unordered_map<std::string, uint32_t> g_name_ids;
+std::atomic<uint64_t> g_epoch{0};       // bumped at each install: stale per-thread stacks are reset
+at::CallbackHandle g_handle = 0;
+std::atomic<int> g_flops_on{1};
+std::atomic<uint64_t> g_dropped{0};     // places not made (tables full)
+
+template <typename T>
+T* chunk_of(std::atomic<T*>* table, uint32_t id, bool make) {
+  uint32_t c = id / CHUNK;
+  if (c >= MAX_CHUNKS) return nullptr;
+  T* chunk = table[c].load(std::memory_order_acquire);
+  if (!chunk && make) {
+    chunk = new T[CHUNK]();
+    T* expected = nullptr;
+    if (!table[c].compare_exchange_strong(expected, chunk)) {
+      delete[] chunk;
+      chunk = expected;
+    }
+  }
+  return chunk ? chunk + id % CHUNK : nullptr;
+}
+
+Stat* stat(uint32_t node) { return chunk_of(g_stat, node, false); }
+
+uint8_t flop_kind(const char* s) {
+  if (std::strncmp(s, "aten::", 6) != 0) return F_NONE;
+  const char* op = s + 6;
+  if (!std::strcmp(op, "mm")) return F_MM;
+  if (!std::strcmp(op, "addmm")) return F_ADDMM;
+  if (!std::strcmp(op, "bmm")) return F_BMM;
+  if (!std::strcmp(op, "baddbmm")) return F_BADDBMM;
+  if (!std::strcmp(op, "convolution")) return F_CONV;
+  if (!std::strcmp(op, "convolution_backward")) return F_CONV_BWD;
+  static const char* sdpa[] = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+                               "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"};
+  for (const char* base : sdpa) {
+    size_t n = std::strlen(base);
+    if (!std::strncmp(op, base, n)) {
+      if (op[n] == 0) return F_SDPA;
+      if (!std::strcmp(op + n, "_backward")) return F_SDPA_BWD;
+    }
+  }
+  return F_NONE;
+}
+
+uint32_t intern_global(const char* s) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_name_ids.find(s);
+  if (it != g_name_ids.end()) return it->second;
+  uint32_t id = g_name_count.load(std::memory_order_relaxed);
+  Name* slot = chunk_of(g_names, id, true);
+  if (!slot) return 0;
+  char* copy = strdup(s);
+  slot->text = copy;
+  slot->flop = flop_kind(copy);
+  g_name_ids.emplace(copy, id);
+  g_name_count.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+uint32_t child_global(uint64_t key, uint32_t parent, uint32_t name, uint8_t kind) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto it = g_trie.find(key);
+  if (it != g_trie.end()) return it->second;
+  uint32_t id = g_node_count.load(std::memory_order_relaxed);
+  NodeInfo* info = chunk_of(g_info, id, true);
+  Stat* st = chunk_of(g_stat, id, true);
+  if (!info || !st) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return parent;
+  }
+  *info = NodeInfo{parent, name, kind};
+  g_trie.emplace(key, id);
+  g_node_count.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+struct Range {
+  uint64_t s0, s1;
+  uint32_t node;
+  int64_t parent;  // absolute index of the enclosing module call, -1 at the top
+};
+
+struct Ranges {  // one forward thread's module calls, in the order they began (so by s0)
+  std::mutex mu;
+  std::vector<Range> v;
+  int64_t offset = 0;  // absolute index of v[0]
+  std::vector<int64_t> open;
+  uint32_t base = 0;
+  uint32_t last_base = 0;  // the last non-empty base: where backward work of no module goes
+};
+
+std::mutex g_rmu;
+std::unordered_map<uint64_t, Ranges*> g_ranges;
+std::atomic<uint32_t> g_last_base{0};  // any thread's last non-empty base (backward of unknown origin)
+
+Ranges* ranges_for(uint64_t tid, bool make) {
+  std::lock_guard<std::mutex> lock(g_rmu);
+  auto it = g_ranges.find(tid);
+  if (it != g_ranges.end()) return it->second;
+  if (!make) return nullptr;
+  Ranges* r = new Ranges();
+  g_ranges.emplace(tid, r);
+  return r;
+}
+
+struct Frame {
+  uint32_t node;
+  uint8_t timed;
+  uint8_t module;   // a module call (Python's hooks), closed by deut_module_exit
+  uint8_t engine;   // autograd's evaluate_function: takes the place of the node it runs
+  uint64_t t0;
+};
+
+struct ThreadState {
+  std::vector<Frame> stack;
+  uint32_t base = 0;
+  uint64_t epoch = UINT64_MAX;
+  std::unordered_map<uint64_t, uint32_t> trie;
+  std::unordered_map<const char*, uint32_t> names;
+  Ranges* ranges = nullptr;
+};
+
+thread_local ThreadState t;
+
+inline ThreadState& state() {
+  uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (t.epoch != epoch) {  // a stack from before the last install: its exits will never come
+    t.stack.clear();
+    t.epoch = epoch;
+  }
+  return t;
+}
+
+inline uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+inline uint32_t current(ThreadState& s) { return s.stack.empty() ? s.base : s.stack.back().node; }
+
+uint32_t intern(ThreadState& s, const char* text) {
+  auto it = s.names.find(text);
+  if (it != s.names.end()) {
+    Name* n = chunk_of(g_names, it->second, false);
+    if (n && (n->text == text || !std::strcmp(n->text, text))) return it->second;
+  }
+  uint32_t id = intern_global(text);
+  if (s.names.size() > 65536) s.names.clear();
+  s.names[text] = id;
+  return id;
+}
+
+uint32_t child(ThreadState& s, uint32_t parent, uint8_t kind, uint32_t name) {
+  uint64_t key = (uint64_t(parent) << 32) | (uint64_t(kind) << 24) | (name & 0xFFFFFF);
+  auto it = s.trie.find(key);
+  if (it != s.trie.end()) return it->second;
+  uint32_t id = child_global(key, parent, name, kind);
+  if (s.trie.size() > 262144) s.trie.clear();
+  s.trie[key] = id;
+  return id;
+}
+
+Ranges* my_ranges(ThreadState& s) {
+  if (!s.ranges) s.ranges = ranges_for(at::RecordFunction::currentThreadId(), true);
+  return s.ranges;
+}
+
+// The innermost module call on forward thread `tid` whose range holds `seq`; 0 when none.
+uint32_t module_of(uint64_t tid, uint64_t seq, uint32_t* base) {
+  Ranges* r = ranges_for(tid, false);
+  if (!r) {
+    *base = g_last_base.load(std::memory_order_relaxed);
+    return 0;
+  }
+  std::lock_guard<std::mutex> lock(r->mu);
+  *base = r->base ? r->base : r->last_base ? r->last_base : g_last_base.load(std::memory_order_relaxed);
+  auto it = std::upper_bound(r->v.begin(), r->v.end(), seq, [](uint64_t q, const Range& x) { return q < x.s0; });
+  int64_t i = int64_t(it - r->v.begin()) - 1 + r->offset;
+  while (i >= r->offset) {
+    const Range& x = r->v[size_t(i - r->offset)];
+    if (seq < x.s1) return x.node;
+    i = x.parent;
+  }
+  return 0;
+}
+
+int64_t dim(const c10::IValue& v, size_t i) {
+  if (!v.isTensor()) return -1;
+  const at::Tensor& t = v.toTensor();
+  return i < size_t(t.dim()) ? t.sizes()[i] : -1;
+}
+
+std::vector<int64_t> sizes(const c10::IValue& v) {
+  if (!v.isTensor()) return {};
+  auto s = v.toTensor().sizes();
+  return std::vector<int64_t>(s.begin(), s.end());
+}
+
+int64_t prod(const std::vector<int64_t>& v, size_t from) {
+  int64_t p = 1;
+  for (size_t i = from; i < v.size(); i++) p *= v[i];
+  return p;
+}
+
+int64_t at_or_first(const std::vector<int64_t>& v, size_t i, int64_t fallback) {
+  if (v.empty()) return fallback;
+  return i < v.size() ? v[i] : v[0];
+}
+
+std::vector<int64_t> int_list(const c10::IValue& v) {
+  if (v.isIntList()) return v.toIntVector();
+  return {};
+}
+
+// batch, channels and spatial extents as torch.utils.flop_counter.conv_flop_count counts them.
+int64_t conv_count(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const std::vector<int64_t>& out,
+                   bool transposed) {
+  if (x.size() < 2 || w.size() < 2) return 0;
+  const std::vector<int64_t>& conv = transposed ? x : out;
+  if (conv.size() < 2) return 0;
+  return prod(conv, 2) * prod(w, 2) * x[0] * w[0] * w[1] * 2;
+}
+
+std::vector<int64_t> swap01(std::vector<int64_t> v) {
+  if (v.size() >= 2) std::swap(v[0], v[1]);
+  return v;
+}
+
+int64_t sdpa_count(int64_t b, int64_t h, int64_t sq, int64_t sk, int64_t dq, int64_t dv) {
+  return 2 * b * h * sq * dq * sk + 2 * b * h * sq * sk * dv;
+}
+
+int64_t flops_of(uint8_t kind, const at::RecordFunction& fn) {
+  auto in = fn.inputs();
+  switch (kind) {
+    case F_MM:
+      if (in.size() < 2) return 0;
+      return 2 * dim(in[0], 0) * dim(in[0], 1) * dim(in[1], 1);
+    case F_ADDMM:
+      if (in.size() < 3) return 0;
+      return 2 * dim(in[1], 0) * dim(in[1], 1) * dim(in[2], 1);
+    case F_BMM:
+      if (in.size() < 2) return 0;
+      return 2 * dim(in[0], 0) * dim(in[0], 1) * dim(in[0], 2) * dim(in[1], 2);
+    case F_BADDBMM:
+      if (in.size() < 3) return 0;
+      return 2 * dim(in[1], 0) * dim(in[1], 1) * dim(in[1], 2) * dim(in[2], 2);
+    case F_CONV: {  // input, weight, bias, stride, padding, dilation, transposed, output_padding, groups
+      if (in.size() < 7 || !in[6].isBool()) return 0;
+      auto x = sizes(in[0]), w = sizes(in[1]);
+      bool transposed = in[6].toBool();
+      if (x.size() < 3 || w.size() != x.size()) return 0;
+      auto stride = int_list(in[3]), pad = int_list(in[4]), dil = int_list(in[5]);
+      std::vector<int64_t> out = {x[0], w[0]};
+      for (size_t i = 2; i < x.size(); i++) {
+        int64_t s = at_or_first(stride, i - 2, 1), p = at_or_first(pad, i - 2, 0), d = at_or_first(dil, i - 2, 1);
+        out.push_back((x[i] + 2 * p - d * (w[i] - 1) - 1) / s + 1);
+      }
+      return conv_count(x, w, out, transposed);
+    }
+    case F_CONV_BWD: {  // grad_out, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                        // output_padding, groups, output_mask
+      if (in.size() < 11 || !in[7].isBool() || !in[10].isBoolList()) return 0;
+      auto g = sizes(in[0]), x = sizes(in[1]), w = sizes(in[2]);
+      bool transposed = in[7].toBool();
+      auto mask = in[10].toBoolList();
+      int64_t f = 0;
+      if (mask.size() > 0 && mask.get(0)) f += conv_count(g, w, x, !transposed);
+      if (mask.size() > 1 && mask.get(1)) {
+        if (transposed)
+          f += conv_count(swap01(g), swap01(x), swap01(w), false);
+        else
+          f += conv_count(swap01(x), swap01(g), swap01(w), false);
+      }
+      return f;
+    }
+    case F_SDPA: {  // query, key, value: (batch, heads, seq, dim)
+      if (in.size() < 3) return 0;
+      return sdpa_count(dim(in[0], 0), dim(in[0], 1), dim(in[0], 2), dim(in[1], 2), dim(in[0], 3), dim(in[2], 3));
+    }
+    case F_SDPA_BWD: {  // grad_out, query, key, value
+      if (in.size() < 4) return 0;
+      int64_t b = dim(in[1], 0), h = dim(in[1], 1), sq = dim(in[1], 2), dq = dim(in[1], 3);
+      int64_t sk = dim(in[2], 2), dv = dim(in[3], 3);
+      // the scores recomputed, then four products (torch.utils.flop_counter's count)
+      return 2 * b * h * sq * dq * sk + 2 * b * h * sq * dv * sk + 2 * b * h * sk * sq * dv +
+             2 * b * h * sq * sk * dq + 2 * b * h * dq * sq * sk;
+    }
+    default:
+      return 0;
+  }
+}
+
+bool engine_frame(const char* name) {  // the engine's wrapper around each backward node
+  return name[0] == 'a' && !std::strncmp(name, "autograd::engine::evaluate_function", 35);
+}
+
+std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
+  ThreadState& s = state();
+  const char* name = fn.name();
+  uint32_t parent = current(s);
+  at::RecordScope scope = fn.scope();
+  uint32_t node;
+  if (scope == at::RecordScope::BACKWARD_FUNCTION) {
+    uint32_t base = 0;
+    uint32_t module = module_of(fn.forwardThreadId(), uint64_t(fn.seqNr()), &base);
+    uint32_t where = module ? module : (parent ? parent : base);
+    static uint32_t backward_name = intern_global("backward");
+    uint32_t mark = child(s, where, K_MARK, backward_name);
+    node = child(s, mark, K_BACKWARD, intern(s, name));
+    // The engine's work around the node (summing gradients to shape, accumulating them) runs
+    // after it, inside evaluate_function: it belongs to the same node.
+    if (!s.stack.empty() && s.stack.back().engine) s.stack.back().node = node;
+  } else if (scope == at::RecordScope::FUNCTION) {
+    if (engine_frame(name)) {
+      s.stack.push_back(Frame{parent, 0, 0, 1, 0});
+      return nullptr;
+    }
+    uint32_t id = intern(s, name);
+    node = child(s, parent, K_OP, id);
+    Name* n = chunk_of(g_names, id, false);
+    if (n && n->flop && g_flops_on.load(std::memory_order_relaxed) && fn.needsInputs()) {
+      int64_t f = flops_of(n->flop, fn);
+      Stat* st = stat(node);
+      if (f > 0 && st) st->flops.fetch_add(uint64_t(f), std::memory_order_relaxed);
+    }
+  } else {
+    node = child(s, parent, K_SCOPE, intern(s, name));
+  }
+  s.stack.push_back(Frame{node, 1, 0, 0, now_ns()});
+  return nullptr;
+}
+
+void on_exit(const at::RecordFunction&, at::ObserverContext*) {
+  ThreadState& s = state();
+  if (s.stack.empty()) return;
+  Frame f = s.stack.back();
+  s.stack.pop_back();
+  if (!f.timed) return;
+  Stat* st = stat(f.node);
+  if (!st) return;
+  st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
+  st->calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+extern "C" {
+
+int deut_abi(void) { return 1; }
+
+// Start seeing ops. flags: 1 = flops (read the input shapes of matmul, conv and attention ops);
+// 2 = no aten ops (only backward nodes and user scopes: an aten op then runs no callback at all,
+// which is most of the cost on a launch-bound step). 0 on success.
+int deut_install(int flags) {
+  if (g_handle) return 0;
+  bool flops = flags & 1, ops = !(flags & 2);
+  g_flops_on.store(flops ? 1 : 0);
+  g_epoch.fetch_add(1);
+  std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> scopes = {at::RecordScope::BACKWARD_FUNCTION,
+                                                                            at::RecordScope::USER_SCOPE};
+  if (ops) scopes.insert(at::RecordScope::FUNCTION);
+  auto cb = at::RecordFunctionCallback(on_enter, on_exit)
+                .needsInputs(flops && ops)
+                .needsIds(false)  // backward nodes pass their sequence number anyway
+                .scopes(scopes);
+  g_handle = at::addGlobalCallback(cb);
+  return g_handle ? 0 : -1;
+}
+
+void deut_remove(void) {
+  if (g_handle) at::removeCallback(g_handle);
+  g_handle = 0;
+  g_epoch.fetch_add(1);
+}
+
+// Totals start again from zero (a new session).
+void deut_reset(void) {
+  uint32_t n = g_node_count.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; i++) {
+    Stat* st = stat(i);
+    if (!st) continue;
+    st->ns.store(0, std::memory_order_relaxed);
+    st->calls.store(0, std::memory_order_relaxed);
+    st->flops.store(0, std::memory_order_relaxed);
+  }
+}
+
+uint32_t deut_intern(const char* text) { return intern(state(), text); }
+
+// The calling thread's place now (the CUPTI shim calls this at each launch).
+uint32_t deut_current(void) {
+  ThreadState& s = t;
+  if (s.epoch != g_epoch.load(std::memory_order_relaxed)) return s.base;
+  return current(s);
+}
+
+// The place a module stack starts from on this thread (a scope or a Python path, by the
+// session's id, interned as a base node); 0 for none.
+void deut_set_base(uint32_t name) {
+  ThreadState& s = state();
+  uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
+  s.base = node;
+  Ranges* r = my_ranges(s);
+  std::lock_guard<std::mutex> lock(r->mu);
+  r->base = node;
+  if (node) {
+    r->last_base = node;
+    g_last_base.store(node, std::memory_order_relaxed);
+  }
+}
+
+void deut_module_enter(uint32_t name) {
+  ThreadState& s = state();
+  uint32_t node = child(s, current(s), K_MODULE, name);
+  s.stack.push_back(Frame{node, 1, 1, 0, now_ns()});
+  Ranges* r = my_ranges(s);
+  std::lock_guard<std::mutex> lock(r->mu);
+  int64_t index = r->offset + int64_t(r->v.size());
+  r->v.push_back(Range{at::sequence_number::peek(), UINT64_MAX, node, r->open.empty() ? -1 : r->open.back()});
+  r->open.push_back(index);
+}
+
+void deut_module_exit(void) {
+  ThreadState& s = state();
+  while (!s.stack.empty()) {  // frames of ops left open by an exception are closed with it
+    Frame f = s.stack.back();
+    s.stack.pop_back();
+    if (f.timed) {
+      Stat* st = stat(f.node);
+      if (st) {
+        st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
+        st->calls.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+    if (f.module) break;
+  }
+  Ranges* r = my_ranges(s);
+  std::lock_guard<std::mutex> lock(r->mu);
+  if (r->open.empty()) return;
+  int64_t index = r->open.back();
+  r->open.pop_back();
+  if (index >= r->offset) r->v[size_t(index - r->offset)].s1 = at::sequence_number::peek();
+  if (r->open.empty() && r->v.size() > (1u << 20)) {  // old steps' ranges: their backward is done
+    size_t drop = r->v.size() / 2;
+    r->v.erase(r->v.begin(), r->v.begin() + int64_t(drop));
+    r->offset += int64_t(drop);
+  }
+}
+
+uint32_t deut_node_count(void) { return g_node_count.load(std::memory_order_acquire); }
+uint32_t deut_name_count(void) { return g_name_count.load(std::memory_order_acquire); }
+uint64_t deut_dropped(void) { return g_dropped.load(std::memory_order_relaxed); }
+
+const char* deut_name(uint32_t id) {
+  Name* n = chunk_of(g_names, id, false);
+  return n && n->text ? n->text : "";
+}
+
+// Nodes [from, to): parent, name, kind, and the totals so far.
+void deut_read(uint32_t from, uint32_t to, uint32_t* parent, uint32_t* name, uint8_t* kind, uint64_t* ns,
+               uint64_t* calls, uint64_t* flops) {
+  for (uint32_t i = from; i < to; i++) {
+    NodeInfo* info = chunk_of(g_info, i, false);
+    Stat* st = stat(i);
+    size_t k = i - from;
+    parent[k] = info ? info->parent : 0;
+    name[k] = info ? info->name : 0;
+    kind[k] = info ? info->kind : 0;
+    ns[k] = st ? st->ns.load(std::memory_order_relaxed) : 0;
+    calls[k] = st ? st->calls.load(std::memory_order_relaxed) : 0;
+    flops[k] = st ? st->flops.load(std::memory_order_relaxed) : 0;
+  }
+}
+
+}  // extern "C"

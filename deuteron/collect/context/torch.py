@@ -1,0 +1,462 @@
+"""The torch context: every launch under the model's own structure (module path by attribute
+name, then the aten op), backward work under the module that made it, and CPU time and flops per
+module and op, with or without a GPU.
+
+The only Deuteron module that touches torch internals. Two mechanisms, chosen by measuring
+(docs/benchmarks.md, "Framework context"):
+
+- **Modules** through PyTorch's *global* forward pre/post hooks (one Python call each, about
+  1.5 us per module call). Global *backward* hooks are not used: they wrap every module's inputs
+  and outputs (about 60 us per module call) and break valid code (an ``nn.ReLU(inplace=True)``
+  after a hooked module raises).
+- **Ops, backward nodes and the optimizer's step** through a RecordFunction callback in C++
+  (``_torch_ops.cpp``, built on first use for the installed torch: tens of nanoseconds per op,
+  where a ``TorchDispatchMode`` costs microseconds and misses nothing less). It keeps a trie of
+  places; each module call records the autograd sequence numbers it created, so a backward node,
+  on whatever thread autograd runs it, lands under ``<module path> > backward > <node name>``.
+
+Places are trie ids: the CUPTI shim records the launching thread's id with each launch, and the
+session asks :meth:`TorchContext.place` for the node. Every hook starts by asking whether Dynamo is
+tracing (``torch.compiler.is_compiling``): a compiled region is one call of its compiled module,
+and Inductor's kernels land under it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...model.errors import DeuteronError
+from ...model.metrics import CPU_TIME, EXC, FLOPS
+from ...model.tree import Node, Profile
+from ..placement import LaunchContexts
+from . import torch_build
+
+CALLS = "calls"  # how many times a module or op frame was entered (exclusive: not summed upward)
+BASE, MODULE, OP, SCOPE, MARK, BACKWARD = 1, 2, 3, 4, 5, 6
+BACKWARD_FRAME = "backward"
+
+
+class TorchContextError(DeuteronError, RuntimeError):
+    """The torch context cannot start; the message says why."""
+
+
+_lib: ctypes.CDLL | None = None
+_active: TorchContext | None = None
+
+
+def _load() -> ctypes.CDLL:
+    global _lib
+    if _lib is not None:
+        return _lib
+    try:
+        import torch
+    except ImportError:
+        raise TorchContextError(
+            "-c torch needs PyTorch, which is not installed (pip install torch)"
+        ) from None
+    path = torch_build.build(
+        torch.__version__, os.path.dirname(torch.__file__), int(torch._C._GLIBCXX_USE_CXX11_ABI)
+    )
+    lib = ctypes.PyDLL(str(path))  # calls hold the GIL: no release and re-take per module call
+    u32, u64 = ctypes.c_uint32, ctypes.c_uint64
+    p32, p64 = ctypes.POINTER(u32), ctypes.POINTER(u64)
+    for name, args, res in (
+        ("deut_abi", [], ctypes.c_int),
+        ("deut_install", [ctypes.c_int], ctypes.c_int),
+        ("deut_remove", [], None),
+        ("deut_reset", [], None),
+        ("deut_intern", [ctypes.c_char_p], u32),
+        ("deut_current", [], u32),
+        ("deut_set_base", [u32], None),
+        ("deut_module_enter", [u32], None),
+        ("deut_module_exit", [], None),
+        ("deut_node_count", [], u32),
+        ("deut_name_count", [], u32),
+        ("deut_dropped", [], u64),
+        ("deut_name", [u32], ctypes.c_char_p),
+        ("deut_read", [u32, u32, p32, p32, ctypes.POINTER(ctypes.c_uint8), p64, p64, p64], None),
+    ):
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, res
+    _lib = lib
+    return lib
+
+
+def display_name(kind: int, name: str) -> str:
+    """A trie node's frame name: the optimizer's RecordFunction ``Optimizer.step#AdamW.step``
+    reads ``optimizer.step (AdamW)``; everything else keeps its own name."""
+    if kind == SCOPE and name.startswith("Optimizer.") and "#" in name:
+        what, _, owner = name.partition("#")
+        return f"optimizer.{what[len('Optimizer.') :]} ({owner.split('.', 1)[0]})"
+    return name
+
+
+class Trie:
+    """Python's copy of the C++ trie: each id's parent, name and kind, and the names' texts; filled
+    from the library (live) or from a recorded table (a fixture)."""
+
+    def __init__(self) -> None:
+        self.parent = np.zeros(1, np.uint32)
+        self.name = np.zeros(1, np.uint32)
+        self.kind = np.zeros(1, np.uint8)
+        self.names: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def extend(self, parent: np.ndarray, name: np.ndarray, kind: np.ndarray) -> None:
+        self.parent = np.concatenate([self.parent, parent])
+        self.name = np.concatenate([self.name, name])
+        self.kind = np.concatenate([self.kind, kind])
+
+    def table(self) -> dict[str, Any]:
+        """The trie as JSON-ready lists (saved beside recorded CUPTI drains)."""
+        used = {int(n) for n, k in zip(self.name.tolist(), self.kind.tolist(), strict=True) if k != BASE}
+        return {
+            "parent": self.parent.tolist(),
+            "name": self.name.tolist(),
+            "kind": self.kind.tolist(),
+            "names": {str(i): self.names[i] for i in sorted(used) if i in self.names},
+        }
+
+    @classmethod
+    def from_table(cls, table: dict[str, Any]) -> Trie:
+        trie = cls()
+        trie.parent = np.asarray(table["parent"], np.uint32)
+        trie.name = np.asarray(table["name"], np.uint32)
+        trie.kind = np.asarray(table["kind"], np.uint8)
+        trie.names = {int(k): str(v) for k, v in table.get("names", {}).items()}
+        return trie
+
+
+class Placer:
+    """Trie ids into tree nodes: a path rooted at a base node starts at that base's context; others
+    start where the launch was (``fallback``)."""
+
+    def __init__(self, contexts: LaunchContexts, trie: Trie, names: Callable[[int], str]) -> None:
+        self.contexts = contexts
+        self.trie = trie
+        self._names = names
+        self._cache: dict[tuple[int, int], tuple[Node, bool]] = {}
+
+    def frame(self, tid: int) -> str:
+        kind = int(self.trie.kind[tid])
+        if kind == MARK:
+            return BACKWARD_FRAME
+        return display_name(kind, self._names(int(self.trie.name[tid])))
+
+    def place(self, tid: int, fallback: Node) -> tuple[Node, bool]:
+        """The node of trie id ``tid``, and whether its path is rooted (independent of ``fallback``)."""
+        hit = self._cache.get((tid, 0)) or self._cache.get((tid, id(fallback)))
+        if hit is not None:
+            return hit
+        chain = []
+        t = tid
+        trie = self.trie
+        start, rooted = fallback, False
+        while t and t < len(trie):
+            if trie.kind[t] == BASE:
+                start, rooted = self.contexts.node(int(trie.name[t])), True
+                break
+            chain.append(t)
+            t = int(trie.parent[t])
+        node = start
+        for t in reversed(chain):
+            node = node.child(self.frame(t))
+        self._cache[(tid, 0 if rooted else id(fallback))] = (node, rooted)
+        return node, rooted
+
+
+class TorchContext:
+    """The torch context source of one session (one at a time per process)."""
+
+    name = "torch"
+
+    def __init__(self, contexts: LaunchContexts, python_base: Callable[[Any], Node] | None = None) -> None:
+        """``python_base``: with ``-c python,torch``, the Python call path (from a frame) that an
+        outermost module call starts at; None: the module stack starts at the thread's scope."""
+        self.contexts = contexts
+        self.trie = Trie()
+        self.placer = Placer(contexts, self.trie, self._name)
+        self._python_base = python_base
+        self._lib: ctypes.CDLL | None = None
+        self._handles: list[Any] = []
+        self._filed: dict[str, np.ndarray] = {}
+        self.flops = True
+        self.ops = True  # DEUTERON_TORCH_OPS=0: modules, backward nodes and the optimizer only
+
+    @staticmethod
+    def flops_wanted(on_gpu: bool) -> bool:
+        """Whether to read op input shapes for flops: on by default on the CPU, where they are the
+        only measure of work; off by default with a GPU backend, where boxing every op's inputs
+        costs most on a launch-bound step (DEUTERON_TORCH_FLOPS=1/0 decides either way)."""
+        chosen = os.environ.get("DEUTERON_TORCH_FLOPS", "").strip().lower()
+        if chosen:
+            return chosen not in ("0", "off", "no", "false")
+        return not on_gpu
+
+    # --- lifecycle -----------------------------------------------------------------------------------
+
+    def start(self, base_id: int, on_gpu: bool = False) -> None:
+        global _active
+        if _active is not None:
+            raise TorchContextError("another session already records the torch context; finalize it first")
+        lib = _load()
+        self._lib = lib
+        self.flops = self.flops_wanted(on_gpu)
+        lib.deut_reset()
+        self.ops = os.environ.get("DEUTERON_TORCH_OPS", "1").strip().lower() not in (
+            "0",
+            "off",
+            "no",
+            "false",
+        )
+        if lib.deut_install((1 if self.flops else 0) | (0 if self.ops else 2)) != 0:
+            raise TorchContextError("PyTorch refused the op callback (at::addGlobalCallback)")
+        _active = self
+        self._install_hooks()
+        if self._python_base is None:
+            lib.deut_set_base(base_id)
+
+    def stop(self) -> None:
+        global _active
+        for handle in self._handles:
+            handle.remove()
+        self._handles = []
+        if self._lib is not None and _active is self:
+            self._sync()
+            self._lib.deut_remove()
+            self._lib.deut_set_base(0)
+        if _active is self:
+            _active = None
+
+    def probe_address(self) -> int:
+        """The C address of ``deut_current`` (the CUPTI shim calls it at each launch)."""
+        assert self._lib is not None
+        return ctypes.cast(self._lib.deut_current, ctypes.c_void_p).value or 0
+
+    def set_base(self, cid: int) -> None:
+        """The calling thread's scope changed (``-c torch`` without python): its module stacks start there."""
+        if self._lib is not None and self._python_base is None and _active is self:
+            self._lib.deut_set_base(cid)
+
+    # --- module hooks --------------------------------------------------------------------------------
+
+    def _install_hooks(self) -> None:
+        import torch
+        from torch.nn.modules import module as modules
+
+        assert self._lib is not None
+        is_compiling = torch.compiler.is_compiling
+        enter, leave, set_base = (
+            self._lib.deut_module_enter,
+            self._lib.deut_module_exit,
+            self._lib.deut_set_base,
+        )
+        tls = threading.local()
+        names: dict[tuple[int, int, str], tuple[str, int]] = {}
+        child_name = self._child_name
+        root_name = self._root_name
+        python_base = self._python_base
+        torch_dir = os.path.dirname(torch.__file__) + os.sep
+        id_of = self.contexts.id_of
+
+        def pre(module: Any, args: Any) -> None:
+            if is_compiling():
+                return
+            try:
+                stack = tls.stack
+            except AttributeError:
+                stack = tls.stack = []
+            if stack:
+                qmap, parent_qual = stack[-1]
+                key = (id(module), id(qmap), parent_qual)
+                hit = names.get(key)
+                if hit is None:
+                    hit = names[key] = child_name(module, qmap, parent_qual)
+                qual, nid = hit
+            else:
+                if python_base is not None:
+                    frame = sys._getframe(1)
+                    while frame is not None and frame.f_code.co_filename.startswith(torch_dir):
+                        frame = frame.f_back  # type: ignore[assignment]
+                    set_base(id_of(python_base(frame)))
+                qmap, qual, nid = root_name(module)
+            stack.append((qmap, qual))
+            enter(nid)
+
+        def post(module: Any, args: Any, output: Any) -> None:
+            if is_compiling():
+                return
+            stack = getattr(tls, "stack", None)
+            if not stack:
+                return
+            stack.pop()
+            leave()
+            if python_base is not None and not stack:
+                set_base(0)
+
+        self._handles = [
+            modules.register_module_forward_pre_hook(pre),
+            modules.register_module_forward_hook(post, always_call=True),
+        ]
+
+    def _intern(self, text: str) -> int:
+        assert self._lib is not None
+        return int(self._lib.deut_intern(text.encode("utf-8", "replace")))
+
+    _maps: dict[int, tuple[Any, dict[int, str]]] = {}
+
+    def _root_name(self, module: Any) -> tuple[dict[int, str], str, int]:
+        """An outermost module call: its map of submodules to attribute paths, and its frame."""
+        hit = self._maps.get(id(module))
+        if hit is None or hit[0]() is not module:
+            hit = (weakref.ref(module), _qualnames(module))
+            self._maps[id(module)] = hit
+        return hit[1], "", self._intern(_root_frame(module))
+
+    def _child_name(self, module: Any, qmap: dict[int, str], parent_qual: str) -> tuple[str, int]:
+        """A module called inside another: named by its attribute path from the module it was
+        called in (``layers.3 (TransformerEncoderLayer)``); by its class when it is not a submodule."""
+        cls = type(module).__name__
+        qual = qmap.get(id(module))
+        if qual is None:
+            return parent_qual, self._intern(cls)
+        if parent_qual and qual.startswith(parent_qual + "."):
+            rel = qual[len(parent_qual) + 1 :]
+        else:
+            rel = qual
+        return qual, self._intern(f"{rel} ({cls})")
+
+    # --- ids into nodes --------------------------------------------------------------------------
+
+    def _name(self, nid: int) -> str:
+        text = self.trie.names.get(nid)
+        if text is None:
+            raw = self._lib.deut_name(nid) if self._lib is not None else b""
+            text = self.trie.names[nid] = (raw or b"").decode("utf-8", "replace") or f"<name {nid}>"
+        return text
+
+    def _sync(self) -> None:
+        """Copy the trie's new nodes from the library."""
+        if self._lib is None:
+            return
+        have, count = len(self.trie), int(self._lib.deut_node_count())
+        if count <= have:
+            return
+        parent, name, kind, _, _, _ = self._read(have, count)
+        self.trie.extend(parent, name, kind)
+
+    def _read(self, start: int, stop: int) -> tuple[np.ndarray, ...]:
+        assert self._lib is not None
+        n = stop - start
+        parent, name = np.zeros(n, np.uint32), np.zeros(n, np.uint32)
+        kind = np.zeros(n, np.uint8)
+        ns, calls, flops = np.zeros(n, np.uint64), np.zeros(n, np.uint64), np.zeros(n, np.uint64)
+
+        def ptr(a: np.ndarray, t: Any) -> Any:
+            return a.ctypes.data_as(ctypes.POINTER(t))
+
+        self._lib.deut_read(
+            start, stop, ptr(parent, ctypes.c_uint32), ptr(name, ctypes.c_uint32), ptr(kind, ctypes.c_uint8),
+            ptr(ns, ctypes.c_uint64), ptr(calls, ctypes.c_uint64), ptr(flops, ctypes.c_uint64),
+        )  # fmt: skip
+        return parent, name, kind, ns, calls, flops
+
+    def table(self) -> dict[str, Any]:
+        """The trie so far, names included (saved beside recorded CUPTI drains)."""
+        self._sync()
+        for nid, kind in zip(self.trie.name.tolist(), self.trie.kind.tolist(), strict=True):
+            if kind != BASE and nid:
+                self._name(nid)
+        return self.trie.table()
+
+    def replay(self, table: dict[str, Any]) -> None:
+        """Places from a recorded table (no library: a fixture replayed without torch's callback)."""
+        self.trie = Trie.from_table(table)
+        self.placer = Placer(self.contexts, self.trie, self._name)
+
+    def place(self, tid: int, fallback: Node) -> tuple[Node, bool]:
+        if tid >= len(self.trie):
+            self._sync()
+        return self.placer.place(tid, fallback)
+
+    def rooted(self, tid: int) -> Node | None:
+        """The node of ``tid`` when its path starts at a base (so the launch's own context is not
+        needed, and no frame is made for it); None otherwise."""
+        node, rooted = self.place(tid, self.contexts.root)
+        return node if rooted else None
+
+    def current(self) -> int:
+        return int(self._lib.deut_current()) if self._lib is not None else 0
+
+    def locate(self, base: Node) -> Node:
+        """The calling thread's module and op below ``base`` (the interpreter's launches)."""
+        tid = self.current()
+        return self.place(tid, base)[0] if tid else base
+
+    # --- CPU time, calls and flops ---------------------------------------------------------------
+
+    def file_metrics(self, profile: Profile) -> None:
+        """Add what the ops and modules cost since the last filing: ``cpu_time (ns)`` (the time
+        spent inside the frame, its nested frames included; a ``backward`` frame has the sum of its
+        nodes), ``calls`` and ``flops``."""
+        if self._lib is None:
+            return
+        count = int(self._lib.deut_node_count())
+        parent, name, kind, ns, calls, flops = self._read(0, count)
+        if count > len(self.trie):
+            self.trie.extend(parent[len(self.trie) :], name[len(self.trie) :], kind[len(self.trie) :])
+        marks = kind == MARK
+        backward = (kind == BACKWARD) & marks[parent]
+        ns = ns.astype(np.int64)
+        np.add.at(ns, parent[backward].astype(np.int64), ns[backward])  # a mark: its nodes' sum
+        totals = {"ns": ns, "calls": calls.astype(np.int64), "flops": flops.astype(np.int64)}
+        deltas = {}
+        for key, value in totals.items():
+            before = self._filed.get(key)
+            if before is not None:
+                value = value.copy()
+                value[: len(before)] -= before
+            deltas[key] = value
+        self._filed = totals
+        profile.kinds[CALLS] = EXC
+        root = profile.root
+        for tid in np.flatnonzero(
+            (deltas["ns"] > 0) | (deltas["calls"] > 0) | (deltas["flops"] > 0)
+        ).tolist():
+            if kind[tid] == BASE:
+                continue
+            node = self.placer.place(tid, root)[0]
+            metrics: dict[str, int] = {CPU_TIME: int(deltas["ns"][tid])}
+            if deltas["calls"][tid]:
+                metrics[CALLS] = int(deltas["calls"][tid])
+            if deltas["flops"][tid]:
+                metrics[FLOPS] = int(deltas["flops"][tid])
+            profile.add_metrics(node, metrics)
+
+
+def _qualnames(root: Any) -> dict[int, str]:
+    """Each submodule's attribute path from ``root`` (a shared module keeps its first name); under
+    ``torch.compile``'s wrapper the wrapped model's own names (``_orig_mod.`` dropped)."""
+    out: dict[int, str] = {}
+    for qual, module in root.named_modules():
+        if qual.startswith("_orig_mod"):
+            qual = qual[len("_orig_mod") :].lstrip(".")
+        out.setdefault(id(module), qual)
+    return out
+
+
+def _root_frame(module: Any) -> str:
+    inner = getattr(module, "_orig_mod", None)
+    if inner is not None and type(module).__name__ == "OptimizedModule":
+        return f"{type(inner).__name__} (compiled)"
+    return type(module).__name__

@@ -1,0 +1,283 @@
+"""The torch context on the CPU, with real models in real processes: module paths by attribute
+name, ops, backward nodes under the module that made them, the optimizer's step, torch.compile,
+CPU time, calls and exact flops (checked against torch's own FlopCounterMode)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import REPO, run_cli
+
+torch = pytest.importorskip("torch")
+
+MODEL = """
+import torch
+from torch import nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(1))
+
+torch.manual_seed(0)
+model = Model()
+opt = torch.optim.AdamW(model.parameters())
+x, y = torch.randn(4, 8, 32), torch.randint(0, 10, (4,))
+"""
+
+TRAIN = (
+    MODEL
+    + """
+for _ in range(2):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+)
+
+
+def node(tree: dict[str, Any], *names: str) -> dict[str, Any]:
+    for name in names:
+        found = [c for c in tree["children"] if c["frame"]["name"] == name]
+        assert found, (
+            f"no {name!r} under {tree['frame']['name']!r}: {[c['frame']['name'] for c in tree['children']]}"
+        )
+        tree = found[0]
+    return tree
+
+
+def names(tree: dict[str, Any]) -> list[str]:
+    return [c["frame"]["name"] for c in tree["children"]]
+
+
+def everything(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    out, stack = [], [tree]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n["children"])
+    return out
+
+
+def profiled(
+    tmp_path: Path, body: str, *args: str
+) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    (tmp_path / "train.py").write_text(textwrap.dedent(body))
+    proc = run_cli("run", *args, "train.py", cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads((tmp_path / "deuteron.hatchet").read_text())[0], proc
+
+
+@pytest.fixture(scope="module")
+def encoder_tree(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return profiled(tmp_path_factory.mktemp("encoder"), TRAIN, "-c", "torch")[0]
+
+
+def test_modules_are_named_by_attribute_path_and_repeated_layers_stay_apart(
+    encoder_tree: dict[str, Any],
+) -> None:
+    encoder = node(encoder_tree, "Model", "encoder (TransformerEncoder)")
+    assert names(encoder)[:3] == [f"layers.{i} (TransformerEncoderLayer)" for i in range(3)]
+    for i in range(3):
+        layer = node(encoder, f"layers.{i} (TransformerEncoderLayer)")
+        assert {"self_attn (MultiheadAttention)", "linear1 (Linear)", "norm2 (LayerNorm)"} <= set(
+            names(layer)
+        )
+        assert node(layer, "linear1 (Linear)")["metrics"]["calls"] == 2  # two steps
+    assert node(encoder_tree, "Model", "head (Linear)")["metrics"]["calls"] == 2
+
+
+def test_ops_carry_cpu_time_calls_and_exact_flops(encoder_tree: dict[str, Any]) -> None:
+    linear1 = node(
+        encoder_tree,
+        "Model",
+        "encoder (TransformerEncoder)",
+        "layers.1 (TransformerEncoderLayer)",
+        "linear1 (Linear)",
+    )
+    products = [
+        n
+        for n in everything(node(linear1, "aten::linear"))
+        if n["frame"]["name"] in ("aten::mm", "aten::addmm")
+    ]
+    assert len(products) == 1, [n["frame"]["name"] for n in products]  # how linear decomposes varies by shape
+    addmm = products[0]["metrics"]
+    # (4*8, 32) @ (32, 64), two steps: 2*m*k*n each
+    assert addmm["flops"] == 2 * (2 * 32 * 32 * 64)
+    assert addmm["calls"] == 2 and addmm["cpu_time (ns)"] > 0
+    assert linear1["metrics"]["cpu_time (ns)"] >= addmm["cpu_time (ns)"]  # a frame's time holds its ops'
+
+
+def test_backward_nodes_land_under_the_module_that_made_them(encoder_tree: dict[str, Any]) -> None:
+    layer = node(encoder_tree, "Model", "encoder (TransformerEncoder)", "layers.2 (TransformerEncoderLayer)")
+    grads = node(layer, "linear2 (Linear)", "backward")
+    assert {"AddmmBackward0", "TBackward0"} <= set(names(grads)) or {"MmBackward0", "TBackward0"} <= set(
+        names(grads)
+    )
+    mm = [n for n in everything(grads) if n["frame"]["name"] == "aten::mm"]
+    assert mm and sum(n["metrics"].get("flops", 0) for n in mm) == 2 * 2 * (
+        2 * 32 * 64 * 32
+    )  # grad in, grad w
+    attention = node(layer, "self_attn (MultiheadAttention)", "backward")
+    assert any("Attention" in n for n in names(attention)), names(attention)
+    loss = node(encoder_tree, "backward")  # the loss is computed outside the model
+    assert {"NllLossBackward0", "LogSoftmaxBackward0"} <= set(names(loss))
+
+
+def test_optimizer_step_and_zero_grad_have_frames(encoder_tree: dict[str, Any]) -> None:
+    step = node(encoder_tree, "optimizer.step (AdamW)")
+    assert step["metrics"]["calls"] == 2 and step["metrics"]["cpu_time (ns)"] > 0
+    assert any(n.startswith("aten::") for n in names(step))
+    assert node(encoder_tree, "optimizer.zero_grad (AdamW)")["metrics"]["calls"] == 2
+
+
+CNN = """
+import json, sys
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+import deuteron
+
+torch.manual_seed(0)
+model = nn.Sequential(
+    nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+    nn.Conv2d(8, 16, 3, stride=2, groups=2), nn.ReLU(inplace=True), nn.ConvTranspose2d(16, 4, 2, stride=2),
+    nn.Flatten(), nn.LazyLinear(10),
+)
+x = torch.randn(2, 3, 16, 16)
+model(x)  # materialise the lazy layer
+
+def step():
+    model(x).sum().backward()
+
+with FlopCounterMode(display=False) as counter:
+    step()
+deuteron.start("cnn", context="torch")
+step()
+deuteron.finalize()
+print("EXPECTED", json.dumps(counter.get_total_flops()))
+"""
+
+
+def test_cnn_flops_equal_torch_flop_counter(tmp_path: Path) -> None:
+    (tmp_path / "cnn.py").write_text(CNN)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "cnn.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = int(next(line for line in proc.stdout.splitlines() if line.startswith("EXPECTED")).split()[1])
+    tree = json.loads((tmp_path / "cnn.hatchet").read_text())[0]
+    got = sum(n["metrics"].get("flops", 0) for n in everything(tree) if n["frame"]["type"] == "function")
+    ours = [n for n in everything(tree) if n["metrics"].get("flops")]
+    assert expected > 0 and got == expected, (got, expected)
+    sequential = node(tree, "Sequential")
+    assert {"0 (Conv2d)", "4 (Conv2d)", "6 (ConvTranspose2d)", "8 (Linear)"} <= set(names(sequential))
+    conv = node(sequential, "4 (Conv2d)", "backward", "ConvolutionBackward0")
+    assert any(n["frame"]["name"] == "aten::convolution_backward" for n in everything(conv)), ours
+
+
+CUSTOM = (
+    MODEL.replace(
+        "class Model",
+        """
+class Square(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+class Squarer(nn.Module):
+    def forward(self, x):
+        return Square.apply(x)
+
+class Model""",
+    )
+    .replace("self.head = nn.Linear(32, 10)", "self.head = nn.Linear(32, 10); self.act = Squarer()")
+    .replace(
+        "return self.head(self.encoder(x).mean(1))", "return self.act(self.head(self.encoder(x).mean(1)))"
+    )
+    + """
+nn.functional.cross_entropy(model(x), y).backward()
+"""
+)
+
+
+def test_custom_autograd_function_backward_lands_under_its_module(tmp_path: Path) -> None:
+    tree, _ = profiled(tmp_path, CUSTOM, "-c", "torch")
+    grads = node(tree, "Model", "act (Squarer)", "backward")
+    assert "SquareBackward" in names(grads)
+    assert node(grads, "SquareBackward")["metrics"]["calls"] == 1
+
+
+COMPILED = (
+    MODEL
+    + """
+compiled = torch.compile(model)
+for _ in range(2):
+    loss = nn.functional.cross_entropy(compiled(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+"""
+)
+
+
+def test_torch_compile_regions_land_under_the_compiled_module(tmp_path: Path) -> None:
+    tree, _ = profiled(tmp_path, COMPILED, "-c", "torch")
+    compiled = node(tree, "Model (compiled)")
+    assert compiled["metrics"]["calls"] == 2
+    below = {n["frame"]["name"] for n in everything(compiled)}
+    assert "CompiledFunction" in below and "CompiledFunctionBackward" in below, sorted(below)[:40]
+    assert "encoder (TransformerEncoder)" not in below  # inside the compiled region no module hook runs
+
+
+def test_python_and_torch_combine_on_the_cpu(tmp_path: Path) -> None:
+    tree, _ = profiled(tmp_path, TRAIN, "-c", "python,torch")
+    script = str((tmp_path / "train.py").resolve())
+    calls = [c for c in tree["children"] if c["frame"]["name"].startswith(script)]
+    assert calls and any("Model" in names(c) for c in calls), names(tree)
+
+
+def test_fold_repeats_groups_repeated_layers(encoder_tree: dict[str, Any], tmp_path: Path) -> None:
+    path = tmp_path / "p.hatchet"
+    path.write_text(json.dumps([encoder_tree]))
+    proc = run_cli("view", str(path), "-m", "calls", "--fold-repeats", "-d", "5", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "layers.* (TransformerEncoderLayer)" in proc.stdout and "layers.0" not in proc.stdout
+    folded = [line.split() for line in proc.stdout.splitlines() if "linear1 (Linear)" in line]
+    assert len(folded) == 1 and float(folded[0][0]) == 6  # three layers, two steps each
+
+
+@pytest.mark.parametrize("bad", ["torhc", "python,shadow", ","])
+def test_bad_context_is_one_line(tmp_path: Path, bad: str) -> None:
+    (tmp_path / "t.py").write_text("print('ran')\n")
+    proc = run_cli("run", "-c", bad, "t.py", cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "ran" not in proc.stdout
+    assert "context" in proc.stderr.splitlines()[-1]
+
+
+def test_a_plain_pytorch_script_without_torch_context_says_what_to_do(tmp_path: Path) -> None:
+    _, proc = profiled(tmp_path, MODEL + "model(x).sum().backward()\n")
+    assert "-c torch" in proc.stderr and "Traceback" not in proc.stderr
+    view = run_cli("view", "deuteron.hatchet", cwd=tmp_path)
+    assert view.returncode == 2 and "-c torch" in view.stderr and "Traceback" not in view.stderr
