@@ -45,3 +45,26 @@ def add_kernel(x_ptr, y_ptr, o_ptr, n, BLOCK: tl.constexpr):
     m = offs < n
     tl.store(o_ptr + offs, tl.load(x_ptr + offs, mask=m) + tl.load(y_ptr + offs, mask=m), mask=m)
 """
+
+
+def encoder_model_source(width: int, device: str = "cpu") -> str:
+    """A script's opening: ``Model`` (a 3-layer nn.TransformerEncoder of ``width`` and a ``head``
+    Linear) as ``model`` on ``device``, with AdamW as ``opt``; shared by the torch-context tests."""
+    return f"""
+import torch
+from torch import nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer({width}, 4, {2 * width}, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
+        self.head = nn.Linear({width}, 10)
+
+    def forward(self, x):
+        return self.head(self.encoder(x).mean(1))
+
+torch.manual_seed(0)
+model = Model().to({device!r})
+opt = torch.optim.AdamW(model.parameters())
+"""

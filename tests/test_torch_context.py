@@ -15,26 +15,11 @@ from typing import Any
 import pytest
 
 from .conftest import REPO, run_cli
+from .helpers import encoder_model_source
 
 torch = pytest.importorskip("torch")
 
-MODEL = """
-import torch
-from torch import nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
-        self.head = nn.Linear(32, 10)
-
-    def forward(self, x):
-        return self.head(self.encoder(x).mean(1))
-
-torch.manual_seed(0)
-model = Model()
-opt = torch.optim.AdamW(model.parameters())
+MODEL = encoder_model_source(32) + """
 x, y = torch.randn(4, 8, 32), torch.randint(0, 10, (4,))
 """
 

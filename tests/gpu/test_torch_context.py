@@ -8,25 +8,10 @@ from typing import Any
 
 from deuteron.collect.placement import NO_PYTHON, OTHER_THREADS
 
+from ..helpers import encoder_model_source
 from .conftest import find, kernel_counts, profile_script
 
-TRAIN = """
-import torch
-from torch import nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        layer = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, 3, enable_nested_tensor=False)
-        self.head = nn.Linear(64, 10)
-
-    def forward(self, x):
-        return self.head(self.encoder(x).mean(1))
-
-torch.manual_seed(0)
-model = Model().cuda()
-opt = torch.optim.AdamW(model.parameters())
+TRAIN = encoder_model_source(64, "cuda") + """
 loss_fn = torch.compile(lambda out, y: nn.functional.cross_entropy(out, y) * 1.5)
 x, y = torch.randn(8, 16, 64, device="cuda"), torch.randint(0, 10, (8,), device="cuda")
 for _ in range(3):

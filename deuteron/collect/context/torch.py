@@ -11,7 +11,7 @@ The only Deuteron module that touches torch internals. Two mechanisms, chosen by
   after a hooked module raises).
 - **Ops, backward nodes and the optimizer's step** through a RecordFunction callback in C++
   (``_torch_ops.cpp``, built on first use for the installed torch: tens of nanoseconds per op,
-  where a ``TorchDispatchMode`` costs microseconds and misses nothing less). It keeps a trie of
+  where a ``TorchDispatchMode`` costs microseconds per op and sees no more). It keeps a trie of
   places; each module call records the autograd sequence numbers it created, so a backward node,
   on whatever thread autograd runs it, lands under ``<module path> > backward > <node name>``.
 
