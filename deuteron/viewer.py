@@ -129,6 +129,12 @@ def _filtered(p: Profile, options: ViewOptions) -> Profile:
 
 
 def _column_names(options: ViewOptions, available: set[str], source: str) -> list[str]:
+    if not available:  # say why the profile is empty, whatever metrics were asked for
+        raise MetricError(
+            f"{source}: nothing was recorded in this profile (no kernel ran, no scope had metrics); "
+            "for a PyTorch script on the CPU profile with -c torch (CPU time and flops per module and "
+            "op); -c jax records GPU kernels, so it needs an NVIDIA GPU"
+        )
     if options.metrics is not None:
         names = [m for m in options.metrics if m.strip()]
         if not names:
@@ -136,12 +142,7 @@ def _column_names(options: ViewOptions, available: set[str], source: str) -> lis
         return names
     if TIME in available:
         return ["time/ms"]
-    if available:
-        return [sorted(available)[0]]
-    raise MetricError(
-        f"{source}: nothing was recorded in this profile (no kernel ran, no scope had metrics); "
-        "for a PyTorch script on the CPU profile with -c torch (CPU time and flops per module and op)"
-    )
+    return [sorted(available)[0]]
 
 
 def build(

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs on the lent GPU machine (see docs/benchmarks.md): build the shim, GPU tests, fixtures, benchmarks.
-# Usage: bash scripts/device_gpu.sh [smoke|tests|record|bench|check|explain|real|proton|all]   (results under $OUT)
+# Usage: bash scripts/device_gpu.sh [smoke|tests|record|torch|jax|bench|check|explain|real|proton|all]   (results under $OUT)
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -50,6 +50,18 @@ if has torch; then
   python3 -m deuteron view fixture.hatchet -m time/us,count,cpu_time/ms -d 7 | head -${TAILN:-60}
   tar czf $OUT/torch_fixture.tgz -C /tmp/rect .
   DEUTERON_TEST_GPU=1 timeout 400 python3 -m pytest tests/gpu/test_torch_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
+fi
+if has jax; then
+  rm -rf /tmp/recj && mkdir -p /tmp/recj
+  DEUTERON_CUPTI_RECORD=/tmp/recj/cupti_jax python3 scripts/record_jax_fixture.py 2>&1 | tail -3
+  python3 -m deuteron view fixture.hatchet -m time/us,count -d 8 | head -${TAILN:-60}
+  tar czf $OUT/jax_fixture.tgz -C /tmp/recj .
+  timeout 400 python3 -m pytest tests/gpu/test_jax_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
+  for r in 1 2 3; do for m in plain shadow jax; do  # interleaved rounds: steady-state step time
+    if [ $m = plain ]; then o=$(python3 benchmarks/jax_steps.py --steps 400 2>&1 | tail -1)
+    else o=$(python3 -m deuteron run -b cupti -c $m -n /tmp/jb_$m benchmarks/jax_steps.py --steps 400 2>&1 | grep us_per); fi
+    echo "round $r $m $o"
+  done; done
 fi
 if has bench; then
   python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}

@@ -39,6 +39,7 @@ def add_parser(sub: Any) -> None:
             "  deuteron run train.py --epochs 1        # the script's own options stay its own\n"
             "  deuteron run -c torch train.py          # nn.Module path > aten op > kernel, backward too\n"
             "  deuteron run -c python,torch train.py   # the calling Python line, then the modules\n"
+            "  deuteron run -c jax train_jax.py        # jitted function > named_scope path > HLO op\n"
             "  deuteron run -m mypkg.train             # a module, as python -m"
         ),
         usage=f"deuteron run [options] {USAGE}",
@@ -59,8 +60,8 @@ def add_parser(sub: Any) -> None:
         type=_context,
         help=(
             "a comma list: shadow (scopes; the default), python (Python call paths), torch (nn.Module "
-            "path > aten op, backward under its module, CPU time and flops per module and op), "
-            "e.g. -c torch or -c python,torch"
+            "path > aten op, backward under its module, CPU time and flops per module and op), jax (jitted "
+            "function > named_scope path > primitive > HLO op, on a GPU), e.g. -c torch or -c python,jax"
         ),
     )
     p.add_argument(
@@ -147,6 +148,11 @@ def _nothing_recorded(context: str) -> str:
     """Why a profile came out empty, and what would fill it."""
     if "torch" in context:
         return "nothing was recorded: the program ran no kernel and no torch op while profiled"
+    if "jax" in context:
+        return (
+            "nothing was recorded: -c jax places GPU kernels (add -b cupti on a machine with an "
+            "NVIDIA GPU); JAX on the CPU launches none"
+        )
     return (
         "nothing was recorded: no kernel ran and no scope had metrics. For a PyTorch script on "
         "the CPU, add -c torch (CPU time and flops per nn.Module and op)"

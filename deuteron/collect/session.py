@@ -29,6 +29,7 @@ from ..triton import proton_knob
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import ContextSource, ContextSpecError, parse_context
+from .context.jax import JAX_PLACE, JaxContext
 from .context.python import PythonContext
 from .context.shadow import ShadowContext
 from .context.state import StateContext
@@ -125,6 +126,8 @@ class Session:
         if "torch" in frameworks:
             self.torch = TorchContext(self.contexts, self.python.current if self.python is not None else None)
             self.sources.append(self.torch)
+        # JAX kernels are placed when their records arrive (by name, in the executables' HLO)
+        self.jax: JaxContext | None = JaxContext(self.contexts) if "jax" in frameworks else None
         self.lock = threading.Lock()
         self.events: list[lanes.RawEvent] = []
         self.dropped_events = 0
@@ -153,10 +156,14 @@ class Session:
         """Start the framework sources (before the backend, which may ask them for a probe)."""
         if self.torch is not None:
             self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=self.backend.name == "cupti")
+        if self.jax is not None:
+            self.jax.start()
 
     def stop_frameworks(self) -> None:
         if self.torch is not None:
             self.torch.stop()
+        if self.jax is not None:
+            self.jax.stop()
 
     def launch_context(self) -> Node:
         node = self.profile.root
@@ -327,18 +334,19 @@ class Session:
                 nodes.append(None)
                 continue
             other_thread = group.other_thread
-            placed = self.torch.rooted(group.op) if group.op and self.torch is not None else None
-            if placed is not None:  # the module and op the launch was made in, wherever it ran
+            captured_in = contexts.node(group.capture) if group.capture else None
+            torch_op = group.op if group.op < JAX_PLACE else 0
+            placed = self.torch.rooted(torch_op) if torch_op and self.torch is not None else None
+            if group.op >= JAX_PLACE and self.jax is not None:  # function > scopes > primitive > HLO op
+                base = self.jax.place(group.op, contexts.node(group.context))
+                other_thread, captured_in = False, None
+            elif placed is not None:  # the module and op the launch was made in, wherever it ran
                 base, other_thread = placed, False
-            elif group.op and self.torch is not None:  # an op outside any module: below the launch
-                base = self.torch.place(group.op, contexts.node(group.context))[0]
+            elif torch_op and self.torch is not None:  # an op outside any module: below the launch
+                base = self.torch.place(torch_op, contexts.node(group.context))[0]
             else:
                 base = contexts.node(group.context)
-            parent = contexts.kernel_parent(
-                base,
-                other_thread=other_thread,
-                captured_in=contexts.node(group.capture) if group.capture else None,
-            )
+            parent = contexts.kernel_parent(base, other_thread=other_thread, captured_in=captured_in)
             state = contexts.states.get(group.state)
             nodes.append(self.add_kernel(parent, group.name, group.metrics, state))
             replayed = self._replayed.get(group.capture) if group.capture else None

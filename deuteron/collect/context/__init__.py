@@ -14,7 +14,7 @@ from typing import Protocol
 from ...model.tree import Node
 
 CONTEXTS = ("shadow", "python")  # where a launch's path starts: open scopes, or Python frames
-FRAMEWORKS = ("torch",)  # sources that add the framework's own structure below that
+FRAMEWORKS = ("torch", "jax")  # sources that add the framework's own structure below that
 
 
 class ContextSpecError(ValueError):

@@ -39,6 +39,7 @@ from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
 from .. import BackendError, KernelGroup, SessionPort, benchmark_scope
 from . import library, records
 from .join import UNMATCHED, Batch, Join
+from .late import late_placement
 from .sharing import SharedContexts
 
 ROOT_CTX = 1
@@ -405,7 +406,7 @@ class CuptiBackend:
 
     def _ingest(self, raw_entries: bytes, raw_kernels: bytes) -> None:
         self.join.add_entries(records.entries(raw_entries))
-        batch = self.join.match(records.kernels(raw_kernels))
+        batch = self.join.match(records.kernels(raw_kernels), late_placement(self))
         self.join.expire()
         self._file(batch)
 
@@ -430,6 +431,9 @@ class CuptiBackend:
         torch_context = getattr(session, "torch", None)
         if torch_context is not None:
             meta["torch"] = torch_context.table()
+        jax_context = getattr(session, "jax", None)
+        if jax_context is not None:
+            meta["jax"] = jax_context.table()
         stem.with_suffix(".json").write_text(json.dumps(meta))
 
     def _name(self, ptr: int) -> str:

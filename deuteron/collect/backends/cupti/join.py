@@ -9,6 +9,7 @@ summed durations, plus the group of every kernel for traces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,6 +19,9 @@ from .records import CTX_PAUSED, ENTRY_DTYPE, GRAPH_CLONE, GRAPH_LAUNCH, GRAPH_N
 UNMATCHED = 2  # context id of kernels whose launch was never seen (launched before the start)
 KEY_COLUMNS = ("ctx", "capture", "state", "meta", "name_ptr", "device", "op")
 MAX_AGE = 16  # drains a launch may wait for its kernel before it is taken for a captured one
+# A framework's late placement (JAX: which executable and HLO op a kernel is): given the kernels,
+# their launch contexts, launch times, launching threads and op column, the new op column.
+Resolve = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -85,7 +89,7 @@ class Join:
             node = self.clones[node]
         return self.graph_nodes.get(node)
 
-    def match(self, kernels: np.ndarray) -> Batch:
+    def match(self, kernels: np.ndarray, resolve: Resolve | None = None) -> Batch:
         n = len(kernels)
         self.counters.kernels += n
         pend = self.pending
@@ -142,6 +146,8 @@ class Join:
             self.age[used] = 0  # a graph launch stays while its kernels keep arriving
             keep = ~used | (pend["kind"] == GRAPH_LAUNCH)
             self.pending, self.age = pend[keep], self.age[keep]
+        if resolve is not None and n:
+            op = resolve(kernels, ctx, launch_ts, launch_thread, op)
         paused = (ctx & np.uint64(CTX_PAUSED)) != 0
         self.counters.unmatched += int((ctx == UNMATCHED).sum())
         self.counters.paused += int(paused.sum())

@@ -34,5 +34,8 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
         torch_context = getattr(session, "torch", None)
         if meta.get("torch") and torch_context is not None:
             torch_context.replay(meta["torch"])
+        jax_context = getattr(session, "jax", None)
+        if meta.get("jax") and jax_context is not None:
+            jax_context.replay(meta["jax"])
         backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
     return backend

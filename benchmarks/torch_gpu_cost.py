@@ -1,0 +1,108 @@
+"""Where ``-c torch`` spends its time on a launch-bound GPU step: every configuration in one
+process, round by round in a rotating order, each timing the same steps of the launch_bound
+workload; the ratio is the configuration's median step time over plain's.
+
+    python benchmarks/torch_gpu_cost.py --workloads ../shared/workloads --rounds 8 --steps 50
+
+Configurations:
+- ``plain``;
+- ``hooks``: no-op global module forward pre/post hooks (what any module context pays in torch);
+- ``shadow``: Deuteron's CUPTI backend, shadow context;
+- ``torch``: ``-c torch`` (modules, aten ops, backward nodes);
+- ``torchmodules``: ``-c torch`` with ``DEUTERON_TORCH_OPS=0`` (no aten op callback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+TOOLS = ("plain", "hooks", "shadow", "torch", "torchmodules")
+
+
+def load(folder: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def timed(step: Callable[[], None], steps: int) -> float:
+    torch.cuda.synchronize()
+    began = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - began) / steps
+
+
+def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float:
+    if tool == "plain":
+        timed(step, 3)
+        return timed(step, steps)
+    if tool == "hooks":
+        from torch.nn.modules import module as modules
+
+        handles = [
+            modules.register_module_forward_pre_hook(lambda m, a: None),
+            modules.register_module_forward_hook(lambda m, a, o: None, always_call=True),
+        ]
+        try:
+            timed(step, 3)
+            return timed(step, steps)
+        finally:
+            for h in handles:
+                h.remove()
+    import deuteron
+
+    context = "torch" if tool.startswith("torch") else tool
+    os.environ["DEUTERON_TORCH_OPS"] = "0" if tool == "torchmodules" else "1"
+    deuteron.start(str(out / tool), backend="cupti", context=context)
+    try:
+        timed(step, 3)
+        return timed(step, steps)
+    finally:
+        deuteron.finalize()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", type=Path, required=True)
+    parser.add_argument("--workload", default="launch_bound")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--tools", default=",".join(TOOLS))
+    args = parser.parse_args()
+    tools = args.tools.split(",")
+    w = load(args.workloads, args.workload)
+    w.setup("cuda")
+    for _ in range(5):
+        w.step()
+    times: dict[str, list[float]] = {t: [] for t in tools}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(args.rounds):
+            for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
+                times[tool].append(measure(tool, w.step, args.steps, Path(tmp)))
+    base = statistics.median(times["plain"]) if "plain" in times else 1.0
+    print(f"| {args.workload}: config | ms/step (median) | ratio | min-max ratio |")
+    print("|---|---|---|---|")
+    for tool in tools:
+        med = statistics.median(times[tool])
+        print(
+            f"| {tool} | {med * 1e3:.3f} | {med / base:.3f} | "
+            f"{min(times[tool]) / base:.3f}-{max(times[tool]) / base:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

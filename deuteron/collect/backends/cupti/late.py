@@ -1,0 +1,47 @@
+"""Placement decided when kernel records arrive, not at launch: a framework that names its
+kernels (JAX: each kernel is an HLO instruction of an executable) places them from the records
+themselves. The backend only passes the records along; the framework's context source decides.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from .join import Resolve
+
+
+class Names(Protocol):
+    clock_offset: int
+    attached: list[Any]
+
+    def _name(self, ptr: int) -> str: ...
+
+
+def late_placement(backend: Names) -> Resolve | None:
+    """The op column's resolver for the first attached session with a JAX context, or None."""
+    contexts = [getattr(session, "jax", None) for session in backend.attached]
+    jax_context = next((c for c in contexts if c is not None), None)
+    if jax_context is None:
+        return None
+
+    def resolve(
+        kernels: np.ndarray, ctx: np.ndarray, launch_ts: np.ndarray, thread: np.ndarray, op: np.ndarray
+    ) -> np.ndarray:
+        ptrs, inverse = np.unique(kernels["name_ptr"], return_inverse=True)
+        texts = [backend._name(int(p)) for p in ptrs.tolist()]
+        names = [texts[i] for i in inverse.reshape(-1).tolist()]
+        ts = launch_ts.astype(np.int64)
+        places = jax_context.assign(
+            names,
+            kernels["graph_id"].astype(np.int64),
+            kernels["correlation"].astype(np.int64),
+            kernels["start"].astype(np.int64),
+            np.where(ts > 0, ts - backend.clock_offset, 0),
+            thread,
+            ctx,
+        )
+        return np.where((op == 0) & (places != 0), places, op)  # a torch place, when there is one, stays
+
+    return resolve
