@@ -76,7 +76,9 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workloads", type=Path, required=True)
     parser.add_argument("--workload", default="launch_bound")
     parser.add_argument("--rounds", type=int, default=8)
