@@ -15,26 +15,17 @@ Configurations:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import torch
+from overhead import _load_workload  # benchmarks/ is on the path when run as a script
 
 TOOLS = ("plain", "hooks", "shadow", "torch", "torchmodules")
-
-
-def load(folder: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def timed(step: Callable[[], None], steps: int) -> float:
@@ -86,7 +77,7 @@ def main() -> None:
     parser.add_argument("--tools", default=",".join(TOOLS))
     args = parser.parse_args()
     tools = args.tools.split(",")
-    w = load(args.workloads, args.workload)
+    w = _load_workload(args.workloads, args.workload)
     w.setup("cuda")
     for _ in range(5):
         w.step()

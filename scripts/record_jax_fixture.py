@@ -11,7 +11,6 @@ executable, which the replay resolves kernels with.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -22,12 +21,9 @@ import deuteron
 
 
 def main() -> None:
-    path = Path(__file__).resolve().parent.parent / "examples" / "train_jax.py"
-    spec = importlib.util.spec_from_file_location("train_jax", path)
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    sys.modules["train_jax"] = example
-    spec.loader.exec_module(example)
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: its examples package
+    from examples import train_jax as example
+
     key = jax.random.PRNGKey(0)
     params = example.init(key)
     x, y = jax.random.normal(key, (64, example.WIDTH)), jnp.zeros((64, example.WIDTH))

@@ -68,3 +68,17 @@ torch.manual_seed(0)
 model = Model().to({device!r})
 opt = torch.optim.AdamW(model.parameters())
 """
+
+
+def child_path(node: Node, *names: str) -> Node:
+    """The node at the end of ``names`` below ``node`` (by frame name); fails naming the choices."""
+    for name in names:
+        found = [c for c in node.children.values() if c.name == name]
+        assert found, f"no {name!r} under {node.name!r}: {sorted(c.name for c in node.children.values())}"
+        node = found[0]
+    return node
+
+
+def kernel_count(node: Node) -> int:
+    """Kernel launches recorded anywhere under ``node``."""
+    return sum(int(n.metrics.get("count", 0)) for n in node.walk())  # type: ignore[call-overload]

@@ -13,21 +13,12 @@ from pathlib import Path
 from deuteron.collect.backends.cupti import replay
 from deuteron.collect.context.hlo import kernel_name
 from deuteron.collect.session import Session
-from deuteron.model.tree import KERNEL, Node
+from deuteron.model.tree import KERNEL
+
+from .helpers import child_path as at
+from .helpers import kernel_count as kernels
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cupti_jax"
-
-
-def at(node: Node, *names: str) -> Node:
-    for name in names:
-        found = [c for c in node.children.values() if c.name == name]
-        assert found, f"no {name!r} under {node.name!r}: {sorted(c.name for c in node.children.values())}"
-        node = found[0]
-    return node
-
-
-def kernels(node: Node) -> int:
-    return sum(int(n.metrics.get("count", 0)) for n in node.walk())  # type: ignore[call-overload]
 
 
 def replayed(context: str = "jax") -> Session:

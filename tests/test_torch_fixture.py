@@ -15,21 +15,11 @@ from deuteron.collect.backends.cupti import records, replay
 from deuteron.collect.backends.cupti.join import KEY_COLUMNS, Join
 from deuteron.collect.placement import NO_LAUNCH, OTHER_THREADS
 from deuteron.collect.session import Session
-from deuteron.model.tree import Node
+
+from .helpers import child_path as at
+from .helpers import kernel_count as kernels
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cupti_torch"
-
-
-def at(node: Node, *names: str) -> Node:
-    for name in names:
-        found = [c for c in node.children.values() if c.name == name]
-        assert found, f"no {name!r} under {node.name!r}: {[c.name for c in node.children.values()]}"
-        node = found[0]
-    return node
-
-
-def kernels(node: Node) -> int:
-    return sum(int(n.metrics.get("count", 0)) for n in node.walk())  # type: ignore[call-overload]
 
 
 def replayed() -> Session:

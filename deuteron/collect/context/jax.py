@@ -11,13 +11,14 @@ resolved together with the kernels launched beside it:
 
 - kernels replayed from one CUDA graph (XLA's command buffers, on by default) belong to one
   executable: the one holding all their names;
-- kernels launched directly are cut into runs (one thread, one launch context, names in the
-  executable's schedule order, no name twice); each run goes to the executable holding all its
-  names that the run covers best (so ``x * 2`` run eagerly goes to ``jit_multiply``, not to a big
-  step that also has a ``loop_multiply_fusion``);
+- kernels launched directly (one stream per thread and launch context) are cut into whole
+  executions at the least cost (``_segment``), so ``x * 2`` run eagerly goes to ``jit_multiply``,
+  not to a big step that also has a ``loop_multiply_fusion``;
 - kernels launched while an executable compiled are XLA's autotuning: ``f (jit) > compile``.
 
-A kernel no executable names (a cuBLAS kernel of a custom call) goes under its run's function.
+A kernel no executable names (a cuDNN or cuBLAS kernel) goes under the custom call it belongs to
+(``Executable.align``); launched outside a command buffer, it continues the schedule of the graph
+launched before it on its thread. What cannot be placed stays where it was launched.
 This is the only module that imports JAX.
 """
 
@@ -457,9 +458,6 @@ class JaxContext:
             self._node_cache[key] = node
         return node
 
-    def locate(self, base: Node) -> Node:
-        """Launch-time place: JAX kernels are placed when their records arrive, not here."""
-        return base
 
 
 def _module_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
