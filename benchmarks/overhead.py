@@ -29,6 +29,7 @@ TOOLS = (
     "deuteron-shadow",
     "deuteron-python",
     "deuteron-torch",
+    "deuteron-torchall",
     "deuteron-torchmodules",
     "proton-shadow",
     "proton-python",
@@ -91,6 +92,7 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
     size = 0
     finalize_s = 0.0
     records = 0
+    torch_ops: dict[str, int] = {}
     if tool == "plain":
         profiled = _timed(w.step, steps)
     elif tool == "cupti-floor":
@@ -107,9 +109,17 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
         if context == "torchmodules":  # -c torch with DEUTERON_TORCH_OPS=0: modules and backward only
             os.environ["DEUTERON_TORCH_OPS"] = "0"
             context = "torch"
+        elif context == "torchall":  # -c torch with every op observed for the whole run
+            os.environ["DEUTERON_TORCH_OPS"] = "all"
+            context = "torch"
         deuteron.start(name, backend="cupti", context=context)
         _timed(w.step, 3, deuteron.scope)
         profiled = _timed(w.step, steps, deuteron.scope)
+        if context == "torch":
+            from deuteron.collect.context import torch as torch_context
+
+            if torch_context._active is not None and torch_context._active.infer:
+                torch_ops = torch_context._active.infer_stats()
         t = time.perf_counter()
         files = deuteron.finalize()
         finalize_s = time.perf_counter() - t
@@ -145,6 +155,7 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
         "finalize_s": finalize_s,
         "size": size,
         "records": records,
+        "torch_ops": torch_ops,
     }
 
 
@@ -202,7 +213,8 @@ def main() -> None:
                 results.setdefault((workload, tool), []).append(res)
                 print(
                     f"{workload:12s} {tool:16s} round {r}: {res['ratio']:.3f}x "
-                    f"({res['plain_ms']:.3f} -> {res['profiled_ms']:.3f} ms/step)",
+                    f"({res['plain_ms']:.3f} -> {res['profiled_ms']:.3f} ms/step)"
+                    + (f" ops: {res['torch_ops']}" if res.get("torch_ops") else ""),
                     flush=True,
                 )
     if args.json:

@@ -8,7 +8,9 @@ Configurations:
 - ``plain``;
 - ``hooks``: no-op global module forward pre/post hooks (what any module context pays in torch);
 - ``shadow``: Deuteron's CUPTI backend, shadow context;
-- ``torch``: ``-c torch`` (modules, aten ops, backward nodes);
+- ``torch``: ``-c torch`` as a GPU run has it by default (modules, backward nodes; aten ops
+  observed until each launch's op repeats, then inferred at launches);
+- ``torchall``: ``-c torch`` with ``DEUTERON_TORCH_OPS=all`` (every aten op observed throughout);
 - ``torchmodules``: ``-c torch`` with ``DEUTERON_TORCH_OPS=0`` (no aten op callback).
 """
 
@@ -25,7 +27,7 @@ from pathlib import Path
 import torch
 from overhead import _load_workload  # benchmarks/ is on the path when run as a script
 
-TOOLS = ("plain", "hooks", "shadow", "torch", "torchmodules")
+TOOLS = ("plain", "hooks", "shadow", "torch", "torchall", "torchmodules")
 
 
 def timed(step: Callable[[], None], steps: int) -> float:
@@ -57,7 +59,7 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
     import deuteron
 
     context = "torch" if tool.startswith("torch") else tool
-    os.environ["DEUTERON_TORCH_OPS"] = "0" if tool == "torchmodules" else "1"
+    os.environ["DEUTERON_TORCH_OPS"] = {"torchmodules": "0", "torchall": "all"}.get(tool, "")
     deuteron.start(str(out / tool), backend="cupti", context=context)
     try:
         timed(step, 3)

@@ -66,3 +66,41 @@ def test_python_and_torch_combine(tmp_path: Path) -> None:
     assert "encoder (TransformerEncoder)" in below and "AddmmBackward0" in below
     lost = [c for c in root["children"] if c["frame"]["name"] == NO_PYTHON]
     assert not lost, kernel_counts(lost[0]) if lost else None
+
+
+LOOP = encoder_model_source(64, "cuda") + """
+x, y = torch.randn(8, 16, 64, device="cuda"), torch.randint(0, 10, (8,), device="cuda")
+for _ in range(12):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+torch.cuda.synchronize()
+"""
+
+
+def kernel_paths(node: dict[str, Any], path: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """Kernels by their whole path from the root, with their launch counts."""
+    out: dict[tuple[str, ...], int] = {}
+    here = (*path, node["frame"]["name"])
+    if not node["children"] and "count" in node["metrics"]:
+        out[here] = int(node["metrics"]["count"])
+    for c in node["children"]:
+        for k, v in kernel_paths(c, here).items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def test_inferred_ops_give_the_same_tree_as_observed_ones(tmp_path: Path) -> None:
+    """The default on a GPU (ops inferred once they repeat) against every op observed: each kernel
+    has the same path, launched as many times, and inference did run without a miss."""
+    from deuteron.formats import hatchet
+
+    (tmp_path / "all").mkdir()
+    (tmp_path / "infer").mkdir()
+    observed, _ = profile_script(tmp_path / "all", LOOP, "-c", "torch", env={"DEUTERON_TORCH_OPS": "all"})
+    inferred, _ = profile_script(tmp_path / "infer", LOOP, "-c", "torch")
+    assert kernel_paths(inferred[0]) == kernel_paths(observed[0])
+    stats = hatchet.read(tmp_path / "infer" / "out.hatchet").metadata["torch_ops"]
+    assert isinstance(stats, dict)
+    assert stats["inferred"] > 0 and stats["missed"] == 0, stats

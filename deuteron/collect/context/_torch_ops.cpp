@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -68,6 +69,7 @@ std::unordered_map<std::string, uint32_t> g_name_ids;
 std::atomic<uint64_t> g_epoch{0};       // bumped at each install: stale per-thread stacks are reset
 at::CallbackHandle g_handle = 0;
 std::atomic<int> g_flops_on{1};
+std::atomic<int> g_infer{0};            // ops inferred at launches (deut_install's flag 4)
 std::atomic<uint64_t> g_dropped{0};     // places not made (tables full)
 
 template <typename T>
@@ -175,6 +177,10 @@ struct Frame {
   uint8_t timed;
   uint8_t module;   // a module call (Python's hooks), closed by deut_module_exit
   uint8_t engine;   // autograd's evaluate_function: takes the place of the node it runs
+  uint8_t anchor;   // seen whether ops are observed or not: a module, a backward node, a user scope
+  uint32_t ordinal;   // an anchor: which anchor it is inside the enclosing one (see LaunchKey)
+  uint32_t launches;  // launches so far with this frame as the innermost anchor
+  uint32_t children;  // anchors opened directly inside this one
   uint64_t t0;
 };
 
@@ -199,6 +205,10 @@ struct ThreadState {
   std::unique_ptr<NameSlot[]> name_slots{new NameSlot[NAME_SLOTS]()};
   std::unique_ptr<PlaceSlot[]> place_slots{new PlaceSlot[PLACE_SLOTS]()};
   Ranges* ranges = nullptr;
+  uint32_t anchors = 0;       // anchor frames on the stack
+  uint32_t last_top = 0;      // the last outermost anchor that closed on this thread
+  uint32_t top_launches = 0;  // launches since then with no anchor open
+  uint32_t last_place = 0;    // the place given to this thread's last launch
 };
 
 thread_local ThreadState t;
@@ -207,6 +217,8 @@ inline ThreadState& state() {
   uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
   if (t.epoch != epoch) {  // a stack from before the last install: its exits will never come
     t.stack.clear();
+    t.anchors = 0;
+    t.last_top = t.top_launches = t.last_place = 0;
     t.epoch = epoch;
   }
   return t;
@@ -219,6 +231,51 @@ inline uint64_t now_ns() {
 }
 
 inline uint32_t current(ThreadState& s) { return s.stack.empty() ? s.base : s.stack.back().node; }
+
+Frame* innermost_anchor(ThreadState& s) {
+  for (size_t i = s.stack.size(); i-- > 0;)
+    if (s.stack[i].anchor) return &s.stack[i];
+  return nullptr;
+}
+
+// Where a module, a user scope or a backward node opens: the current place; with ops inferred,
+// the innermost anchor (or the base), so an anchor's place never depends on whether the op it
+// may run inside (an autograd Function's apply, say) is observed at the time.
+uint32_t anchor_parent(ThreadState& s) {
+  if (!g_infer.load(std::memory_order_relaxed)) return current(s);
+  Frame* a = innermost_anchor(s);
+  return a ? a->node : s.base;
+}
+
+// Opens a frame. An anchor is numbered inside the anchor it opens in (or, at the top, after the
+// last outermost anchor that closed), so a launch's key does not depend on whether ops are seen.
+void push(ThreadState& s, uint32_t node, uint8_t timed, uint8_t module, uint8_t engine, uint8_t anchor) {
+  uint32_t ordinal = 0;
+  if (anchor) {
+    Frame* outer = innermost_anchor(s);
+    ordinal = outer ? outer->children++ : s.last_top;
+    s.anchors++;
+  }
+  s.stack.push_back(Frame{node, timed, module, engine, anchor, ordinal, 0, 0, timed ? now_ns() : 0});
+}
+
+// Closes the top frame: its time and one call are added to its node.
+Frame pop(ThreadState& s) {
+  Frame f = s.stack.back();
+  s.stack.pop_back();
+  if (f.timed) {
+    Stat* st = chunk_of(g_stat, f.node, false);
+    if (st) {
+      st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
+      st->calls.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (f.anchor && s.anchors && --s.anchors == 0) {
+    s.last_top = f.node;
+    s.top_launches = 0;
+  }
+  return f;
+}
 
 // The same address may later hold another string (a freed record_function name): a hit is
 // checked against the interned text.
@@ -391,6 +448,8 @@ int64_t flops_of(uint8_t kind, const at::RecordFunction& fn) {
   }
 }
 
+inline bool scope_is_anchor(at::RecordScope scope) { return scope != at::RecordScope::FUNCTION; }
+
 bool engine_frame(const char* name) {  // the engine's wrapper around each backward node
   return name[0] == 'a' && !std::strncmp(name, "autograd::engine::evaluate_function", 35);
 }
@@ -398,7 +457,7 @@ bool engine_frame(const char* name) {  // the engine's wrapper around each backw
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ThreadState& s = state();
   const char* name = fn.name();
-  uint32_t parent = current(s);
+  uint32_t parent = scope_is_anchor(fn.scope()) ? anchor_parent(s) : current(s);
   at::RecordScope scope = fn.scope();
   uint32_t node;
   if (scope == at::RecordScope::BACKWARD_FUNCTION) {
@@ -413,7 +472,7 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (!s.stack.empty() && s.stack.back().engine) s.stack.back().node = node;
   } else if (scope == at::RecordScope::FUNCTION) {
     if (engine_frame(name)) {
-      s.stack.push_back(Frame{parent, 0, 0, 1, 0});
+      push(s, parent, 0, 0, 1, 0);
       return nullptr;
     }
     uint32_t id = intern(s, name);
@@ -427,20 +486,93 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   } else {
     node = child(s, parent, K_SCOPE, intern(s, name));
   }
-  s.stack.push_back(Frame{node, 1, 0, 0, now_ns()});
+  push(s, node, 1, 0, 0, scope_is_anchor(scope));
   return nullptr;
 }
 
 void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   ThreadState& s = state();
-  if (s.stack.empty()) return;
-  Frame f = s.stack.back();
-  s.stack.pop_back();
-  if (!f.timed) return;
-  Stat* st = stat(f.node);
-  if (!st) return;
-  st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
-  st->calls.fetch_add(1, std::memory_order_relaxed);
+  if (!s.stack.empty()) pop(s);
+}
+
+// ---- Ops inferred at launch -------------------------------------------------------------------
+// Observing every aten op costs torch about 170 ns an op before our callback runs, and a
+// launch-bound training step runs over ten ops for each kernel it launches (docs/benchmarks.md).
+// So with a GPU, ops are observed only until what each launch ran under repeats: a launch is
+// keyed by its innermost anchor (a module call, a backward node or a user scope, all seen
+// without the op callback) and its position in it, and the op place it had is learned together
+// with the kernel's name. Once MIN_STABLE and twice the table's size launches in a row matched
+// what was learned, the op callback is disabled and each launch gets its learned place, provided
+// the kernel launched at that position is the one learned. Any other launch (a new position, a
+// different kernel) lands under its anchor, and the op callback is enabled again to relearn.
+
+struct LaunchKey {
+  uint32_t anchor;  // the anchor's place, or at the top the thread's base
+  uint32_t after;   // the anchor's ordinal, or at the top the last outermost anchor that closed
+  uint32_t index;   // the launch's position among the anchor's (or the top's) launches
+  uint32_t top;
+  bool operator==(const LaunchKey& o) const {
+    return anchor == o.anchor && after == o.after && index == o.index && top == o.top;
+  }
+};
+struct LaunchKeyHash {
+  size_t operator()(const LaunchKey& k) const {
+    uint64_t a = (uint64_t(k.anchor) << 32) | k.after, b = (uint64_t(k.index) << 1) | k.top;
+    return size_t((a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full));
+  }
+};
+struct Learned {
+  uint32_t place;
+  std::string symbol;
+};
+
+constexpr uint64_t MIN_STABLE = 64;
+constexpr size_t MAX_LEARNED = 1u << 20;
+std::mutex g_lmu;  // the table, g_stable and the op callback's switching
+std::unordered_map<LaunchKey, Learned, LaunchKeyHash> g_learned;
+uint64_t g_stable = 0;
+std::atomic<int> g_observing{1};  // the op callback is enabled
+at::CallbackHandle g_ops_handle = 0;
+std::atomic<uint64_t> g_inferred{0}, g_missed{0}, g_switches{0};
+
+void set_observing(bool on) {  // under g_lmu
+  if (on == bool(g_observing.load(std::memory_order_relaxed)) || !g_ops_handle) return;
+  if (on)
+    at::reenableCallback(g_ops_handle);
+  else
+    at::disableCallback(g_ops_handle);
+  g_observing.store(on ? 1 : 0, std::memory_order_relaxed);
+  g_switches.fetch_add(1, std::memory_order_relaxed);
+}
+
+uint32_t launch_place(ThreadState& s, const char* symbol) {
+  uint32_t here = current(s);
+  LaunchKey key;
+  if (Frame* a = innermost_anchor(s))
+    key = LaunchKey{a->node, a->ordinal, a->launches++, 0};
+  else
+    key = LaunchKey{s.base, s.last_top, s.top_launches++, 1};
+  const char* name = symbol ? symbol : "";
+  uint32_t place = here;
+  std::lock_guard<std::mutex> lock(g_lmu);
+  auto it = g_learned.find(key);
+  if (g_observing.load(std::memory_order_relaxed)) {
+    if (it != g_learned.end() && it->second.place == here && it->second.symbol == name) {
+      if (++g_stable >= std::max<uint64_t>(MIN_STABLE, 2 * g_learned.size())) set_observing(false);
+    } else {
+      if (it == g_learned.end() && g_learned.size() >= MAX_LEARNED) g_learned.clear();
+      g_learned[key] = Learned{here, name};
+      g_stable = 0;
+    }
+  } else if (it != g_learned.end() && it->second.symbol == name) {
+    place = it->second.place;
+    g_inferred.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    g_missed.fetch_add(1, std::memory_order_relaxed);
+    g_stable = 0;
+    set_observing(true);
+  }
+  return place;
 }
 
 }  // namespace
@@ -452,26 +584,63 @@ int deut_abi(void) { return 1; }
 // Start seeing ops. flags: 1 = flops (read the input shapes of matmul, conv and attention ops);
 // 2 = no aten ops (only backward nodes and user scopes: an aten op then runs no callback at all,
 // which is most of the cost on a launch-bound step). 0 on success.
+// 4 = ops inferred at launches once they repeat (deut_launch; see "Ops inferred at launch").
 int deut_install(int flags) {
   if (g_handle) return 0;
-  bool flops = flags & 1, ops = !(flags & 2);
+  bool flops = flags & 1, ops = !(flags & 2), infer = ops && (flags & 4);
   g_flops_on.store(flops ? 1 : 0);
   g_epoch.fetch_add(1);
-  std::unordered_set<at::RecordScope, std::hash<at::RecordScope>> scopes = {at::RecordScope::BACKWARD_FUNCTION,
-                                                                            at::RecordScope::USER_SCOPE};
-  if (ops) scopes.insert(at::RecordScope::FUNCTION);
-  auto cb = at::RecordFunctionCallback(on_enter, on_exit)
-                .needsInputs(flops && ops)
-                .needsIds(false)  // backward nodes pass their sequence number anyway
-                .scopes(scopes);
-  g_handle = at::addGlobalCallback(cb);
-  return g_handle ? 0 : -1;
+  {
+    std::lock_guard<std::mutex> lock(g_lmu);
+    g_learned.clear();
+    g_stable = 0;
+    g_observing.store(1);
+  }
+  g_infer.store(infer ? 1 : 0);
+  g_inferred.store(0);
+  g_missed.store(0);
+  g_switches.store(0);
+  // backward nodes pass their sequence number whether ids are asked or not
+  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
+                                       .needsIds(false)
+                                       .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+  if (ops)
+    g_ops_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
+                                             .needsInputs(flops)
+                                             .needsIds(false)
+                                             .scopes({at::RecordScope::FUNCTION}));
+  return g_handle && (!ops || g_ops_handle) ? 0 : -1;
 }
 
 void deut_remove(void) {
   if (g_handle) at::removeCallback(g_handle);
-  g_handle = 0;
+  if (g_ops_handle) at::removeCallback(g_ops_handle);
+  g_handle = g_ops_handle = 0;
+  g_infer.store(0);
   g_epoch.fetch_add(1);
+}
+
+// The place of a launch from the calling thread (the CUPTI shim calls this at each launch, and
+// with is_launch 0 for a graph node made by a captured launch, which is not a launch of its own):
+// the current place while ops are observed, else the place learned for this launch's position.
+uint32_t deut_launch(const char* symbol, int is_launch) {
+  ThreadState& s = t;
+  if (s.epoch != g_epoch.load(std::memory_order_relaxed)) return s.base;
+  if (!g_infer.load(std::memory_order_relaxed)) return current(s);
+  if (!is_launch) return g_observing.load(std::memory_order_relaxed) || !s.last_place ? current(s) : s.last_place;
+  s.last_place = launch_place(s, symbol);
+  return s.last_place;
+}
+
+// How inference went: launches given a learned place, launches that missed (and so re-enabled
+// the op callback), switches of the op callback, whether ops are observed now, places learned.
+void deut_infer_stats(uint64_t* out) {
+  std::lock_guard<std::mutex> lock(g_lmu);
+  out[0] = g_inferred.load();
+  out[1] = g_missed.load();
+  out[2] = g_switches.load();
+  out[3] = uint64_t(g_observing.load());
+  out[4] = g_learned.size();
 }
 
 // Totals start again from zero (a new session).
@@ -496,11 +665,13 @@ uint32_t deut_current(void) {
 }
 
 // The place a module stack starts from on this thread (a scope or a Python path, by the
-// session's id, interned as a base node); 0 for none.
+// session's id, interned as a base node); 0 for none. A scope's entry and exit are also where
+// launches outside any anchor start counting again, so a loop of scoped steps repeats its keys.
 void deut_set_base(uint32_t name) {
   ThreadState& s = state();
   uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
   s.base = node;
+  s.last_top = s.top_launches = 0;  // launches outside any anchor count again from here
   Ranges* r = my_ranges(s);
   std::lock_guard<std::mutex> lock(r->mu);
   r->base = node;
@@ -512,8 +683,8 @@ void deut_set_base(uint32_t name) {
 
 void deut_module_enter(uint32_t name) {
   ThreadState& s = state();
-  uint32_t node = child(s, current(s), K_MODULE, name);
-  s.stack.push_back(Frame{node, 1, 1, 0, now_ns()});
+  uint32_t node = child(s, anchor_parent(s), K_MODULE, name);
+  push(s, node, 1, 1, 0, 1);
   Ranges* r = my_ranges(s);
   std::lock_guard<std::mutex> lock(r->mu);
   int64_t index = r->offset + int64_t(r->v.size());
@@ -524,16 +695,7 @@ void deut_module_enter(uint32_t name) {
 void deut_module_exit(void) {
   ThreadState& s = state();
   while (!s.stack.empty()) {  // frames of ops left open by an exception are closed with it
-    Frame f = s.stack.back();
-    s.stack.pop_back();
-    if (f.timed) {
-      Stat* st = stat(f.node);
-      if (st) {
-        st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
-        st->calls.fetch_add(1, std::memory_order_relaxed);
-      }
-    }
-    if (f.module) break;
+    if (pop(s).module) break;
   }
   Ranges* r = my_ranges(s);
   std::lock_guard<std::mutex> lock(r->mu);

@@ -76,6 +76,8 @@ def _load() -> ctypes.CDLL:
         ("deut_reset", [], None),
         ("deut_intern", [ctypes.c_char_p], u32),
         ("deut_current", [], u32),
+        ("deut_launch", [ctypes.c_char_p, ctypes.c_int], u32),
+        ("deut_infer_stats", [p64], None),
         ("deut_set_base", [u32], None),
         ("deut_module_enter", [u32], None),
         ("deut_module_exit", [], None),
@@ -202,6 +204,8 @@ class TorchContext:
         self._filed: dict[str, np.ndarray] = {}
         self.flops = True
         self.ops = True  # DEUTERON_TORCH_OPS=0: modules, backward nodes and the optimizer only
+        self.infer = False  # ops observed until launches repeat, then inferred (see ops_wanted)
+        self.stats: dict[str, int] = {}  # infer_stats() when the session stopped
 
     @staticmethod
     def flops_wanted(on_gpu: bool) -> bool:
@@ -213,6 +217,37 @@ class TorchContext:
             return chosen not in ("0", "off", "no", "false")
         return not on_gpu
 
+    @staticmethod
+    def ops_wanted(on_gpu: bool) -> tuple[bool, bool]:
+        """Whether aten ops are seen, and whether they are inferred at launches once they repeat.
+
+        ``DEUTERON_TORCH_OPS``: ``all`` observes every op for the whole run; ``0`` none (modules,
+        backward nodes and the optimizer only); ``infer``, the default with a GPU backend, observes
+        ops only until each launch's op repeats at the same position in its module call, then
+        stops the op callback (torch's own cost of it is most of ``-c torch``'s on a launch-bound
+        step) and checks every later launch's kernel against what was learned. Flops need every
+        op's inputs, so ``DEUTERON_TORCH_FLOPS=1`` makes the default ``all``; without a GPU there
+        are no launches to learn from, and the default is ``all`` too.
+        """
+        chosen = os.environ.get("DEUTERON_TORCH_OPS", "").strip().lower()
+        flops = os.environ.get("DEUTERON_TORCH_FLOPS", "").strip().lower() in ("1", "on", "yes", "true")
+        if chosen in ("0", "off", "no", "false", "none"):
+            return False, False
+        if chosen in ("1", "on", "yes", "true", "all"):
+            return True, False
+        if chosen == "infer":
+            if flops:
+                raise TorchContextError(
+                    "DEUTERON_TORCH_OPS=infer and DEUTERON_TORCH_FLOPS=1 do not go together: flops "
+                    "need every op observed (DEUTERON_TORCH_OPS=all)"
+                )
+            return True, True
+        if chosen not in ("", "auto"):
+            raise TorchContextError(
+                f"DEUTERON_TORCH_OPS={chosen!r}: expected all, infer or 0 (infer is the default with a GPU)"
+            )
+        return True, on_gpu and not flops
+
     # --- lifecycle -----------------------------------------------------------------------------------
 
     def start(self, base_id: int, on_gpu: bool = False) -> None:
@@ -221,15 +256,11 @@ class TorchContext:
             raise TorchContextError("another session already records the torch context; finalize it first")
         lib = _load()
         self._lib = lib
-        self.flops = self.flops_wanted(on_gpu)
+        self.ops, self.infer = self.ops_wanted(on_gpu)
+        self.flops = self.flops_wanted(on_gpu) and self.ops and not self.infer
         lib.deut_reset()
-        self.ops = os.environ.get("DEUTERON_TORCH_OPS", "1").strip().lower() not in (
-            "0",
-            "off",
-            "no",
-            "false",
-        )
-        if lib.deut_install((1 if self.flops else 0) | (0 if self.ops else 2)) != 0:
+        flags = (1 if self.flops else 0) | (0 if self.ops else 2) | (4 if self.infer else 0)
+        if lib.deut_install(flags) != 0:
             raise TorchContextError("PyTorch refused the op callback (at::addGlobalCallback)")
         _active = self
         self._install_hooks()
@@ -243,15 +274,27 @@ class TorchContext:
         self._handles = []
         if self._lib is not None and _active is self:
             self._sync()
+            self.stats = self.infer_stats() if self.infer else {}
             self._lib.deut_remove()
             self._lib.deut_set_base(0)
         if _active is self:
             _active = None
 
     def probe_address(self) -> int:
-        """The C address of ``deut_current`` (the CUPTI shim calls it at each launch)."""
+        """The C address of ``deut_launch`` (the CUPTI shim calls it at each launch)."""
         assert self._lib is not None
-        return ctypes.cast(self._lib.deut_current, ctypes.c_void_p).value or 0
+        return ctypes.cast(self._lib.deut_launch, ctypes.c_void_p).value or 0
+
+    def infer_stats(self) -> dict[str, int]:
+        """How op inference went so far: launches given a learned op (``inferred``), launches
+        that did not match what was learned (``missed``: they land under their module, and ops
+        are observed again), switches of the op callback, whether ops are observed now."""
+        if self._lib is None:
+            return {}
+        out = (ctypes.c_uint64 * 5)()
+        self._lib.deut_infer_stats(out)
+        keys = ("inferred", "missed", "switches", "observing", "learned")
+        return dict(zip(keys, map(int, out), strict=True))
 
     def set_base(self, cid: int) -> None:
         """The calling thread's scope changed (``-c torch`` without python): its module stacks start there."""
@@ -424,9 +467,13 @@ class TorchContext:
     def file_metrics(self, profile: Profile) -> None:
         """Add what the ops and modules cost since the last filing: ``cpu_time (ns)`` (the time
         spent inside the frame, its nested frames included; a ``backward`` frame has the sum of its
-        nodes), ``calls`` and ``flops``."""
+        nodes), ``calls`` and ``flops``. With ops inferred, ops are timed only while they are
+        observed, so their ``cpu_time`` and ``calls`` are left out (modules' and backward nodes'
+        are whole); how many launches were inferred is in the profile's metadata."""
         if self._lib is None:
             return
+        if self.infer:
+            profile.metadata["torch_ops"] = dict(self.stats or self.infer_stats(), mode="infer")
         count = int(self._lib.deut_node_count())
         parent, name, kind, ns, calls, flops = self._read(0, count)
         if count > len(self.trie):
@@ -449,7 +496,7 @@ class TorchContext:
         for tid in np.flatnonzero(
             (deltas["ns"] > 0) | (deltas["calls"] > 0) | (deltas["flops"] > 0)
         ).tolist():
-            if kind[tid] == BASE:
+            if kind[tid] == BASE or (self.infer and kind[tid] == OP):
                 continue
             node = self.placer.place(tid, root)[0]
             metrics: dict[str, int] = {CPU_TIME: int(deltas["ns"][tid])}

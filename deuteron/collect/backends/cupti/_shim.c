@@ -110,8 +110,10 @@ static atomic_int g_on;        /* recording launches */
 static atomic_int g_paused;    /* a deactivated session: launches are marked, not attributed */
 static int g_mode;             /* 0: shadow (thread slots), 1: python (call paths) */
 /* The torch context's probe: the launching thread's module/op place, asked at each launch (C,
-   no Python, no GIL); NULL when no torch context records. */
-static uint32_t (*g_op_probe)(void);
+   no Python, no GIL) with the kernel's name (NULL for a graph launch) and whether the entry is a
+   launch (0: a graph node made by a captured launch, which was asked already); NULL when no torch
+   context records. */
+static uint32_t (*g_op_probe)(const char *symbol, int is_launch);
 static atomic_uint_fast64_t g_main_ctx; /* the starting thread's context, inherited by others */
 
 /* ---- per-thread launch entries ---------------------------------------------------------------- */
@@ -371,7 +373,7 @@ static int in_list(uint32_t cbid, const uint32_t *list, size_t n) {
     return 0;
 }
 
-static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_context) {
+static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_context, const char *symbol) {
     ThreadState *ts = thread_state();
     if (!ts) {
         atomic_fetch_add(&g_lost_entries, 1);
@@ -394,7 +396,7 @@ static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_c
     e->meta = kind <= ENTRY_GRAPH_LAUNCH ? ts->pending_meta : kind == ENTRY_GRAPH_NODE ? ts->launch_meta : 0;
     e->kind = kind;
     e->thread = ts->index;
-    e->op = g_op_probe != NULL && kind != ENTRY_GRAPH_CLONE ? g_op_probe() : 0;
+    e->op = g_op_probe != NULL && kind != ENTRY_GRAPH_CLONE ? g_op_probe(symbol, kind <= ENTRY_GRAPH_LAUNCH) : 0;
     if (kind <= ENTRY_GRAPH_LAUNCH) {
         ts->launch_meta = ts->pending_meta;
         ts->pending_meta = 0;
@@ -413,16 +415,16 @@ static void on_callback(void *userdata, int domain, uint32_t cbid, const void *c
         uint64_t id = 0, orig = 0;
         if (!gd || cupti.graph_node_id(gd->node, &id) != 0) return;
         if (cbid == RES_GRAPHNODE_CREATED) {
-            record(ENTRY_GRAPH_NODE, id, 0, 1);
+            record(ENTRY_GRAPH_NODE, id, 0, 1, NULL);
         } else if (cbid == RES_GRAPHNODE_CLONED) {
-            if (cupti.graph_node_id(gd->originalNode, &orig) == 0) record(ENTRY_GRAPH_CLONE, id, orig, 0);
+            if (cupti.graph_node_id(gd->originalNode, &orig) == 0) record(ENTRY_GRAPH_CLONE, id, orig, 0, NULL);
         }
         return;
     }
     const CallbackData *cb = (const CallbackData *)cbdata;
     if (cb->callbackSite != 0) return;
     int graph = domain == DOMAIN_DRIVER ? in_list(cbid, DRIVER_GRAPH, 2) : in_list(cbid, RUNTIME_GRAPH, 2);
-    record(graph ? ENTRY_GRAPH_LAUNCH : ENTRY_LAUNCH, cb->correlationId, 0, 1);
+    record(graph ? ENTRY_GRAPH_LAUNCH : ENTRY_LAUNCH, cb->correlationId, 0, 1, graph ? NULL : cb->symbolName);
 }
 
 /* Completed kernel records, compacted; filled on CUPTI's thread, swapped out by drain. */
@@ -697,7 +699,7 @@ static PyObject *py_set_op_probe(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long long address = PyLong_AsUnsignedLongLong(arg);
     if (PyErr_Occurred()) return NULL;
-    g_op_probe = (uint32_t(*)(void))(uintptr_t)address;
+    g_op_probe = (uint32_t(*)(const char *, int))(uintptr_t)address;
     Py_RETURN_NONE;
 }
 
@@ -893,7 +895,7 @@ static PyMethodDef methods[] = {
     {"set_context", (PyCFunction)(void (*)(void))py_set_context, METH_FASTCALL,
      "This thread's context id and state id for the launches it makes from now on."},
     {"set_pending", py_set_pending, METH_O, "Launch metadata id for this thread's next launch."},
-    {"set_op_probe", py_set_op_probe, METH_O, "Address of uint32_t probe(void) asked at each launch (0: none)."},
+    {"set_op_probe", py_set_op_probe, METH_O, "Address of uint32_t probe(const char *kernel, int is_launch) asked at each launch (0: none)."},
     {"set_paused", py_set_paused, METH_O, "Mark launches as made while the session is deactivated."},
     {"timestamp", py_timestamp, METH_NOARGS, "CUPTI's clock, in ns."},
     {"synchronize", py_synchronize, METH_NOARGS, "Synchronise every active device; returns failures."},
