@@ -1,6 +1,6 @@
 #!/bin/bash
 # Runs on the lent GPU machine (see docs/benchmarks.md): build the shim, GPU tests, fixtures, benchmarks.
-# Usage: bash scripts/device_gpu.sh [smoke|tests|record|torch|jax|bench|check|explain|real|proton|all]   (results under $OUT)
+# Usage: bash scripts/device_gpu.sh [smoke|tests|record|torch|jax|native|bench|check|explain|real|proton|all]   (results under $OUT)
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
@@ -62,6 +62,13 @@ if has jax; then
     else o=$(python3 -m deuteron run -b cupti -c $m -n /tmp/jb_$m benchmarks/jax_steps.py --steps 400 2>&1 | grep us_per); fi
     echo "round $r $m $o"
   done; done
+fi
+if has native; then
+  rm -rf /tmp/recn && mkdir -p /tmp/recn
+  DEUTERON_CUPTI_RECORD=/tmp/recn/cupti_native python3 scripts/record_native_fixture.py 2>&1 | tail -3
+  python3 -m deuteron view fixture.hatchet -m time/us,count -d 24 | head -${TAILN:-60}
+  tar czf $OUT/native_fixture.tgz -C /tmp/recn .
+  DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/gpu/test_native_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -10
 fi
 if has bench; then
   python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}

@@ -40,6 +40,7 @@ def add_parser(sub: Any) -> None:
             "  deuteron run -c torch train.py          # nn.Module path > aten op > kernel, backward too\n"
             "  deuteron run -c python,torch train.py   # the calling Python line, then the modules\n"
             "  deuteron run -c jax train_jax.py        # jitted function > named_scope path > HLO op\n"
+            "  deuteron run -c python,native app.py    # the Python line, then each launch's C/C++ frames\n"
             "  deuteron run -m mypkg.train             # a module, as python -m"
         ),
         usage=f"deuteron run [options] {USAGE}",
@@ -61,7 +62,8 @@ def add_parser(sub: Any) -> None:
         help=(
             "a comma list: shadow (scopes; the default), python (Python call paths), torch (nn.Module "
             "path > aten op, backward under its module, CPU time and flops per module and op), jax (jitted "
-            "function > named_scope path > primitive > HLO op, on a GPU), e.g. -c torch or -c python,jax"
+            "function > named_scope path > primitive > HLO op, on a GPU), native (the C/C++ frames of each "
+            "launch, on a GPU; not with torch or jax), e.g. -c torch or -c python,jax"
         ),
     )
     p.add_argument(

@@ -30,6 +30,7 @@ from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
 from .context import ContextSource, ContextSpecError, parse_context
 from .context.jax import JAX_PLACE, JaxContext
+from .context.native import NATIVE_PLACE, NativeContext
 from .context.python import PythonContext
 from .context.shadow import ShadowContext
 from .context.state import StateContext
@@ -128,6 +129,8 @@ class Session:
             self.sources.append(self.torch)
         # JAX kernels are placed when their records arrive (by name, in the executables' HLO)
         self.jax: JaxContext | None = JaxContext(self.contexts) if "jax" in frameworks else None
+        # the C/C++ frames of each launch, unwound by the CUPTI shim
+        self.native: NativeContext | None = NativeContext(self.contexts) if "native" in frameworks else None
         self.lock = threading.Lock()
         self.events: list[lanes.RawEvent] = []
         self.dropped_events = 0
@@ -154,6 +157,11 @@ class Session:
 
     def start_frameworks(self) -> None:
         """Start the framework sources (before the backend, which may ask them for a probe)."""
+        if self.native is not None and self.backend.name != "cupti":
+            raise SessionError(
+                "-c native takes the C/C++ frames at each CUDA launch: it needs the cupti backend "
+                f"(a machine with an NVIDIA GPU), not {self.backend.name}"
+            )
         if self.torch is not None:
             self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=self.backend.name == "cupti")
         if self.jax is not None:
@@ -335,11 +343,13 @@ class Session:
                 continue
             other_thread = group.other_thread
             captured_in = contexts.node(group.capture) if group.capture else None
-            torch_op = group.op if group.op < JAX_PLACE else 0
+            torch_op = group.op if group.op < NATIVE_PLACE else 0
             placed = self.torch.rooted(torch_op) if torch_op and self.torch is not None else None
             if group.op >= JAX_PLACE and self.jax is not None:  # function > scopes > primitive > HLO op
                 base = self.jax.place(group.op, contexts.node(group.context))
                 other_thread, captured_in = False, None
+            elif group.op >= NATIVE_PLACE and self.native is not None:  # the C/C++ frames of the launch
+                base = self.native.place(group.op, contexts.node(group.context))
             elif placed is not None:  # the module and op the launch was made in, wherever it ran
                 base, other_thread = placed, False
             elif torch_op and self.torch is not None:  # an op outside any module: below the launch

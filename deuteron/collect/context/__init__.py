@@ -14,7 +14,8 @@ from typing import Protocol
 from ...model.tree import Node
 
 CONTEXTS = ("shadow", "python")  # where a launch's path starts: open scopes, or Python frames
-FRAMEWORKS = ("torch", "jax")  # sources that add the framework's own structure below that
+# sources that add their own structure below that: a framework's (torch, jax) or the C/C++ frames
+FRAMEWORKS = ("torch", "jax", "native")
 
 
 class ContextSpecError(ValueError):
@@ -37,6 +38,11 @@ def parse_context(spec: str) -> tuple[str, tuple[str, ...]]:
     if len(set(bases)) > 1:
         raise ContextSpecError("choose one of shadow and python, not both (scopes are kept with either)")
     frameworks = tuple(dict.fromkeys(p for p in parts if p in FRAMEWORKS))
+    if "native" in frameworks and len(frameworks) > 1:
+        raise ContextSpecError(
+            "native does not combine with torch or jax yet (each fills the launch's place); "
+            "use -c native or -c python,native"
+        )
     if not parts:
         raise ContextSpecError(f"empty context; choose from: {', '.join(known)}")
     return (bases[0] if bases else "shadow"), frameworks

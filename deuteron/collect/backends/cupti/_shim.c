@@ -21,6 +21,7 @@
 #include <frameobject.h>
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -365,6 +366,114 @@ static uint64_t launch_context(ThreadState *ts) {
     return atomic_load_explicit(&g_main_ctx, memory_order_relaxed) | CTX_OTHER_THREAD;
 }
 
+/* ---- native call paths (-c native) ----------------------------------------------------------------
+   The C/C++ return addresses at a launch, for code that launches from C++ (libtorch's ops, XLA,
+   cuBLAS callers): glibc's backtrace() unwinds with the libraries' unwind tables (no frame
+   pointers needed), each distinct path is kept once, and Python symbolizes the addresses. */
+
+#define NATIVE_DEPTH 64
+#define NATIVE_PLACE 0x80000000u /* flags a launch's op column as a native path id */
+static atomic_int g_native;
+static pthread_mutex_t g_nmu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *g_npool;                  /* every path's addresses, innermost first */
+static size_t g_npool_len, g_npool_cap;
+static uint32_t *g_nstart;                  /* path i (id i + 1): addresses [g_nstart[i], g_nstart[i + 1]) */
+static uint32_t g_npaths, g_nstart_cap;
+static uint64_t *g_nhash;                   /* open addressing: each slot's path hash and id (0: empty) */
+static uint32_t *g_nid;
+static size_t g_nslots;
+
+static uint64_t native_hash(void *const *frames, int n) {
+    uint64_t h = 1469598103934665603ULL;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 1099511628211ULL;
+    return h ^ (uint64_t)n;
+}
+
+static int native_same(uint32_t id, void *const *frames, int n) {
+    uint32_t a = g_nstart[id - 1], b = g_nstart[id];
+    if (b - a != (uint32_t)n) return 0;
+    for (int i = 0; i < n; i++)
+        if (g_npool[a + (uint32_t)i] != (uintptr_t)frames[i]) return 0;
+    return 1;
+}
+
+static int native_grow_slots(void) { /* under g_nmu */
+    size_t slots = g_nslots ? g_nslots * 2 : 4096;
+    uint64_t *hash = (uint64_t *)calloc(slots, sizeof(uint64_t));
+    uint32_t *ids = (uint32_t *)calloc(slots, sizeof(uint32_t));
+    if (!hash || !ids) {
+        free(hash);
+        free(ids);
+        return -1;
+    }
+    for (size_t i = 0; i < g_nslots; i++) {
+        if (!g_nid[i]) continue;
+        size_t j = (size_t)g_nhash[i] & (slots - 1);
+        while (ids[j]) j = (j + 1) & (slots - 1);
+        hash[j] = g_nhash[i];
+        ids[j] = g_nid[i];
+    }
+    free(g_nhash);
+    free(g_nid);
+    g_nhash = hash;
+    g_nid = ids;
+    g_nslots = slots;
+    return 0;
+}
+
+/* The id of this path of return addresses (made on first sight); 0 when the tables are full. */
+static uint32_t native_path_id(void *const *frames, int n) {
+    uint64_t h = native_hash(frames, n);
+    uint32_t id = 0;
+    pthread_mutex_lock(&g_nmu);
+    if ((g_npaths + 1) * 2 >= g_nslots && native_grow_slots() != 0) goto out;
+    size_t j = (size_t)h & (g_nslots - 1);
+    while (g_nid[j]) {
+        if (g_nhash[j] == h && native_same(g_nid[j], frames, n)) {
+            id = g_nid[j];
+            goto out;
+        }
+        j = (j + 1) & (g_nslots - 1);
+    }
+    if (g_npaths + 2 > g_nstart_cap) {
+        uint32_t cap = g_nstart_cap ? g_nstart_cap * 2 : 1024;
+        uint32_t *grown = (uint32_t *)realloc(g_nstart, cap * sizeof(uint32_t));
+        if (!grown) goto out;
+        g_nstart = grown;
+        g_nstart_cap = cap;
+        if (g_npaths == 0) g_nstart[0] = 0;
+    }
+    if (g_npool_len + (size_t)n > g_npool_cap) {
+        size_t cap = g_npool_cap ? g_npool_cap * 2 : 16384;
+        while (cap < g_npool_len + (size_t)n) cap *= 2;
+        uintptr_t *grown = (uintptr_t *)realloc(g_npool, cap * sizeof(uintptr_t));
+        if (!grown) goto out;
+        g_npool = grown;
+        g_npool_cap = cap;
+    }
+    if (g_npaths + 1 >= NATIVE_PLACE) goto out;
+    for (int i = 0; i < n; i++) g_npool[g_npool_len + (size_t)i] = (uintptr_t)frames[i];
+    g_npool_len += (size_t)n;
+    g_npaths++;
+    g_nstart[g_npaths] = (uint32_t)g_npool_len;
+    id = g_npaths;
+    g_nhash[j] = h;
+    g_nid[j] = id;
+out:
+    pthread_mutex_unlock(&g_nmu);
+    return id;
+}
+
+/* The calling thread's native path now, as a flagged id for the op column (0: none). Exported
+   for tests, which call it from C code of their own. */
+uint32_t deuteron_native_here(void) {
+    void *frames[NATIVE_DEPTH];
+    int n = backtrace(frames, NATIVE_DEPTH);
+    if (n <= 1) return 0;
+    uint32_t id = native_path_id(frames + 1, n - 1); /* this function's own frame left out */
+    return id ? NATIVE_PLACE | id : 0;
+}
+
 /* ---- CUPTI callbacks --------------------------------------------------------------------------- */
 
 static int in_list(uint32_t cbid, const uint32_t *list, size_t n) {
@@ -396,7 +505,12 @@ static void record(uint16_t kind, uint64_t key, uint64_t ctx_or_orig, int with_c
     e->meta = kind <= ENTRY_GRAPH_LAUNCH ? ts->pending_meta : kind == ENTRY_GRAPH_NODE ? ts->launch_meta : 0;
     e->kind = kind;
     e->thread = ts->index;
-    e->op = g_op_probe != NULL && kind != ENTRY_GRAPH_CLONE ? g_op_probe(symbol, kind <= ENTRY_GRAPH_LAUNCH) : 0;
+    if (kind == ENTRY_GRAPH_CLONE)
+        e->op = 0;
+    else if (g_op_probe != NULL)
+        e->op = g_op_probe(symbol, kind <= ENTRY_GRAPH_LAUNCH);
+    else
+        e->op = atomic_load_explicit(&g_native, memory_order_relaxed) ? deuteron_native_here() : 0;
     if (kind <= ENTRY_GRAPH_LAUNCH) {
         ts->launch_meta = ts->pending_meta;
         ts->pending_meta = 0;
@@ -703,6 +817,43 @@ static PyObject *py_set_op_probe(PyObject *self, PyObject *arg) {
     Py_RETURN_NONE;
 }
 
+static PyObject *py_set_native(PyObject *self, PyObject *arg) {
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    atomic_store(&g_native, on);
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_native_paths(PyObject *self, PyObject *arg) {
+    (void)self;
+    long first = PyLong_AsLong(arg);
+    if (first == -1 && PyErr_Occurred()) return NULL;
+    if (first < 1) first = 1;
+    pthread_mutex_lock(&g_nmu);
+    uint32_t count = g_npaths;
+    PyObject *out = PyList_New(0);
+    for (uint32_t id = (uint32_t)first; out && id <= count; id++) {
+        uint32_t a = g_nstart[id - 1], b = g_nstart[id];
+        PyObject *path = PyTuple_New((Py_ssize_t)(b - a));
+        if (!path) {
+            Py_CLEAR(out);
+            break;
+        }
+        for (uint32_t i = a; i < b; i++) PyTuple_SET_ITEM(path, (Py_ssize_t)(i - a), PyLong_FromSize_t(g_npool[i]));
+        if (PyList_Append(out, path) < 0) Py_CLEAR(out);
+        Py_DECREF(path);
+    }
+    pthread_mutex_unlock(&g_nmu);
+    return out;
+}
+
+static PyObject *py_native_probe(PyObject *self, PyObject *noargs) {
+    (void)self;
+    (void)noargs;
+    return PyLong_FromVoidPtr((void *)&deuteron_native_here);
+}
+
 static PyObject *py_set_pending(PyObject *self, PyObject *arg) {
     (void)self;
     unsigned long meta = PyLong_AsUnsignedLong(arg);
@@ -897,6 +1048,9 @@ static PyMethodDef methods[] = {
     {"set_pending", py_set_pending, METH_O, "Launch metadata id for this thread's next launch."},
     {"set_op_probe", py_set_op_probe, METH_O, "Address of uint32_t probe(const char *kernel, int is_launch) asked at each launch (0: none)."},
     {"set_paused", py_set_paused, METH_O, "Mark launches as made while the session is deactivated."},
+    {"set_native", py_set_native, METH_O, "Keep the native call path of each launch (-c native) or not."},
+    {"native_paths", py_native_paths, METH_O, "Native paths from id N on: tuples of return addresses, innermost first."},
+    {"native_probe", py_native_probe, METH_NOARGS, "Address of uint32_t deuteron_native_here(void) (tests)."},
     {"timestamp", py_timestamp, METH_NOARGS, "CUPTI's clock, in ns."},
     {"synchronize", py_synchronize, METH_NOARGS, "Synchronise every active device; returns failures."},
     {"device_info", py_device_info, METH_O, "Facts about CUDA device N for the device table."},
@@ -913,5 +1067,6 @@ PyMODINIT_FUNC PyInit__shim(void) {
     Py_INCREF(ShimError);
     PyModule_AddIntConstant(m, "KERNEL_RECORD_BYTES", KERNEL_RECORD_BYTES);
     PyModule_AddIntConstant(m, "ENTRY_BYTES", (long)sizeof(Entry));
+    PyModule_AddIntConstant(m, "NATIVE_PLACE", (long)NATIVE_PLACE);
     return m;
 }

@@ -216,6 +216,10 @@ class CuptiBackend:
         CuptiBackend._active = self
         torch_context = getattr(session, "torch", None)
         _shim.set_op_probe(torch_context.probe_address() if torch_context is not None else 0)
+        native_context = getattr(session, "native", None)
+        if native_context is not None:
+            native_context.reader = _shim.native_paths
+        _shim.set_native(native_context is not None)
         self._calibrate_clock()
         self._listen(session)
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
@@ -330,6 +334,7 @@ class CuptiBackend:
 
     def _teardown(self) -> None:
         _shim.set_op_probe(0)
+        _shim.set_native(False)
         if self._unfile is not None:
             self._unfile()
             self._unfile = None
@@ -434,6 +439,9 @@ class CuptiBackend:
         jax_context = getattr(session, "jax", None)
         if jax_context is not None:
             meta["jax"] = jax_context.table()
+        native_context = getattr(session, "native", None)
+        if native_context is not None:
+            meta["native"] = native_context.table()
         stem.with_suffix(".json").write_text(json.dumps(meta))
 
     def _name(self, ptr: int) -> str:

@@ -37,5 +37,8 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
         jax_context = getattr(session, "jax", None)
         if meta.get("jax") and jax_context is not None:
             jax_context.replay(meta["jax"])
+        native_context = getattr(session, "native", None)
+        if meta.get("native") and native_context is not None:
+            native_context.replay(meta["native"])
         backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
     return backend
