@@ -96,7 +96,11 @@ SCRIPT = textwrap.dedent(
         observing.append(tctx._active.infer_stats()["observing"])
     stats = tctx._active.infer_stats()
     deuteron.finalize()
-    print(json.dumps({"seen": seen, "observing": observing, "stats": stats}))
+    from deuteron.formats import hatchet
+    profile = hatchet.read("infer.hatchet")
+    cpu = {n.name: "cpu_time (ns)" in n.metrics for n in profile.root.walk()}
+    print(json.dumps({"seen": seen, "observing": observing, "stats": stats, "cpu": cpu,
+                      "meta": profile.metadata.get("torch_ops")}))
     """
 )
 
@@ -124,7 +128,9 @@ def _by_step(seen: list[list[Any]]) -> dict[int, list[str]]:
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[str]]:
     """Every op observed (DEUTERON_TORCH_OPS=all): the places inference must reproduce."""
-    return _by_step(_run(tmp_path_factory.mktemp("all"), 20, 99, ops="all")["seen"])
+    result = _run(tmp_path_factory.mktemp("all"), 20, 99, ops="all")
+    assert result["cpu"]["deut_test::scaled"] and result["meta"] is None  # ops timed, no inference
+    return _by_step(result["seen"])
 
 
 def test_inferred_places_equal_observed_ones_once_learned(
@@ -142,6 +148,9 @@ def test_inferred_places_equal_observed_ones_once_learned(
     # got their places from what was learned, none missed.
     assert result["observing"][0] == 1 and result["observing"][-1] == 0
     assert stats["inferred"] > 0 and stats["missed"] == 0 and stats["switches"] == 1
+    # the file says so, and ops (timed only while observed) carry no CPU time; modules do
+    assert result["meta"]["mode"] == "infer" and result["meta"]["inferred"] == stats["inferred"]
+    assert result["cpu"]["1 (Scale)"] and not result["cpu"].get("deut_test::scaled", False)
     inferred_steps = [i for i, o in enumerate(result["observing"]) if o == 0]
     for step in inferred_steps[1:]:
         assert steps[step] == observed[step]

@@ -467,13 +467,16 @@ class TorchContext:
     def file_metrics(self, profile: Profile) -> None:
         """Add what the ops and modules cost since the last filing: ``cpu_time (ns)`` (the time
         spent inside the frame, its nested frames included; a ``backward`` frame has the sum of its
-        nodes), ``calls`` and ``flops``. With ops inferred, ops are timed only while they are
+        nodes), ``calls`` and ``flops``. Once ops have been inferred, they were timed only while
         observed, so their ``cpu_time`` and ``calls`` are left out (modules' and backward nodes'
         are whole); how many launches were inferred is in the profile's metadata."""
         if self._lib is None:
             return
+        inferred = False  # ops were left unobserved for a while: their own time is partial
         if self.infer:
-            profile.metadata["torch_ops"] = dict(self.stats or self.infer_stats(), mode="infer")
+            stats = self.stats or self.infer_stats()
+            profile.metadata["torch_ops"] = dict(stats, mode="infer")
+            inferred = stats.get("switches", 0) > 0
         count = int(self._lib.deut_node_count())
         parent, name, kind, ns, calls, flops = self._read(0, count)
         if count > len(self.trie):
@@ -496,7 +499,7 @@ class TorchContext:
         for tid in np.flatnonzero(
             (deltas["ns"] > 0) | (deltas["calls"] > 0) | (deltas["flops"] > 0)
         ).tolist():
-            if kind[tid] == BASE or (self.infer and kind[tid] == OP):
+            if kind[tid] == BASE or (inferred and kind[tid] == OP):
                 continue
             node = self.placer.place(tid, root)[0]
             metrics: dict[str, int] = {CPU_TIME: int(deltas["ns"][tid])}
