@@ -27,6 +27,7 @@ SCRIPT = textwrap.dedent(
     """
     import ctypes, json, sys
     import torch
+    import torch.utils.checkpoint
     from torch import nn
     import deuteron
     from deuteron.collect.context import torch as tctx
@@ -70,9 +71,19 @@ SCRIPT = textwrap.dedent(
         def forward(self, x):
             return scaled(x, self.w)
 
-    model = nn.Sequential(nn.Linear(8, 8), Scale(), nn.Linear(8, 8), Scale())
+    class Checkpointed(nn.Module):  # its modules run inside torch.utils.checkpoint
+        def __init__(self, reentrant):
+            super().__init__()
+            self.inner, self.reentrant = nn.Sequential(nn.Linear(8, 8), Scale()), reentrant
+        def forward(self, x):
+            return torch.utils.checkpoint.checkpoint(self.inner, x, use_reentrant=self.reentrant)
+
+    if sys.argv[3] == "plain":
+        model = nn.Sequential(nn.Linear(8, 8), Scale(), nn.Linear(8, 8), Scale())
+    else:
+        model = nn.Sequential(Checkpointed(sys.argv[3] == "reentrant"), nn.Linear(8, 8), Scale())
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(4, 8)
+    x = torch.randn(4, 8, requires_grad=sys.argv[3] != "plain")
 
     def path(tid):
         ctx = tctx._active
@@ -105,13 +116,15 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _run(tmp_path: Path, steps: int, change_at: int, ops: str = "infer") -> dict[str, Any]:
+def _run(
+    tmp_path: Path, steps: int, change_at: int, ops: str = "infer", model: str = "plain"
+) -> dict[str, Any]:
     script = tmp_path / "infer_loop.py"
     script.write_text(SCRIPT)
     env = {"PYTHONPATH": str(REPO), "DEUTERON_TORCH_OPS": ops, "PATH": "/usr/bin:/bin"}
     env["DEUTERON_CACHE"] = os.environ.get("DEUTERON_CACHE", str(Path.home() / ".cache" / "deuteron"))
     done = subprocess.run(
-        [sys.executable, str(script), str(steps), str(change_at)],
+        [sys.executable, str(script), str(steps), str(change_at), model],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -171,6 +184,19 @@ def test_a_different_kernel_at_a_learned_position_is_not_given_the_learned_op(
     assert stats["missed"] == 1 and stats["switches"] == 3  # off, on at the miss, off again
     assert result["observing"][-1] == 0
     assert steps[39] == observed[19]  # relearned: the same places as when every op is observed
+
+
+@pytest.mark.parametrize("model", ["checkpoint", "reentrant"])
+def test_modules_inside_checkpoint_get_the_same_places_in_every_step(tmp_path: Path, model: str) -> None:
+    """torch.utils.checkpoint runs modules inside an autograd Function's apply (reentrant) or
+    again in backward: a module's place must not depend on whether ops are observed, or the
+    inferred steps would miss."""
+    result = _run(tmp_path, 30, 99, model=model)
+    steps = _by_step(result["seen"])
+    assert result["stats"]["missed"] == 0 and result["stats"]["inferred"] > 0
+    assert result["observing"][-1] == 0
+    assert all(steps[i] == steps[0] for i in steps)  # learned (step 0) and inferred (later) alike
+    assert any("backward" in p and "1 (Scale) > deut_test::scaled" in p for p in steps[0])  # recomputed
 
 
 def test_infer_with_flops_is_refused_in_one_line(tmp_path: Path) -> None:
