@@ -110,8 +110,9 @@ SCRIPT = textwrap.dedent(
     from deuteron.formats import hatchet
     profile = hatchet.read("infer.hatchet")
     cpu = {n.name: "cpu_time (ns)" in n.metrics for n in profile.root.walk()}
+    calls = {n.name: n.metrics.get("calls", 0) for n in profile.root.walk()}
     print(json.dumps({"seen": seen, "observing": observing, "stats": stats, "cpu": cpu,
-                      "meta": profile.metadata.get("torch_ops")}))
+                      "calls": calls, "meta": profile.metadata.get("torch_ops")}))
     """
 )
 
@@ -139,16 +140,22 @@ def _by_step(seen: list[list[Any]]) -> dict[int, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def observed(tmp_path_factory: pytest.TempPathFactory) -> dict[int, list[str]]:
-    """Every op observed (DEUTERON_TORCH_OPS=all): the places inference must reproduce."""
+def observed_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every op observed (DEUTERON_TORCH_OPS=all): what inference must reproduce."""
     result = _run(tmp_path_factory.mktemp("all"), 20, 99, ops="all")
     assert result["cpu"]["deut_test::scaled"] and result["meta"] is None  # ops timed, no inference
-    return _by_step(result["seen"])
+    return result
+
+
+@pytest.fixture(scope="module")
+def observed(observed_run: dict[str, Any]) -> dict[int, list[str]]:
+    return _by_step(observed_run["seen"])
 
 
 def test_inferred_places_equal_observed_ones_once_learned(
-    tmp_path: Path, observed: dict[int, list[str]]
+    tmp_path: Path, observed: dict[int, list[str]], observed_run: dict[str, Any]
 ) -> None:
+    observed_calls = observed_run["calls"]
     result = _run(tmp_path, 20, 99)
     steps = _by_step(result["seen"])
     # Each step launches 2 forward kernels, 1 at the top, 2 in backward.
@@ -163,7 +170,12 @@ def test_inferred_places_equal_observed_ones_once_learned(
     assert stats["inferred"] > 0 and stats["missed"] == 0 and stats["switches"] == 1
     # the file says so, and ops (timed only while observed) carry no CPU time; modules do
     assert result["meta"]["mode"] == "infer" and result["meta"]["inferred"] == stats["inferred"]
-    assert result["cpu"]["1 (Scale)"] and not result["cpu"].get("deut_test::scaled", False)
+    assert result["cpu"]["1 (Scale)"] and not result["cpu"]["deut_test::scaled"]
+    # their calls are the calls that launched, counted at every launch, observed or inferred:
+    # one per Scale per step (the two Scales' ops share a name, each under its own module),
+    # as when every op is observed
+    assert result["calls"]["deut_test::scaled"] == 20 == observed_calls["deut_test::scaled"]
+    assert result["calls"]["deut_test::scaled_grad"] == 20 == observed_calls["deut_test::scaled_grad"]
     inferred_steps = [i for i, o in enumerate(result["observing"]) if o == 0]
     for step in inferred_steps[1:]:
         assert steps[step] == observed[step]

@@ -178,6 +178,7 @@ struct Frame {
   uint8_t module;   // a module call (Python's hooks), closed by deut_module_exit
   uint8_t engine;   // autograd's evaluate_function: takes the place of the node it runs
   uint8_t anchor;   // seen whether ops are observed or not: a module, a backward node, a user scope
+  uint8_t launched; // an op: a kernel was launched inside this call (its call is counted then)
   uint32_t ordinal;   // an anchor: which anchor it is inside the enclosing one (see LaunchKey)
   uint32_t launches;  // launches so far with this frame as the innermost anchor
   uint32_t children;  // anchors opened directly inside this one
@@ -256,10 +257,12 @@ void push(ThreadState& s, uint32_t node, uint8_t timed, uint8_t module, uint8_t 
     ordinal = outer ? outer->children++ : s.last_top;
     s.anchors++;
   }
-  s.stack.push_back(Frame{node, timed, module, engine, anchor, ordinal, 0, 0, timed ? now_ns() : 0});
+  s.stack.push_back(Frame{node, timed, module, engine, anchor, 0, ordinal, 0, 0, timed ? now_ns() : 0});
 }
 
-// Closes the top frame: its time and one call are added to its node.
+// Closes the top frame: its time and one call are added to its node. With ops inferred, an op's
+// calls are counted at launches instead (the calls that launched a kernel), as they are then
+// counted whether the op is observed or inferred.
 Frame pop(ThreadState& s) {
   Frame f = s.stack.back();
   s.stack.pop_back();
@@ -267,7 +270,7 @@ Frame pop(ThreadState& s) {
     Stat* st = chunk_of(g_stat, f.node, false);
     if (st) {
       st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
-      st->calls.fetch_add(1, std::memory_order_relaxed);
+      if (f.anchor || !g_infer.load(std::memory_order_relaxed)) st->calls.fetch_add(1, std::memory_order_relaxed);
     }
   }
   if (f.anchor && s.anchors && --s.anchors == 0) {
@@ -524,7 +527,26 @@ struct LaunchKeyHash {
 struct Learned {
   uint32_t place;
   std::string symbol;
+  std::vector<uint32_t> opened;  // the op calls this launch was the first launch of
 };
+
+void count_calls(const std::vector<uint32_t>& nodes) {
+  for (uint32_t node : nodes)
+    if (Stat* st = chunk_of(g_stat, node, false)) st->calls.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The observed op calls (between the innermost anchor and the top) that had launched nothing yet.
+std::vector<uint32_t> first_launches(ThreadState& s) {
+  std::vector<uint32_t> opened;
+  for (size_t i = s.stack.size(); i-- > 0;) {
+    Frame& f = s.stack[i];
+    if (f.anchor) break;
+    if (f.engine || f.launched) continue;
+    f.launched = 1;
+    opened.push_back(f.node);
+  }
+  return opened;
+}
 
 constexpr uint64_t MIN_STABLE = 64;
 constexpr size_t MAX_LEARNED = 1u << 20;
@@ -554,18 +576,22 @@ uint32_t launch_place(ThreadState& s, const char* symbol) {
     key = LaunchKey{s.base, s.last_top, s.top_launches++, 1};
   const char* name = symbol ? symbol : "";
   uint32_t place = here;
+  std::vector<uint32_t> opened = first_launches(s);  // empty while ops are not observed
+  count_calls(opened);
   std::lock_guard<std::mutex> lock(g_lmu);
   auto it = g_learned.find(key);
   if (g_observing.load(std::memory_order_relaxed)) {
-    if (it != g_learned.end() && it->second.place == here && it->second.symbol == name) {
+    if (it != g_learned.end() && it->second.place == here && it->second.symbol == name &&
+        it->second.opened == opened) {
       if (++g_stable >= std::max<uint64_t>(MIN_STABLE, 2 * g_learned.size())) set_observing(false);
     } else {
       if (it == g_learned.end() && g_learned.size() >= MAX_LEARNED) g_learned.clear();
-      g_learned[key] = Learned{here, name};
+      g_learned[key] = Learned{here, name, std::move(opened)};
       g_stable = 0;
     }
   } else if (it != g_learned.end() && it->second.symbol == name) {
     place = it->second.place;
+    count_calls(it->second.opened);
     g_inferred.fetch_add(1, std::memory_order_relaxed);
   } else {
     g_missed.fetch_add(1, std::memory_order_relaxed);

@@ -468,8 +468,9 @@ class TorchContext:
         """Add what the ops and modules cost since the last filing: ``cpu_time (ns)`` (the time
         spent inside the frame, its nested frames included; a ``backward`` frame has the sum of its
         nodes), ``calls`` and ``flops``. Once ops have been inferred, they were timed only while
-        observed, so their ``cpu_time`` and ``calls`` are left out (modules' and backward nodes'
-        are whole); how many launches were inferred is in the profile's metadata."""
+        observed, so their ``cpu_time`` is left out (modules' and backward nodes' is whole); their
+        ``calls`` are then the calls that launched a kernel, counted at launches whether observed or
+        inferred. How many launches were inferred is in the profile's metadata."""
         if self._lib is None:
             return
         inferred = False  # ops were left unobserved for a while: their own time is partial
@@ -499,15 +500,17 @@ class TorchContext:
         for tid in np.flatnonzero(
             (deltas["ns"] > 0) | (deltas["calls"] > 0) | (deltas["flops"] > 0)
         ).tolist():
-            if kind[tid] == BASE or (inferred and kind[tid] == OP):
+            if kind[tid] == BASE:
                 continue
-            node = self.placer.place(tid, root)[0]
-            metrics: dict[str, int] = {CPU_TIME: int(deltas["ns"][tid])}
+            metrics: dict[str, int] = {}
+            if not (inferred and kind[tid] == OP):
+                metrics[CPU_TIME] = int(deltas["ns"][tid])
             if deltas["calls"][tid]:
                 metrics[CALLS] = int(deltas["calls"][tid])
             if deltas["flops"][tid]:
                 metrics[FLOPS] = int(deltas["flops"][tid])
-            profile.add_metrics(node, metrics)
+            if metrics:  # an op timed while observed but never launching: no frame of its own
+                profile.add_metrics(self.placer.place(tid, root)[0], metrics)
 
 
 class _Restore:
