@@ -89,14 +89,24 @@ def main() -> None:
             for tool in tools[r % len(tools) :] + tools[: r % len(tools)]:
                 times[tool].append(measure(tool, w.step, args.steps, Path(tmp)))
     base = statistics.median(times["plain"]) if "plain" in times else 1.0
-    print(f"| {args.workload}: config | ms/step (median) | ratio | min-max ratio |")
-    print("|---|---|---|---|")
+    print(f"| {args.workload}: config | ms/step (median) | ratio | min-max ratio | paired ratio (IQR) |")
+    print("|---|---|---|---|---|")
     for tool in tools:
         med = statistics.median(times[tool])
         print(
             f"| {tool} | {med * 1e3:.3f} | {med / base:.3f} | "
-            f"{min(times[tool]) / base:.3f}-{max(times[tool]) / base:.3f} |"
+            f"{min(times[tool]) / base:.3f}-{max(times[tool]) / base:.3f} | {paired(times, tool)} |"
         )
+
+
+def paired(times: dict[str, list[float]], tool: str) -> str:
+    """The median of each round's own ratio to plain, with its interquartile range: a round's
+    configurations run back to back, so slow drift of the machine cancels within the round."""
+    if "plain" not in times or len(times[tool]) < 4:
+        return "-"
+    ratios = sorted(t / p for t, p in zip(times[tool], times["plain"], strict=True))
+    q1, _, q3 = statistics.quantiles(ratios, n=4)
+    return f"{statistics.median(ratios):.3f} ({q1:.3f}-{q3:.3f})"
 
 
 if __name__ == "__main__":
