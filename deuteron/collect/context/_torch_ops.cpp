@@ -8,13 +8,16 @@
 // What it keeps:
 //   - a trie of places, shared by all threads: a node is (parent, kind, name); kinds are a
 //     session base (the scope or Python path the module stack started in), a module (pushed
-//     by Python's global module hooks), an aten op, a user scope (record_function, the
-//     optimizer's step), a "backward" frame and a backward node;
+//     by Python's wrapper of nn.Module._call_impl), an aten op, a user scope (record_function,
+//     the optimizer's step), a "backward" frame and a backward node;
 //   - per node: inclusive CPU time, calls and flops (from input shapes, for matmul, conv and
 //     attention ops), added with relaxed atomics;
 //   - per forward thread: each module call's range of autograd sequence numbers, so a
 //     backward node (seq, forward thread) finds the module that created it, on any thread.
-// The CUPTI shim asks deut_current() at each launch for the launching thread's node.
+//   - with a GPU, the place each launch had at its position in its module call, backward node
+//     or scope, learned until it repeats; then the op callback is disabled and launches get
+//     their learned places (see "Ops inferred at launch").
+// The CUPTI shim asks deut_launch() at each launch for the launching thread's node.
 // Python reads nodes, names and totals in bulk (deut_read) and builds the tree itself.
 // Built by deuteron/collect/context/torch_build.py against the installed torch's headers.
 // Always with -DNDEBUG, as torch is: RecordFunction has a debug-only field, so without it

@@ -5,15 +5,19 @@ module and op, with or without a GPU.
 The only Deuteron module that touches torch internals. Two mechanisms, chosen by measuring
 (docs/benchmarks.md, "Framework context"):
 
-- **Modules** through PyTorch's *global* forward pre/post hooks (one Python call each, about
-  1.5 us per module call). Global *backward* hooks are not used: they wrap every module's inputs
+- **Modules** through a wrapper of ``nn.Module._call_impl`` (about 0.3 us per module call).
+  Not torch's global forward hooks: any global hook puts every module call on torch's slow path
+  (1.8 us a call). Global *backward* hooks are not used either: they wrap every module's inputs
   and outputs (about 60 us per module call) and break valid code (an ``nn.ReLU(inplace=True)``
   after a hooked module raises).
-- **Ops, backward nodes and the optimizer's step** through a RecordFunction callback in C++
+- **Ops, backward nodes and the optimizer's step** through RecordFunction callbacks in C++
   (``_torch_ops.cpp``, built on first use for the installed torch: tens of nanoseconds per op,
   where a ``TorchDispatchMode`` costs microseconds per op and sees no more). It keeps a trie of
   places; each module call records the autograd sequence numbers it created, so a backward node,
   on whatever thread autograd runs it, lands under ``<module path> > backward > <node name>``.
+- **With a GPU**, ops are observed only until each launch's op repeats at its position in its
+  module call; then the op callback is disabled and launches get the learned op, checked against
+  the kernel's name (``ops_wanted``; a miss turns the op callback on again).
 
 Places are trie ids: the CUPTI shim records the launching thread's id with each launch, and the
 session asks :meth:`TorchContext.place` for the node. Every hook starts by asking whether Dynamo is
