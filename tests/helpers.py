@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from deuteron.model.tree import Node, Profile
 
 
@@ -82,3 +84,25 @@ def child_path(node: Node, *names: str) -> Node:
 def kernel_count(node: Node) -> int:
     """Kernel launches recorded anywhere under ``node``."""
     return sum(int(n.metrics.get("count", 0)) for n in node.walk())  # type: ignore[call-overload]
+
+
+def json_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every node of a hatchet JSON tree (as written to a file), ``tree`` included."""
+    out, stack = [], [tree]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n["children"])
+    return out
+
+
+def json_kernel_paths(tree: dict[str, Any], path: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
+    """Each kernel of a hatchet JSON tree by its whole path of frame names, with its launch count."""
+    out: dict[tuple[str, ...], int] = {}
+    here = (*path, tree["frame"]["name"])
+    if not tree["children"] and "count" in tree["metrics"]:
+        out[here] = int(tree["metrics"]["count"])
+    for child in tree["children"]:
+        for key, count in json_kernel_paths(child, here).items():
+            out[key] = out.get(key, 0) + count
+    return out

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from .conftest import REPO, run_cli
-from .helpers import encoder_model_source
+from .helpers import encoder_model_source, json_nodes
 
 torch = pytest.importorskip("torch")
 
@@ -47,15 +47,6 @@ def node(tree: dict[str, Any], *names: str) -> dict[str, Any]:
 
 def names(tree: dict[str, Any]) -> list[str]:
     return [c["frame"]["name"] for c in tree["children"]]
-
-
-def everything(tree: dict[str, Any]) -> list[dict[str, Any]]:
-    out, stack = [], [tree]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(n["children"])
-    return out
 
 
 def profiled(
@@ -96,7 +87,7 @@ def test_ops_carry_cpu_time_calls_and_exact_flops(encoder_tree: dict[str, Any]) 
     )
     products = [
         n
-        for n in everything(node(linear1, "aten::linear"))
+        for n in json_nodes(node(linear1, "aten::linear"))
         if n["frame"]["name"] in ("aten::mm", "aten::addmm")
     ]
     assert len(products) == 1, [n["frame"]["name"] for n in products]  # how linear decomposes varies by shape
@@ -113,7 +104,7 @@ def test_backward_nodes_land_under_the_module_that_made_them(encoder_tree: dict[
     assert {"AddmmBackward0", "TBackward0"} <= set(names(grads)) or {"MmBackward0", "TBackward0"} <= set(
         names(grads)
     )
-    mm = [n for n in everything(grads) if n["frame"]["name"] == "aten::mm"]
+    mm = [n for n in json_nodes(grads) if n["frame"]["name"] == "aten::mm"]
     assert mm and sum(n["metrics"].get("flops", 0) for n in mm) == 2 * 2 * (
         2 * 32 * 64 * 32
     )  # grad in, grad w
@@ -167,13 +158,13 @@ def test_cnn_flops_equal_torch_flop_counter(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     expected = int(next(line for line in proc.stdout.splitlines() if line.startswith("EXPECTED")).split()[1])
     tree = json.loads((tmp_path / "cnn.hatchet").read_text())[0]
-    got = sum(n["metrics"].get("flops", 0) for n in everything(tree) if n["frame"]["type"] == "function")
-    ours = [n for n in everything(tree) if n["metrics"].get("flops")]
+    got = sum(n["metrics"].get("flops", 0) for n in json_nodes(tree) if n["frame"]["type"] == "function")
+    ours = [n for n in json_nodes(tree) if n["metrics"].get("flops")]
     assert expected > 0 and got == expected, (got, expected)
     sequential = node(tree, "Sequential")
     assert {"0 (Conv2d)", "4 (Conv2d)", "6 (ConvTranspose2d)", "8 (Linear)"} <= set(names(sequential))
     conv = node(sequential, "4 (Conv2d)", "backward", "ConvolutionBackward0")
-    assert any(n["frame"]["name"] == "aten::convolution_backward" for n in everything(conv)), ours
+    assert any(n["frame"]["name"] == "aten::convolution_backward" for n in json_nodes(conv)), ours
 
 
 CUSTOM = (
@@ -231,7 +222,7 @@ def test_torch_compile_regions_land_under_the_compiled_module(tmp_path: Path) ->
     tree, _ = profiled(tmp_path, COMPILED, "-c", "torch")
     compiled = node(tree, "Model (compiled)")
     assert compiled["metrics"]["calls"] == 2
-    below = {n["frame"]["name"] for n in everything(compiled)}
+    below = {n["frame"]["name"] for n in json_nodes(compiled)}
     assert "CompiledFunction" in below and "CompiledFunctionBackward" in below, sorted(below)[:40]
     assert "encoder (TransformerEncoder)" not in below  # inside the compiled region no module hook runs
 

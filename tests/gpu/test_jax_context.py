@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from ..conftest import REPO, run_cli
+from ..helpers import json_nodes
 from .conftest import find, kernel_counts
 
 pytest.importorskip("jax")
@@ -28,15 +29,6 @@ def profile(tmp_path: Path, context: str) -> dict[str, Any]:
     return root
 
 
-def frames_below(node: dict[str, Any]) -> list[dict[str, Any]]:
-    out, stack = [], [node]
-    while stack:
-        n = stack.pop()
-        out.append(n)
-        stack.extend(n["children"])
-    return out
-
-
 def test_train_step_kernels_land_under_scopes_primitives_and_hlo_ops(tmp_path: Path) -> None:
     root = profile(tmp_path, "jax")
     step = find(root, "train_step (jit)")
@@ -50,7 +42,7 @@ def test_train_step_kernels_land_under_scopes_primitives_and_hlo_ops(tmp_path: P
     assert sum(kernel_counts(find(layers[0], "attn", "backward")).values()) > 0
     assert sum(kernel_counts(find(step, "sgd", "sub")).values()) > 0
     # every kernel of the step (outside compile) sits below the HLO op that launched it
-    for node in frames_below(step):
+    for node in json_nodes(step):
         if node["frame"]["name"] == "compile":
             continue
         for child in node["children"]:
@@ -63,7 +55,7 @@ def test_train_step_kernels_land_under_scopes_primitives_and_hlo_ops(tmp_path: P
 
 def test_python_and_jax_combine(tmp_path: Path) -> None:
     root = profile(tmp_path, "python,jax")
-    callers = [n for n in frames_below(root) if n["frame"]["name"].endswith(f"train_jax.py:{CALL_LINE}@main")]
-    assert callers, [n["frame"]["name"] for n in frames_below(root)][:30]
+    callers = [n for n in json_nodes(root) if n["frame"]["name"].endswith(f"train_jax.py:{CALL_LINE}@main")]
+    assert callers, [n["frame"]["name"] for n in json_nodes(root)][:30]
     step = find(callers[0], "train_step (jit)")
     assert sum(kernel_counts(find(step, "encoder")).values()) > 0

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from ..helpers import json_kernel_paths
 from .conftest import find, profile_script
 
 SCRIPT = """
@@ -18,18 +18,9 @@ torch.cuda.synchronize()
 """
 
 
-def leaves(node: dict[str, Any], path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], int]]:
-    here = (*path, node["frame"]["name"])
-    kernel = not node["children"] and "count" in node["metrics"]
-    out = [(here, int(node["metrics"]["count"]))] if kernel else []
-    for c in node["children"]:
-        out.extend(leaves(c, here))
-    return out
-
-
 def test_torch_and_triton_launches_carry_their_c_frames(tmp_path: Path) -> None:
     tree, _ = profile_script(tmp_path, SCRIPT, "-c", "python,native")
-    kernels = leaves(tree[0])
+    kernels = list(json_kernel_paths(tree[0]).items())
     assert sum(count for _, count in kernels) >= 6
     from_torch = [p for p, _ in kernels if p[-1] != "add_kernel"]
     assert from_torch, kernels

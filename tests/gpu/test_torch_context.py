@@ -8,7 +8,7 @@ from typing import Any
 
 from deuteron.collect.placement import NO_PYTHON, OTHER_THREADS
 
-from ..helpers import encoder_model_source
+from ..helpers import encoder_model_source, json_kernel_paths, json_nodes
 from .conftest import find, kernel_counts, profile_script
 
 TRAIN = encoder_model_source(64, "cuda") + """
@@ -24,12 +24,7 @@ torch.cuda.synchronize()
 
 
 def names_below(node: dict[str, Any]) -> set[str]:
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        out.add(n["frame"]["name"])
-        stack.extend(n["children"])
-    return out
+    return {n["frame"]["name"] for n in json_nodes(node)}
 
 
 def test_training_step_kernels_land_under_modules_ops_and_backward_nodes(tmp_path: Path) -> None:
@@ -79,18 +74,6 @@ torch.cuda.synchronize()
 """
 
 
-def kernel_paths(node: dict[str, Any], path: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
-    """Kernels by their whole path from the root, with their launch counts."""
-    out: dict[tuple[str, ...], int] = {}
-    here = (*path, node["frame"]["name"])
-    if not node["children"] and "count" in node["metrics"]:
-        out[here] = int(node["metrics"]["count"])
-    for c in node["children"]:
-        for k, v in kernel_paths(c, here).items():
-            out[k] = out.get(k, 0) + v
-    return out
-
-
 def test_inferred_ops_give_the_same_tree_as_observed_ones(tmp_path: Path) -> None:
     """The default on a GPU (ops inferred once they repeat) against every op observed: each kernel
     has the same path, launched as many times, and inference did run without a miss."""
@@ -100,7 +83,7 @@ def test_inferred_ops_give_the_same_tree_as_observed_ones(tmp_path: Path) -> Non
     (tmp_path / "infer").mkdir()
     observed, _ = profile_script(tmp_path / "all", LOOP, "-c", "torch", env={"DEUTERON_TORCH_OPS": "all"})
     inferred, _ = profile_script(tmp_path / "infer", LOOP, "-c", "torch")
-    assert kernel_paths(inferred[0]) == kernel_paths(observed[0])
+    assert json_kernel_paths(inferred[0]) == json_kernel_paths(observed[0])
     stats = hatchet.read(tmp_path / "infer" / "out.hatchet").metadata["torch_ops"]
     assert isinstance(stats, dict)
     assert stats["inferred"] > 0 and stats["missed"] == 0, stats
