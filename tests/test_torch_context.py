@@ -257,3 +257,70 @@ def test_a_plain_pytorch_script_without_torch_context_says_what_to_do(tmp_path: 
     assert "-c torch" in proc.stderr and "Traceback" not in proc.stderr
     view = run_cli("view", "deuteron.hatchet", cwd=tmp_path)
     assert view.returncode == 2 and "-c torch" in view.stderr and "Traceback" not in view.stderr
+
+
+WRAPPERS = (
+    MODEL
+    + """
+import json, sys
+import deuteron
+from deuteron.collect.context import torch_calls
+
+if sys.argv[1] == "python":  # as if the library had been built without Python's headers
+    torch_calls.c_wrapper = lambda *args: None
+
+
+class Fails(nn.Module):
+    def forward(self, x):
+        raise ValueError("from inside a module")
+
+
+deuteron.start("wrappers", backend="interpreter", context="torch")
+for _ in range(2):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+try:
+    model.head(Fails()(x))
+except ValueError as e:
+    raised = str(e)
+loss = nn.functional.cross_entropy(model(x), y)  # after the exception: the stack is whole again
+deuteron.finalize()
+tree = json.load(open("wrappers.hatchet"))[0]
+
+
+def paths(node, path=()):
+    out = {}
+    for child in node["children"]:
+        here = path + (child["frame"]["name"],)
+        out[" > ".join(here)] = child["metrics"].get("calls", 0)
+        out.update(paths(child, here))
+    return out
+
+
+print(json.dumps({"raised": raised, "paths": paths(tree)}))
+"""
+)
+
+
+def test_the_c_module_path_and_the_python_one_give_the_same_tree(tmp_path: Path) -> None:
+    """Module calls go through C (``deut_call_impl``) where the library has Python's headers, and
+    through a Python wrapper where it has not: both give every path with the same calls, an
+    exception raised inside a module closes its frame, and the next call starts at the root."""
+    (tmp_path / "wrappers.py").write_text(textwrap.dedent(WRAPPERS))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    results = {}
+    for path in ("fast", "python"):
+        done = subprocess.run(
+            [sys.executable, "wrappers.py", path],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        results[path] = json.loads(done.stdout.strip().splitlines()[-1])
+    fast, python = results["fast"]["paths"], results["python"]["paths"]
+    assert results["fast"]["raised"] == "from inside a module"
+    assert fast == python
+    assert fast["Model"] == 3  # two steps and the call after the exception: none of it nested under Fails
+    assert fast["Model > encoder (TransformerEncoder) > layers.1 (TransformerEncoderLayer)"] == 3
+    assert fast["Fails"] == 1 and not [p for p in fast if p.startswith("Fails > ")]

@@ -23,6 +23,11 @@
 // Always with -DNDEBUG, as torch is: RecordFunction has a debug-only field, so without it
 // the layout this file sees would not be the one torch built.
 
+#ifdef DEUT_PYTHON  // the module-call fast path (below); Python.h goes before any standard header
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#endif
+
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
@@ -765,3 +770,163 @@ void deut_read(uint32_t from, uint32_t to, uint32_t* parent, uint32_t* name, uin
 }
 
 }  // extern "C"
+
+// ---- Module calls from Python, without Python per call ---------------------------------------
+// The torch context wraps nn.Module._call_impl. Done in Python, the wrapper's own work (a
+// thread-local stack, a name lookup, two ctypes calls) cost about 3 us a module call on a slow
+// CPU, more than torch's own call path; here it is one C call. The Python wrapper keeps only
+// the `torch.compiler.is_compiling()` test (Dynamo must trace it, and never this function) and
+// calls deut_call_impl(module, *args, **kwargs), which:
+//   - for an outermost call asks Python's `root(module)` for (submodule map, name id) (it also
+//     sets the base for -c python,torch), and calls `root_done()` when it returns;
+//   - for a nested call finds the module's name under its caller in a per-thread cache keyed by
+//     (module, caller's map, caller's attribute path), asking Python's `child(module, map, path)`
+//     for (path, name id) only on a miss;
+//   - pushes the module (deut_module_enter), calls the original _call_impl, and pops it,
+//     whether the call returned or raised.
+// Keys are object addresses, as the Python wrapper's were ids: the maps and paths they point to
+// are kept alive by Python's caches (the root maps) and by this cache (the paths).
+#ifdef DEUT_PYTHON
+namespace {
+
+struct PyFrame {
+  PyObject* qmap;  // the submodule map of the outermost module (borrowed: Python's cache keeps it)
+  PyObject* qual;  // this module's attribute path (owned by the name cache, or the empty string)
+};
+
+struct PyNameKey {
+  PyObject* module;
+  PyObject* qmap;
+  PyObject* qual;
+  bool operator==(const PyNameKey& o) const { return module == o.module && qmap == o.qmap && qual == o.qual; }
+};
+struct PyNameKeyHash {
+  size_t operator()(const PyNameKey& k) const {
+    return size_t((uintptr_t(k.module) * 0x9E3779B97F4A7C15ull) ^ (uintptr_t(k.qmap) * 0xC2B2AE3D27D4EB4Full) ^
+                  (uintptr_t(k.qual) >> 4));
+  }
+};
+struct PyName {
+  PyObject* qual;  // owned
+  uint32_t id;
+};
+
+struct PyThreadState {
+  std::vector<PyFrame> stack;
+  std::unordered_map<PyNameKey, PyName, PyNameKeyHash> names;
+  uint64_t epoch = 0;
+};
+
+thread_local PyThreadState py_t;
+PyObject *g_py_original = nullptr, *g_py_root = nullptr, *g_py_child = nullptr, *g_py_root_done = nullptr;
+PyObject* g_py_empty = nullptr;
+uint64_t g_py_epoch = 1;  // under the GIL
+
+void clear_names(PyThreadState& p) {
+  for (auto& kv : p.names) Py_DECREF(kv.second.qual);
+  p.names.clear();
+}
+
+inline PyThreadState& py_state() {
+  if (py_t.epoch != g_py_epoch) {  // a new session: names are looked up again (the stack is balanced by its calls)
+    clear_names(py_t);
+    py_t.epoch = g_py_epoch;
+  }
+  return py_t;
+}
+
+// (first, id) from a Python (object, int) pair; false with a Python error set otherwise.
+bool unpack(PyObject* pair, PyObject** first, uint32_t* id) {
+  if (!pair) return false;
+  if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+    PyErr_SetString(PyExc_TypeError, "deuteron: the torch context's name callback returned no (object, id) pair");
+    return false;
+  }
+  *first = PyTuple_GET_ITEM(pair, 0);
+  unsigned long v = PyLong_AsUnsignedLong(PyTuple_GET_ITEM(pair, 1));
+  if (PyErr_Occurred()) return false;
+  *id = uint32_t(v);
+  return true;
+}
+
+PyObject* call_impl(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  if (nargs < 1 || !g_py_original) {
+    PyErr_SetString(PyExc_TypeError, "deuteron: deut_call_impl(module, *args, **kwargs) called without a session");
+    return nullptr;
+  }
+  PyObject* module = args[0];
+  PyThreadState& p = py_state();
+  bool root = p.stack.empty();
+  PyFrame frame;
+  uint32_t id = 0;
+  if (root) {
+    PyObject* pair = PyObject_CallOneArg(g_py_root, module);
+    bool ok = unpack(pair, &frame.qmap, &id);
+    Py_XDECREF(pair);  // the map stays alive in the context's cache of root maps
+    if (!ok) return nullptr;
+    frame.qual = g_py_empty;
+  } else {
+    const PyFrame& top = p.stack.back();
+    PyNameKey key{module, top.qmap, top.qual};
+    auto it = p.names.find(key);
+    if (it == p.names.end()) {
+      PyObject* pair = PyObject_CallFunctionObjArgs(g_py_child, module, top.qmap, top.qual, nullptr);
+      PyObject* qual = nullptr;
+      if (!unpack(pair, &qual, &id)) {
+        Py_XDECREF(pair);
+        return nullptr;
+      }
+      Py_INCREF(qual);
+      Py_DECREF(pair);
+      if (p.names.size() > 65536) clear_names(p);
+      it = p.names.emplace(key, PyName{qual, id}).first;
+    }
+    frame = PyFrame{top.qmap, it->second.qual};
+    id = it->second.id;
+  }
+  p.stack.push_back(frame);
+  deut_module_enter(id);
+  PyObject* out = PyObject_Vectorcall(g_py_original, args, size_t(nargs), kwnames);
+  p.stack.pop_back();
+  deut_module_exit();
+  if (root && g_py_root_done && g_py_root_done != Py_None) {
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);  // the call's exception, if any, survives root_done
+    PyObject* done = PyObject_CallNoArgs(g_py_root_done);
+    if (!done) PyErr_WriteUnraisable(g_py_root_done);
+    Py_XDECREF(done);
+    PyErr_Restore(type, value, trace);
+  }
+  return out;
+}
+
+PyMethodDef g_call_impl_def = {"deut_call_impl", (PyCFunction)(void (*)(void))call_impl,
+                               METH_FASTCALL | METH_KEYWORDS,
+                               "A module call under the torch context: deut_call_impl(module, *args, **kwargs)."};
+
+void set_ref(PyObject** slot, PyObject* value) {
+  Py_XINCREF(value);
+  PyObject* old = *slot;
+  *slot = value;
+  Py_XDECREF(old);
+}
+
+}  // namespace
+
+extern "C" {
+
+// The fast path for a session: the original _call_impl and Python's name callbacks (root_done
+// may be None). Returns the callable the Python wrapper calls; a new session's configure
+// makes every thread look names up again. Called with the GIL held (the library is a PyDLL).
+PyObject* deut_py_configure(PyObject* original, PyObject* root, PyObject* child, PyObject* root_done) {
+  if (!g_py_empty) g_py_empty = PyUnicode_FromString("");
+  set_ref(&g_py_original, original);
+  set_ref(&g_py_root, root);
+  set_ref(&g_py_child, child);
+  set_ref(&g_py_root_done, root_done);
+  g_py_epoch++;
+  return PyCFunction_New(&g_call_impl_def, nullptr);
+}
+
+}  // extern "C"
+#endif  // DEUT_PYTHON

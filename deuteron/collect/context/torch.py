@@ -30,7 +30,6 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -42,7 +41,7 @@ from ...model.metrics import CPU_TIME, EXC, FLOPS
 from ...model.tree import Node, Profile
 from ...triton.hooks import AttributePatch
 from ..placement import LaunchContexts
-from . import torch_build
+from . import torch_build, torch_calls
 
 CALLS = "calls"  # how many times a module or op frame was entered (exclusive: not summed upward)
 BASE, MODULE, OP, SCOPE, MARK, BACKWARD = 1, 2, 3, 4, 5, 6
@@ -312,59 +311,35 @@ class TorchContext:
 
         Not torch's global forward hooks: with any global hook registered, every module call
         takes torch's slow path (hook lists, ``always_call`` bookkeeping): 1.8 us a call against
-        0.3 us for this wrapper (measured, docs/benchmarks.md), on a step of a few hundred
+        0.3 us for a bare wrapper (measured, docs/benchmarks.md), on a step of a few hundred
         module calls. The wrapper keeps torch's fast path and closes the frame on exceptions too.
+        Its work per call is done in C where the library has this Python's headers
+        (``torch_calls``).
         """
         import torch
 
         assert self._lib is not None
         is_compiling = torch.compiler.is_compiling
-        enter, leave, set_base = (
-            self._lib.deut_module_enter,
-            self._lib.deut_module_exit,
-            self._lib.deut_set_base,
-        )
-        tls = threading.local()
-        names: dict[tuple[int, int, str], tuple[str, int]] = {}
-        child_name = self._child_name
-        root_name = self._root_name
+        original = torch.nn.Module._call_impl
         python_base = self._python_base
         torch_dir = os.path.dirname(torch.__file__) + os.sep
         id_of = self.contexts.id_of
-        original = torch.nn.Module._call_impl
+        set_base = self._lib.deut_set_base
+        root_name = self._root_name
 
-        def _call_impl(module: Any, *args: Any, **kwargs: Any) -> Any:
-            if is_compiling():  # traced by dynamo: leave no trace in the graph
-                return original(module, *args, **kwargs)
-            try:
-                stack = tls.stack
-            except AttributeError:
-                stack = tls.stack = []
-            if stack:
-                qmap, parent_qual = stack[-1]
-                key = (id(module), id(qmap), parent_qual)
-                hit = names.get(key)
-                if hit is None:
-                    hit = names[key] = child_name(module, qmap, parent_qual)
-                qual, nid = hit
-            else:
-                if python_base is not None:
-                    frame = sys._getframe(1)
-                    while frame is not None and frame.f_code.co_filename.startswith(torch_dir):
-                        frame = frame.f_back  # type: ignore[assignment]
-                    set_base(id_of(python_base(frame)))
-                qmap, qual, nid = root_name(module)
-            stack.append((qmap, qual))
-            enter(nid)
-            try:
-                return original(module, *args, **kwargs)
-            finally:
-                stack.pop()
-                leave()
-                if python_base is not None and not stack:
-                    set_base(0)
+        def root(module: Any, depth: int) -> tuple[dict[int, str], int]:
+            """An outermost module call: its submodule map and frame; with ``-c python,torch`` the
+            Python call path it was called from becomes the module stack's base."""
+            if python_base is not None:
+                frame = sys._getframe(depth)
+                while frame is not None and frame.f_code.co_filename.startswith(torch_dir):
+                    frame = frame.f_back  # type: ignore[assignment]
+                set_base(id_of(python_base(frame)))
+            qmap, _, nid = root_name(module)
+            return qmap, nid
 
-        _call_impl.__wrapped__ = original  # type: ignore[attr-defined]
+        how = (self._lib, original, is_compiling, root, self._child_name, python_base)
+        _call_impl = torch_calls.c_wrapper(*how) or torch_calls.python_wrapper(*how)
         patch = AttributePatch(torch.nn.Module, "_call_impl", _call_impl)
         patch.apply()
         self._handles = [_Restore(patch)]

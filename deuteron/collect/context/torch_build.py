@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -43,10 +44,18 @@ def compiler() -> str | None:
     return None
 
 
+def python_include() -> str | None:
+    """This Python's C headers, for the module-call fast path; None when they are not installed
+    (the library is then built without it, and module calls take the Python wrapper)."""
+    include = sysconfig.get_paths().get("include")
+    return include if include and os.path.exists(os.path.join(include, "Python.h")) else None
+
+
 def library_path(torch_version: str, torch_dir: str, abi: int) -> Path:
-    key = hashlib.sha256(
-        b"\0".join([SOURCE.read_bytes(), torch_version.encode(), torch_dir.encode(), str(abi).encode()])
-    ).hexdigest()[:16]
+    python = f"{sys.implementation.cache_tag}:{python_include()}"  # the fast path is built for one Python
+    parts = [SOURCE.read_bytes(), torch_version.encode(), torch_dir.encode(), str(abi).encode()]
+    parts.append(python.encode())
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
     return cache_root() / "torch_ops" / key / LIBRARY
 
 
@@ -77,9 +86,12 @@ def build(torch_version: str, torch_dir: str, abi: int) -> Path:
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / LIBRARY
         errors: list[str] = []
+        py_include = python_include()
+        python_flags = ["-DDEUT_PYTHON", "-I", py_include] if py_include else []
         for std in ("c++20", "c++17"):
             command = [
-                cxx, "-O2", "-DNDEBUG", "-shared", "-fPIC", f"-std={std}", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+                cxx, *python_flags, "-O2", "-DNDEBUG", "-shared", "-fPIC", f"-std={std}",
+                f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
                 "-I", include, "-I", os.path.join(include, "torch", "csrc", "api", "include"),
                 str(SOURCE), "-L", lib, "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}", "-o", str(out), "-w",
             ]  # fmt: skip
