@@ -11,7 +11,9 @@ Configurations:
 - ``torch``: ``-c torch`` as a GPU run has it by default (modules, backward nodes; aten ops
   observed until each launch's op repeats, then inferred at launches);
 - ``torchall``: ``-c torch`` with ``DEUTERON_TORCH_OPS=all`` (every aten op observed throughout);
-- ``torchmodules``: ``-c torch`` with ``DEUTERON_TORCH_OPS=0`` (no aten op callback).
+- ``torchmodules``: ``-c torch`` with ``DEUTERON_TORCH_OPS=0`` (no aten op callback);
+- ``torchbackward``: ``torchmodules`` without the module wrapper (backward nodes and user scopes
+  only): with ``torchmodules``, what module calls and backward nodes each cost.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 import torch
 from overhead import _load_workload  # benchmarks/ is on the path when run as a script
 
-TOOLS = ("plain", "hooks", "shadow", "torch", "torchall", "torchmodules")
+TOOLS = ("plain", "hooks", "shadow", "torch", "torchall", "torchmodules", "torchbackward")
 
 
 def timed(step: Callable[[], None], steps: int) -> float:
@@ -57,10 +59,18 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
             for h in handles:
                 h.remove()
     import deuteron
+    from deuteron.collect.context.torch import TorchContext
 
     context = "torch" if tool.startswith("torch") else tool
-    os.environ["DEUTERON_TORCH_OPS"] = {"torchmodules": "0", "torchall": "all"}.get(tool, "")
-    deuteron.start(str(out / tool), backend="cupti", context=context)
+    ops = {"torchmodules": "0", "torchbackward": "0", "torchall": "all"}
+    os.environ["DEUTERON_TORCH_OPS"] = ops.get(tool, "")
+    install = TorchContext._install_hooks
+    if tool == "torchbackward":  # an ablation: no module wrapper
+        TorchContext._install_hooks = lambda self: None  # type: ignore[method-assign]
+    try:
+        deuteron.start(str(out / tool), backend="cupti", context=context)
+    finally:
+        TorchContext._install_hooks = install  # type: ignore[method-assign]
     try:
         timed(step, 3)
         return timed(step, steps)

@@ -28,9 +28,9 @@ from ..processors import copy, keep_paths_to, merge
 from ..triton import proton_knob
 from . import lanes, output
 from .backends import Backend, KernelGroup, resolve
-from .context import ContextSource, ContextSpecError, parse_context
-from .context.jax import JAX_PLACE, JaxContext
-from .context.native import NATIVE_PLACE, NativeContext
+from .context import ContextSource, ContextSpecError, LaunchPlaces, parse_context
+from .context.jax import JaxContext
+from .context.native import NativeContext
 from .context.python import PythonContext
 from .context.shadow import ShadowContext
 from .context.state import StateContext
@@ -131,6 +131,10 @@ class Session:
         self.jax: JaxContext | None = JaxContext(self.contexts) if "jax" in frameworks else None
         # the C/C++ frames of each launch, unwound by the CUPTI shim
         self.native: NativeContext | None = NativeContext(self.contexts) if "native" in frameworks else None
+        # the sources that fill the launch entries' op column, each owning its range of values
+        self._op_sources: list[LaunchPlaces] = [
+            s for s in (self.jax, self.native, self.torch) if s is not None
+        ]
         self.lock = threading.Lock()
         self.events: list[lanes.RawEvent] = []
         self.dropped_events = 0
@@ -343,17 +347,12 @@ class Session:
                 continue
             other_thread = group.other_thread
             captured_in = contexts.node(group.capture) if group.capture else None
-            torch_op = group.op if group.op < NATIVE_PLACE else 0
-            placed = self.torch.rooted(torch_op) if torch_op and self.torch is not None else None
-            if group.op >= JAX_PLACE and self.jax is not None:  # function > scopes > primitive > HLO op
-                base = self.jax.place(group.op, contexts.node(group.context))
-                other_thread, captured_in = False, None
-            elif group.op >= NATIVE_PLACE and self.native is not None:  # the C/C++ frames of the launch
-                base = self.native.place(group.op, contexts.node(group.context))
-            elif placed is not None:  # the module and op the launch was made in, wherever it ran
-                base, other_thread = placed, False
-            elif torch_op and self.torch is not None:  # an op outside any module: below the launch
-                base = self.torch.place(torch_op, contexts.node(group.context))[0]
+            source = next((s for s in self._op_sources if s.owns(group.op)), None) if group.op else None
+            if source is not None:  # a framework's place: module and op, JAX scopes, C/C++ frames
+                place = source.launch_place(group.op, group.context)
+                base = place.node
+                other_thread = other_thread and not place.any_thread
+                captured_in = None if place.outside_capture else captured_in
             else:
                 base = contexts.node(group.context)
             parent = contexts.kernel_parent(base, other_thread=other_thread, captured_in=captured_in)

@@ -9,7 +9,7 @@ sources (torch modules, JAX scopes) join the chain the same way.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ...model.tree import Node
 
@@ -53,4 +53,27 @@ class ContextSource(Protocol):
 
     def locate(self, base: Node) -> Node:
         """The calling thread's place, as a node at or below ``base``."""
+        ...
+
+
+class LaunchPlace(NamedTuple):
+    """Where a GPU kernel goes, as a framework source read it from its launch's ``op`` column."""
+
+    node: Node
+    any_thread: bool = False  # the place holds on any thread: no "other threads" frame for it
+    outside_capture: bool = False  # the place holds outside a CUDA graph capture: no capture frame
+
+
+class LaunchPlaces(Protocol):
+    """A framework source that fills the CUPTI entries' ``op`` column (torch's trie ids, native
+    paths, JAX places): each owns a range of values, flagged by high bits, so the session asks
+    each source in turn instead of decoding the column itself."""
+
+    def owns(self, op: int) -> bool:
+        """Whether ``op`` (non-zero) is one of this source's values."""
+        ...
+
+    def launch_place(self, op: int, context: int) -> LaunchPlace:
+        """The node for a kernel whose entry has ``op``; ``context``: the launch's own context id
+        (made into a node only where the place is below it)."""
         ...

@@ -37,6 +37,7 @@ from ...model.errors import DeuteronError
 from ...model.tree import Node
 from ...triton.hooks import AttributePatch, after_import
 from ..placement import LaunchContexts
+from . import LaunchPlace
 from .hlo import COMPILE, Executable, frames, parse_module
 
 JAX_PLACE = 1 << 40  # flags a launch's op column as a JAX place (torch's places are below 2**32)
@@ -439,6 +440,14 @@ class JaxContext:
             self._segment(left[::-1], names, executables, places, openers_only=False)
 
     # --- places into tree nodes -------------------------------------------------------------------
+
+    def owns(self, op: int) -> bool:
+        return op >= JAX_PLACE
+
+    def launch_place(self, op: int, context: int) -> LaunchPlace:
+        """function > scopes > primitive > HLO op, below the launch's context: placed when the
+        kernel's record arrived, from the executable's schedule, so no thread or capture frame."""
+        return LaunchPlace(self.place(op, self.contexts.node(context)), any_thread=True, outside_capture=True)
 
     def place(self, pid: int, base: Node) -> Node:
         """The node of place ``pid`` (flagged or not) below ``base`` (the launch's own context)."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from ...model.tree import Node
 from ..placement import LaunchContexts
+from . import LaunchPlace
 
 NATIVE_PLACE = 1 << 31  # the shim's flag on a launch's op column (torch's trie ids stay below it)
 MAX_NAME = 160  # characters of a demangled name kept (template arguments can run to thousands)
@@ -146,6 +147,13 @@ class NativeContext:
                 if name is not None and (not frames or frames[-1] != name):
                     frames.append(name)
             self.frames.append(tuple(frames))
+
+    def owns(self, op: int) -> bool:
+        return NATIVE_PLACE <= op < NATIVE_PLACE << 1
+
+    def launch_place(self, op: int, context: int) -> LaunchPlace:
+        """The launch's C/C++ frames below its own context (on its own thread)."""
+        return LaunchPlace(self.place(op, self.contexts.node(context)))
 
     def place(self, op: int, base: Node) -> Node:
         """The node of native path ``op`` (flagged) below ``base``."""

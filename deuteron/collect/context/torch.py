@@ -5,7 +5,8 @@ module and op, with or without a GPU.
 The only Deuteron module that touches torch internals. Two mechanisms, chosen by measuring
 (docs/benchmarks.md, "Framework context"):
 
-- **Modules** through a wrapper of ``nn.Module._call_impl`` (about 0.3 us per module call).
+- **Modules** through a wrapper of ``nn.Module._call_impl``, its per-call work in C
+  (``torch_calls``).
   Not torch's global forward hooks: any global hook puts every module call on torch's slow path
   (1.8 us a call). Global *backward* hooks are not used either: they wrap every module's inputs
   and outputs (about 60 us per module call) and break valid code (an ``nn.ReLU(inplace=True)``
@@ -41,7 +42,8 @@ from ...model.metrics import CPU_TIME, EXC, FLOPS
 from ...model.tree import Node, Profile
 from ...triton.hooks import AttributePatch
 from ..placement import LaunchContexts
-from . import torch_build, torch_calls
+from . import LaunchPlace, torch_build, torch_calls
+from .native import NATIVE_PLACE
 
 CALLS = "calls"  # how many times a module or op frame was entered (exclusive: not summed upward)
 BASE, MODULE, OP, SCOPE, MARK, BACKWARD = 1, 2, 3, 4, 5, 6
@@ -423,6 +425,17 @@ class TorchContext:
         if tid >= len(self.trie):
             self._sync()
         return self.placer.place(tid, fallback)
+
+    def owns(self, op: int) -> bool:
+        return 0 < op < NATIVE_PLACE
+
+    def launch_place(self, op: int, context: int) -> LaunchPlace:
+        """The module and op the launch was made in: wherever it ran when the module stack starts
+        at a base (a scope or Python path), else below the launch's own context."""
+        node = self.rooted(op)
+        if node is not None:
+            return LaunchPlace(node, any_thread=True)
+        return LaunchPlace(self.place(op, self.contexts.node(context))[0])
 
     def rooted(self, tid: int) -> Node | None:
         """The node of ``tid`` when its path starts at a base (so the launch's own context is not

@@ -418,7 +418,7 @@ class CuptiBackend:
     def _save_raw(self, raw_entries: bytes, raw_kernels: bytes) -> None:
         assert self._record_dir is not None
         kernels = records.kernels(raw_kernels)
-        names = {str(p): self._name(int(p)) for p in np.unique(kernels["name_ptr"]).tolist()}
+        names = {str(p): self.kernel_name(int(p)) for p in np.unique(kernels["name_ptr"]).tolist()}
         session = self.attached[0]  # recording is for one session (a fixture)
         contexts = {str(cid): path for cid, path in session.contexts.paths().items()}
         stem = self._record_dir / f"drain{self._record_index:03d}"
@@ -444,7 +444,9 @@ class CuptiBackend:
             meta["native"] = native_context.table()
         stem.with_suffix(".json").write_text(json.dumps(meta))
 
-    def _name(self, ptr: int) -> str:
+    def kernel_name(self, ptr: int) -> str:
+        """A kernel's name from its record's name pointer (read once per pointer: CUPTI's strings
+        live in this process; a replayed drain has its names in the drain's table)."""
         name = self.names.get(ptr)
         if name is None:
             if ptr and self.live:  # CUPTI's name strings live in this process
@@ -501,7 +503,7 @@ class CuptiBackend:
             captured = capture & ~records.CTX_FLAGS
             if captured and captured not in reserved:
                 captured = self.sharing.translate(session.id, captured, 0)[0]
-            name = self._name(name_ptr)
+            name = self.kernel_name(name_ptr)
             extra: dict[str, Any] = {}
             if meta:  # the launch hook's reading applies to every session, as in Proton
                 hooked_name, hooked = self.meta_table.get(meta, (None, {}))

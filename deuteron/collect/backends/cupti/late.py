@@ -16,7 +16,7 @@ class Names(Protocol):
     clock_offset: int
     attached: list[Any]
 
-    def _name(self, ptr: int) -> str: ...
+    def kernel_name(self, ptr: int) -> str: ...
 
 
 def late_placement(backend: Names) -> Resolve | None:
@@ -30,7 +30,7 @@ def late_placement(backend: Names) -> Resolve | None:
         kernels: np.ndarray, ctx: np.ndarray, launch_ts: np.ndarray, thread: np.ndarray, op: np.ndarray
     ) -> np.ndarray:
         ptrs, inverse = np.unique(kernels["name_ptr"], return_inverse=True)
-        texts = [backend._name(int(p)) for p in ptrs.tolist()]
+        texts = [backend.kernel_name(int(p)) for p in ptrs.tolist()]
         names = [texts[i] for i in inverse.reshape(-1).tolist()]
         ts = launch_ts.astype(np.int64)
         places = jax_context.assign(
