@@ -267,7 +267,7 @@ import deuteron
 from deuteron.collect.context import torch_calls
 
 if sys.argv[1] == "python":  # as if the library had been built without Python's headers
-    torch_calls.c_wrapper = lambda *args: None
+    torch_calls.c_wrapper = lambda how: None
 
 
 class Fails(nn.Module):
@@ -275,7 +275,7 @@ class Fails(nn.Module):
         raise ValueError("from inside a module")
 
 
-deuteron.start("wrappers", backend="interpreter", context="torch")
+deuteron.start("wrappers", backend="interpreter", context=sys.argv[2])
 for _ in range(2):
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
@@ -304,16 +304,18 @@ print(json.dumps({"raised": raised, "paths": paths(tree)}))
 )
 
 
-def test_the_c_module_path_and_the_python_one_give_the_same_tree(tmp_path: Path) -> None:
+@pytest.mark.parametrize("context", ["torch", "python,torch"])
+def test_the_c_module_path_and_the_python_one_give_the_same_tree(tmp_path: Path, context: str) -> None:
     """Module calls go through C (``deut_call_impl``) where the library has Python's headers, and
     through a Python wrapper where it has not: both give every path with the same calls, an
-    exception raised inside a module closes its frame, and the next call starts at the root."""
+    exception raised inside a module closes its frame, and the next call starts at the root;
+    with ``-c python,torch`` both start the modules at the script's own line."""
     (tmp_path / "wrappers.py").write_text(textwrap.dedent(WRAPPERS))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     results = {}
     for path in ("fast", "python"):
         done = subprocess.run(
-            [sys.executable, "wrappers.py", path],
+            [sys.executable, "wrappers.py", path, context],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
         )  # fmt: skip
         assert done.returncode == 0, done.stderr[-3000:]
@@ -321,6 +323,11 @@ def test_the_c_module_path_and_the_python_one_give_the_same_tree(tmp_path: Path)
     fast, python = results["fast"]["paths"], results["python"]["paths"]
     assert results["fast"]["raised"] == "from inside a module"
     assert fast == python
-    assert fast["Model"] == 3  # two steps and the call after the exception: none of it nested under Fails
-    assert fast["Model > encoder (TransformerEncoder) > layers.1 (TransformerEncoderLayer)"] == 3
-    assert fast["Fails"] == 1 and not [p for p in fast if p.startswith("Fails > ")]
+    if context == "torch":
+        assert fast["Model"] == 3  # two steps and the call after the exception: none of it under Fails
+        assert fast["Model > encoder (TransformerEncoder) > layers.1 (TransformerEncoderLayer)"] == 3
+        assert fast["Fails"] == 1 and not [p for p in fast if p.startswith("Fails > ")]
+    else:  # each outermost module under the script line that called it, not under deuteron or torch
+        roots = [p.split(" > ") for p in fast if p.endswith(" > Model") or p.endswith(" > Fails")]
+        assert roots and all(len(r) == 2 and "wrappers.py" in r[0] for r in roots), roots
+        assert sum(fast[" > ".join(r)] for r in roots if r[1] == "Model") == 3

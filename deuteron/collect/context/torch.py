@@ -324,24 +324,31 @@ class TorchContext:
         is_compiling = torch.compiler.is_compiling
         original = torch.nn.Module._call_impl
         python_base = self._python_base
-        torch_dir = os.path.dirname(torch.__file__) + os.sep
+        between = (os.path.dirname(torch.__file__) + os.sep, torch_calls.FILE)  # torch's frames and ours
         id_of = self.contexts.id_of
         set_base = self._lib.deut_set_base
         root_name = self._root_name
 
-        def root(module: Any, depth: int) -> tuple[dict[int, str], int]:
+        def root(module: Any) -> tuple[dict[int, str], int]:
             """An outermost module call: its submodule map and frame; with ``-c python,torch`` the
             Python call path it was called from becomes the module stack's base."""
             if python_base is not None:
-                frame = sys._getframe(depth)
-                while frame is not None and frame.f_code.co_filename.startswith(torch_dir):
+                frame = sys._getframe(1)
+                while frame is not None and frame.f_code.co_filename.startswith(between):
                     frame = frame.f_back  # type: ignore[assignment]
                 set_base(id_of(python_base(frame)))
             qmap, _, nid = root_name(module)
             return qmap, nid
 
-        how = (self._lib, original, is_compiling, root, self._child_name, python_base)
-        _call_impl = torch_calls.c_wrapper(*how) or torch_calls.python_wrapper(*how)
+        def root_done() -> None:
+            set_base(0)
+
+        _call_impl = torch_calls.wrap(
+            torch_calls.Wrapping(
+                self._lib, original, is_compiling, root, self._child_name,
+                root_done if python_base is not None else None,
+            )
+        )  # fmt: skip
         patch = AttributePatch(torch.nn.Module, "_call_impl", _call_impl)
         patch.apply()
         self._handles = [_Restore(patch)]

@@ -8,9 +8,7 @@ CPU, more than torch's own call path. The Python one is for a library built with
 Both keep the ``torch.compiler.is_compiling()`` test in Python: Dynamo traces it and, seeing a
 compile, calls the original, so no compiled graph holds a call into the library.
 
-Never imports torch: the torch context hands in the original, ``is_compiling`` and the callbacks
-that name modules (``root``: an outermost call's submodule map and frame; ``child``: a nested
-call's attribute path and frame).
+Never imports torch: the torch context hands in a :class:`Wrapping`.
 """
 
 from __future__ import annotations
@@ -19,64 +17,63 @@ import ctypes
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-Root = Callable[[Any, int], tuple[dict[int, str], int]]  # (module, frame depth) -> (map, name id)
-Child = Callable[[Any, dict[int, str], str], tuple[str, int]]  # (module, map, caller's path) -> (path, id)
+FILE = __file__  # frames of this module sit between a module call and its caller (see Wrapping.root)
 
 
-def c_wrapper(
-    lib: ctypes.CDLL,
-    original: Callable[..., Any],
-    is_compiling: Callable[[], bool],
-    root: Root,
-    child: Child,
-    python_base: object | None,
-) -> Callable[..., Any] | None:
+class Wrapping(NamedTuple):
+    """What either wrapper needs from the torch context."""
+
+    lib: ctypes.CDLL
+    original: Callable[..., Any]  # torch's own nn.Module._call_impl
+    is_compiling: Callable[[], bool]
+    # An outermost call: (module) -> (its submodule map, its frame's name id). Called from this
+    # module's frames: a caller's frame is found above those of FILE (and torch's).
+    root: Callable[[Any], tuple[dict[int, str], int]]
+    # A nested call: (module, the outermost map, the caller's attribute path) -> (path, name id).
+    child: Callable[[Any, dict[int, str], str], tuple[str, int]]
+    # After an outermost call returned or raised; None for nothing (-c python,torch resets the base).
+    root_done: Callable[[], None] | None
+
+
+def wrap(how: Wrapping) -> Callable[..., Any]:
+    """The C wrapper where the library has it, else the Python one."""
+    wrapper = c_wrapper(how) or python_wrapper(how)
+    wrapper.__wrapped__ = how.original  # type: ignore[attr-defined]
+    return wrapper
+
+
+def c_wrapper(how: Wrapping) -> Callable[..., Any] | None:
     """The wrapper whose work is done in C; None where the library has no ``deut_call_impl``."""
     try:
-        configure = lib.deut_py_configure
+        configure = how.lib.deut_py_configure
     except AttributeError:  # built without Python's headers
         return None
     configure.argtypes = [ctypes.py_object] * 4
     configure.restype = ctypes.py_object
-    set_base = lib.deut_set_base
-
-    def root_done() -> None:
-        set_base(0)
+    child = how.child
 
     def interned_child(module: Any, qmap: dict[int, str], parent_qual: str) -> tuple[str, int]:
         # The C cache keys nested calls by the caller's path object: one object per text.
         qual, nid = child(module, qmap, parent_qual)
         return sys.intern(qual), nid
 
-    # depth 3: root <- the lambda <- the wrapper (deut_call_impl has no frame) <- torch's _wrapped_call_impl
-    fast: Callable[..., Any] = configure(
-        original,
-        lambda module: root(module, 3),
-        interned_child,
-        root_done if python_base is not None else None,
-    )
+    fast: Callable[..., Any] = configure(how.original, how.root, interned_child, how.root_done)
+    original, is_compiling = how.original, how.is_compiling
 
     def _call_impl(module: Any, *args: Any, **kwargs: Any) -> Any:
         if is_compiling():  # traced by dynamo: leave no trace in the graph
             return original(module, *args, **kwargs)
         return fast(module, *args, **kwargs)
 
-    _call_impl.__wrapped__ = original  # type: ignore[attr-defined]
     return _call_impl
 
 
-def python_wrapper(
-    lib: ctypes.CDLL,
-    original: Callable[..., Any],
-    is_compiling: Callable[[], bool],
-    root: Root,
-    child: Child,
-    python_base: object | None,
-) -> Callable[..., Any]:
+def python_wrapper(how: Wrapping) -> Callable[..., Any]:
     """The wrapper in Python (a library built without Python's headers)."""
-    enter, leave, set_base = lib.deut_module_enter, lib.deut_module_exit, lib.deut_set_base
+    enter, leave = how.lib.deut_module_enter, how.lib.deut_module_exit
+    _, original, is_compiling, root, child, root_done = how
     tls = threading.local()
     names: dict[tuple[int, int, str], tuple[str, int]] = {}
 
@@ -95,7 +92,7 @@ def python_wrapper(
                 hit = names[key] = child(module, qmap, parent_qual)
             qual, nid = hit
         else:
-            qmap, nid = root(module, 2)
+            qmap, nid = root(module)
             qual = ""
         stack.append((qmap, qual))
         enter(nid)
@@ -104,8 +101,7 @@ def python_wrapper(
         finally:
             stack.pop()
             leave()
-            if python_base is not None and not stack:
-                set_base(0)
+            if root_done is not None and not stack:
+                root_done()
 
-    _call_impl.__wrapped__ = original  # type: ignore[attr-defined]
     return _call_impl
