@@ -811,23 +811,23 @@ struct PyName {
   uint32_t id;
 };
 
-struct PyThreadState {
+struct CallState {
   std::vector<PyFrame> stack;
   std::unordered_map<PyNameKey, PyName, PyNameKeyHash> names;
   uint64_t epoch = 0;
 };
 
-thread_local PyThreadState py_t;
+thread_local CallState py_t;
 PyObject *g_py_original = nullptr, *g_py_root = nullptr, *g_py_child = nullptr, *g_py_root_done = nullptr;
 PyObject* g_py_empty = nullptr;
 uint64_t g_py_epoch = 1;  // under the GIL
 
-void clear_names(PyThreadState& p) {
+void clear_names(CallState& p) {
   for (auto& kv : p.names) Py_DECREF(kv.second.qual);
   p.names.clear();
 }
 
-inline PyThreadState& py_state() {
+inline CallState& py_state() {
   if (py_t.epoch != g_py_epoch) {  // a new session: names are looked up again (the stack is balanced by its calls)
     clear_names(py_t);
     py_t.epoch = g_py_epoch;
@@ -855,7 +855,7 @@ PyObject* call_impl(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
     return nullptr;
   }
   PyObject* module = args[0];
-  PyThreadState& p = py_state();
+  CallState& p = py_state();
   bool root = p.stack.empty();
   PyFrame frame;
   uint32_t id = 0;
