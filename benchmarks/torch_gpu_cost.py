@@ -13,7 +13,9 @@ Configurations:
 - ``torchall``: ``-c torch`` with ``DEUTERON_TORCH_OPS=all`` (every aten op observed throughout);
 - ``torchmodules``: ``-c torch`` with ``DEUTERON_TORCH_OPS=0`` (no aten op callback);
 - ``torchbackward``: ``torchmodules`` without the module wrapper (backward nodes and user scopes
-  only): with ``torchmodules``, what module calls and backward nodes each cost.
+  only): with ``torchmodules``, what module calls and backward nodes each cost;
+- ``torchnodecb``: ``torch`` with backward nodes seen through a RecordFunction callback per node
+  (as before they were read from autograd at launches): with ``torch``, what that saves.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from pathlib import Path
 import torch
 from overhead import _load_workload  # benchmarks/ is on the path when run as a script
 
-TOOLS = ("plain", "hooks", "shadow", "torch", "torchall", "torchmodules", "torchbackward")
+TOOLS = ("plain", "hooks", "shadow", "torch", "torchall", "torchmodules", "torchbackward", "torchnodecb")
 
 
 def timed(step: Callable[[], None], steps: int) -> float:
@@ -67,10 +69,12 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
     install = TorchContext._install_hooks
     if tool == "torchbackward":  # an ablation: no module wrapper
         TorchContext._install_hooks = lambda self: None  # type: ignore[method-assign]
+    TorchContext.nodes_at_launch_wanted = tool != "torchnodecb"  # an ablation: a callback per node
     try:
         deuteron.start(str(out / tool), backend="cupti", context=context)
     finally:
         TorchContext._install_hooks = install  # type: ignore[method-assign]
+        TorchContext.nodes_at_launch_wanted = True
     try:
         timed(step, 3)
         return timed(step, steps)

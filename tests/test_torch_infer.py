@@ -176,6 +176,11 @@ def test_inferred_places_equal_observed_ones_once_learned(
     # as when every op is observed
     assert result["calls"]["deut_test::scaled"] == 20 == observed_calls["deut_test::scaled"]
     assert result["calls"]["deut_test::scaled_grad"] == 20 == observed_calls["deut_test::scaled_grad"]
+    # backward nodes are then read from autograd at launches, with no callback to time them: a
+    # node's calls are its runs that launched, and it has no CPU time
+    node = "GeneratedBackwardFor_deut_test_scaled_defaultBackward"
+    assert result["calls"][node] == 20 == observed_calls[node]
+    assert observed_run["cpu"][node] and not result["cpu"][node]
     inferred_steps = [i for i, o in enumerate(result["observing"]) if o == 0]
     for step in inferred_steps[1:]:
         assert steps[step] == observed[step]

@@ -31,6 +31,7 @@
 #include <ATen/SequenceNumber.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
 
 #include <algorithm>
 #include <atomic>
@@ -41,6 +42,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -78,6 +80,7 @@ std::atomic<uint64_t> g_epoch{0};       // bumped at each install: stale per-thr
 at::CallbackHandle g_handle = 0;
 std::atomic<int> g_flops_on{1};
 std::atomic<int> g_infer{0};            // ops inferred at launches (deut_install's flag 4)
+std::atomic<int> g_nodes_at_launch{0};  // backward nodes read from autograd at launches (flag 8)
 std::atomic<uint64_t> g_dropped{0};     // places not made (tables full)
 
 template <typename T>
@@ -205,8 +208,25 @@ struct PlaceSlot {
   uint32_t id;
 };
 
+// The autograd node this thread runs now, when backward nodes are read from autograd instead of a
+// callback per node (see "Backward nodes without a callback"): an anchor like a pushed backward
+// node, but kept beside the stack, above the `depth` frames that were open when it was first seen.
+// It is numbered (frame.ordinal) only when first used as an anchor, by a launch or by an anchor
+// opened in it: a node seen only through its ops (while ops are observed) must not shift the
+// numbering, or launch keys would differ between observed and inferred steps.
+struct NodeRun {
+  const void* ptr = nullptr;
+  uint64_t seq = 0;
+  size_t depth = 0;
+  bool on = false;
+  bool numbered = false;
+  Frame frame{};
+};
+
 struct ThreadState {
   std::vector<Frame> stack;
+  NodeRun node;
+  std::unordered_map<const char*, uint32_t> node_names;  // a node class's name id (0: asked per node)
   uint32_t base = 0;
   uint64_t epoch = UINT64_MAX;
   std::unordered_map<uint64_t, uint32_t> trie;
@@ -228,6 +248,7 @@ inline ThreadState& state() {
     t.stack.clear();
     t.anchors = 0;
     t.last_top = t.top_launches = t.last_place = 0;
+    t.node.on = false;
     t.epoch = epoch;
   }
   return t;
@@ -239,12 +260,38 @@ inline uint64_t now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-inline uint32_t current(ThreadState& s) { return s.stack.empty() ? s.base : s.stack.back().node; }
+// Whether the thread's autograd node (when read at launches) is above the stack's frame i.
+inline bool node_above(const ThreadState& s, size_t i) { return s.node.on && i < s.node.depth; }
 
-Frame* innermost_anchor(ThreadState& s) {
-  for (size_t i = s.stack.size(); i-- > 0;)
+inline uint32_t current(ThreadState& s) {
+  if (s.node.on && s.stack.size() <= s.node.depth) return s.node.frame.node;
+  return s.stack.empty() ? s.base : s.stack.back().node;
+}
+
+Frame* stack_anchor(ThreadState& s, size_t below) {
+  for (size_t i = below; i-- > 0;)
     if (s.stack[i].anchor) return &s.stack[i];
   return nullptr;
+}
+
+Frame* innermost_anchor(ThreadState& s) {
+  for (size_t i = s.stack.size(); i-- > 0;) {
+    if (node_above(s, i)) return &s.node.frame;
+    if (s.stack[i].anchor) return &s.stack[i];
+  }
+  return s.node.on ? &s.node.frame : nullptr;
+}
+
+// The innermost anchor, as a launch key or an anchor opened in it uses it: a NodeRun is numbered
+// inside the anchor it runs in (or, at the top, after the last outermost anchor that closed).
+Frame* keyed_anchor(ThreadState& s) {
+  Frame* a = innermost_anchor(s);
+  if (a == &s.node.frame && !s.node.numbered) {
+    Frame* outer = stack_anchor(s, s.node.depth);
+    a->ordinal = outer ? outer->children++ : s.last_top;
+    s.node.numbered = true;
+  }
+  return a;
 }
 
 // Where a module, a user scope or a backward node opens: the current place; with ops inferred,
@@ -261,7 +308,7 @@ uint32_t anchor_parent(ThreadState& s) {
 void push(ThreadState& s, uint32_t node, uint8_t timed, uint8_t module, uint8_t engine, uint8_t anchor) {
   uint32_t ordinal = 0;
   if (anchor) {
-    Frame* outer = innermost_anchor(s);
+    Frame* outer = keyed_anchor(s);
     ordinal = outer ? outer->children++ : s.last_top;
     s.anchors++;
   }
@@ -350,6 +397,77 @@ uint32_t module_of(uint64_t tid, uint64_t seq, uint32_t* base) {
     i = x.parent;
   }
   return 0;
+}
+
+// A backward node's place: `<module that made it> > backward > <node>`, found by the node's
+// forward thread and sequence number; a node of no module opens where it runs (`parent`), or at
+// the base of its forward thread.
+uint32_t backward_place(ThreadState& s, uint64_t forward_tid, uint64_t seq, uint32_t name, uint32_t parent) {
+  uint32_t base = 0;
+  uint32_t module = module_of(forward_tid, seq, &base);
+  uint32_t where = module ? module : (parent ? parent : base);
+  static uint32_t backward_name = intern_global("backward");
+  return child(s, child(s, where, K_MARK, backward_name), K_BACKWARD, name);
+}
+
+// ---- Backward nodes without a callback --------------------------------------------------------
+// With ops inferred (a GPU run), backward nodes are not seen through a RecordFunction callback:
+// with one registered, autograd builds a RecordFunction and the node's name string for every node
+// it runs, which was the largest cost left on a launch-bound step (docs/benchmarks.md). Autograd
+// keeps the node a thread runs (get_current_node, set around every node it evaluates), and each
+// node has its forward thread and sequence number: that is all the callback used. So at every
+// event of a thread (a launch, a module call, a scope, an observed op) the node is read, and when
+// it changed the thread's NodeRun is ended and a new one begun; it then acts as the innermost
+// anchor for what happens in it (launch keys, modules recomputed by checkpointing, ops). Its
+// calls are the runs that launched a kernel; it has no CPU time (nothing times it).
+
+uint32_t node_name(ThreadState& s, const torch::autograd::Node& n) {
+  const char* type = typeid(n).name();
+  auto it = s.node_names.find(type);
+  if (it != s.node_names.end() && it->second) return it->second;
+  uint32_t id = intern_global(n.name().c_str());
+  // a Python autograd Function's node is named by its Python class: asked for each node
+  if (it == s.node_names.end()) s.node_names.emplace(type, std::strstr(type, "PyNode") ? 0 : id);
+  return id;
+}
+
+void end_node(ThreadState& s) {
+  s.node.on = false;
+  if (s.node.numbered && !s.anchors) {  // an outermost anchor closed: launches at the top count again after it
+    s.last_top = s.node.frame.node;
+    s.top_launches = 0;
+  }
+}
+
+void begin_node(ThreadState& s, const torch::autograd::Node& n) {
+  Frame* outer = stack_anchor(s, s.stack.size());
+  uint32_t parent = outer ? outer->node : s.base;
+  uint32_t place = backward_place(s, n.thread_id(), n.sequence_nr(), node_name(s, n), parent);
+  s.node.ptr = &n;
+  s.node.seq = n.sequence_nr();
+  s.node.depth = s.stack.size();
+  s.node.frame = Frame{place, 0, 0, 0, 1, 0, 0, 0, 0, 0};
+  s.node.on = true;
+  s.node.numbered = false;
+}
+
+// The thread's NodeRun brought up to date with the node autograd runs on it now.
+void sync_node(ThreadState& s) {
+  if (!g_nodes_at_launch.load(std::memory_order_relaxed)) return;
+  auto held = torch::autograd::get_current_node();  // keeps the node alive while it is read
+  const torch::autograd::Node* n = held.get();
+  if (s.node.on) {
+    if (n == s.node.ptr && n && n->sequence_nr() == s.node.seq && s.stack.size() >= s.node.depth) return;
+    end_node(s);
+  }
+  if (n) begin_node(s, *n);
+}
+
+// The first launch of a node's run counts one call of it.
+void count_node_launch(ThreadState& s) {
+  if (!s.node.on || s.node.frame.launched) return;
+  s.node.frame.launched = 1;
+  if (Stat* st = chunk_of(g_stat, s.node.frame.node, false)) st->calls.fetch_add(1, std::memory_order_relaxed);
 }
 
 int64_t dim(const c10::IValue& v, size_t i) {
@@ -467,17 +585,13 @@ bool engine_frame(const char* name) {  // the engine's wrapper around each backw
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ThreadState& s = state();
+  sync_node(s);
   const char* name = fn.name();
   uint32_t parent = scope_is_anchor(fn.scope()) ? anchor_parent(s) : current(s);
   at::RecordScope scope = fn.scope();
   uint32_t node;
   if (scope == at::RecordScope::BACKWARD_FUNCTION) {
-    uint32_t base = 0;
-    uint32_t module = module_of(fn.forwardThreadId(), uint64_t(fn.seqNr()), &base);
-    uint32_t where = module ? module : (parent ? parent : base);
-    static uint32_t backward_name = intern_global("backward");
-    uint32_t mark = child(s, where, K_MARK, backward_name);
-    node = child(s, mark, K_BACKWARD, intern(s, name));
+    node = backward_place(s, fn.forwardThreadId(), uint64_t(fn.seqNr()), intern(s, name), parent);
     // The engine's work around the node (summing gradients to shape, accumulating them) runs
     // after it, inside evaluate_function: it belongs to the same node.
     if (!s.stack.empty() && s.stack.back().engine) s.stack.back().node = node;
@@ -548,7 +662,7 @@ std::vector<uint32_t> first_launches(ThreadState& s) {
   std::vector<uint32_t> opened;
   for (size_t i = s.stack.size(); i-- > 0;) {
     Frame& f = s.stack[i];
-    if (f.anchor) break;
+    if (f.anchor || node_above(s, i)) break;
     if (f.engine || f.launched) continue;
     f.launched = 1;
     opened.push_back(f.node);
@@ -578,12 +692,13 @@ void set_observing(bool on) {  // under g_lmu
 uint32_t launch_place(ThreadState& s, const char* symbol) {
   uint32_t here = current(s);
   LaunchKey key;
-  if (Frame* a = innermost_anchor(s))
+  if (Frame* a = keyed_anchor(s))
     key = LaunchKey{a->node, a->ordinal, a->launches++, 0};
   else
     key = LaunchKey{s.base, s.last_top, s.top_launches++, 1};
   const char* name = symbol ? symbol : "";
   uint32_t place = here;
+  count_node_launch(s);
   std::vector<uint32_t> opened = first_launches(s);  // empty while ops are not observed
   count_calls(opened);
   std::lock_guard<std::mutex> lock(g_lmu);
@@ -619,9 +734,11 @@ int deut_abi(void) { return 1; }
 // 2 = no aten ops (only backward nodes and user scopes: an aten op then runs no callback at all,
 // which is most of the cost on a launch-bound step). 0 on success.
 // 4 = ops inferred at launches once they repeat (deut_launch; see "Ops inferred at launch").
+// 8 = with 4, backward nodes read from autograd at launches, with no callback per node (see
+// "Backward nodes without a callback").
 int deut_install(int flags) {
   if (g_handle) return 0;
-  bool flops = flags & 1, ops = !(flags & 2), infer = ops && (flags & 4);
+  bool flops = flags & 1, ops = !(flags & 2), infer = ops && (flags & 4), nodes_at_launch = infer && (flags & 8);
   g_flops_on.store(flops ? 1 : 0);
   g_epoch.fetch_add(1);
   {
@@ -631,13 +748,17 @@ int deut_install(int flags) {
     g_observing.store(1);
   }
   g_infer.store(infer ? 1 : 0);
+  g_nodes_at_launch.store(nodes_at_launch ? 1 : 0);
   g_inferred.store(0);
   g_missed.store(0);
   g_switches.store(0);
   // backward nodes pass their sequence number whether ids are asked or not
-  g_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
-                                       .needsIds(false)
-                                       .scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE}));
+  auto anchors = at::RecordFunctionCallback(on_enter, on_exit).needsIds(false);
+  if (nodes_at_launch)
+    anchors.scopes({at::RecordScope::USER_SCOPE});
+  else
+    anchors.scopes({at::RecordScope::BACKWARD_FUNCTION, at::RecordScope::USER_SCOPE});
+  g_handle = at::addGlobalCallback(anchors);
   if (ops)
     g_ops_handle = at::addGlobalCallback(at::RecordFunctionCallback(on_enter, on_exit)
                                              .needsInputs(flops)
@@ -651,6 +772,7 @@ void deut_remove(void) {
   if (g_ops_handle) at::removeCallback(g_ops_handle);
   g_handle = g_ops_handle = 0;
   g_infer.store(0);
+  g_nodes_at_launch.store(0);
   g_epoch.fetch_add(1);
 }
 
@@ -658,8 +780,12 @@ void deut_remove(void) {
 // with is_launch 0 for a graph node made by a captured launch, which is not a launch of its own):
 // the current place while ops are observed, else the place learned for this launch's position.
 uint32_t deut_launch(const char* symbol, int is_launch) {
+  if (g_nodes_at_launch.load(std::memory_order_relaxed)) {
+    sync_node(state());  // autograd's threads may see no callback at all before their first launch
+  } else if (t.epoch != g_epoch.load(std::memory_order_relaxed)) {
+    return t.base;
+  }
   ThreadState& s = t;
-  if (s.epoch != g_epoch.load(std::memory_order_relaxed)) return s.base;
   if (!g_infer.load(std::memory_order_relaxed)) return current(s);
   if (!is_launch) return g_observing.load(std::memory_order_relaxed) || !s.last_place ? current(s) : s.last_place;
   s.last_place = launch_place(s, symbol);
@@ -695,6 +821,7 @@ uint32_t deut_intern(const char* text) { return intern(state(), text); }
 uint32_t deut_current(void) {
   ThreadState& s = t;
   if (s.epoch != g_epoch.load(std::memory_order_relaxed)) return s.base;
+  sync_node(s);
   return current(s);
 }
 
@@ -717,6 +844,7 @@ void deut_set_base(uint32_t name) {
 
 void deut_module_enter(uint32_t name) {
   ThreadState& s = state();
+  sync_node(s);
   uint32_t node = child(s, anchor_parent(s), K_MODULE, name);
   push(s, node, 1, 1, 0, 1);
   Ranges* r = my_ranges(s);

@@ -18,7 +18,9 @@ The only Deuteron module that touches torch internals. Two mechanisms, chosen by
   on whatever thread autograd runs it, lands under ``<module path> > backward > <node name>``.
 - **With a GPU**, ops are observed only until each launch's op repeats at its position in its
   module call; then the op callback is disabled and launches get the learned op, checked against
-  the kernel's name (``ops_wanted``; a miss turns the op callback on again).
+  the kernel's name (``ops_wanted``; a miss turns the op callback on again). Backward nodes are
+  then read from autograd at each launch (the node it runs now) instead of through a callback per
+  node, which made autograd build a RecordFunction and a name string for every node it ran.
 
 Places are trie ids: the CUPTI shim records the launching thread's id with each launch, and the
 session asks :meth:`TorchContext.place` for the node. Every hook starts by asking whether Dynamo is
@@ -196,6 +198,9 @@ class TorchContext:
     """The torch context source of one session (one at a time per process)."""
 
     name = "torch"
+    # With ops inferred, backward nodes are read from autograd at launches rather than through a
+    # callback per node (a benchmark's ablation turns it off to measure what it saves).
+    nodes_at_launch_wanted = True
 
     def __init__(self, contexts: LaunchContexts, python_base: Callable[[Any], Node] | None = None) -> None:
         """``python_base``: with ``-c python,torch``, the Python call path (from a frame) that an
@@ -210,6 +215,7 @@ class TorchContext:
         self.flops = True
         self.ops = True  # DEUTERON_TORCH_OPS=0: modules, backward nodes and the optimizer only
         self.infer = False  # ops observed until launches repeat, then inferred (see ops_wanted)
+        self.nodes_at_launch = False  # backward nodes read at launches (with infer), untimed
         self.stats: dict[str, int] = {}  # infer_stats() when the session stopped
 
     @staticmethod
@@ -264,7 +270,9 @@ class TorchContext:
         self.ops, self.infer = self.ops_wanted(on_gpu)
         self.flops = self.flops_wanted(on_gpu) and self.ops and not self.infer
         lib.deut_reset()
+        self.nodes_at_launch = self.infer and self.nodes_at_launch_wanted
         flags = (1 if self.flops else 0) | (0 if self.ops else 2) | (4 if self.infer else 0)
+        flags |= 8 if self.nodes_at_launch else 0
         if lib.deut_install(flags) != 0:
             raise TorchContextError("PyTorch refused the op callback (at::addGlobalCallback)")
         _active = self
@@ -469,7 +477,9 @@ class TorchContext:
         nodes), ``calls`` and ``flops``. Once ops have been inferred, they were timed only while
         observed, so their ``cpu_time`` is left out (modules' and backward nodes' is whole); their
         ``calls`` are then the calls that launched a kernel, counted at launches whether observed or
-        inferred. How many launches were inferred is in the profile's metadata."""
+        inferred; backward nodes, then read from autograd at launches and timed by nothing, have
+        the same ``calls`` and no ``cpu_time``. How many launches were inferred is in the profile's
+        metadata."""
         if self._lib is None:
             return
         inferred = False  # ops were left unobserved for a while: their own time is partial
@@ -502,7 +512,10 @@ class TorchContext:
             if kind[tid] == BASE:
                 continue
             metrics: dict[str, int] = {}
-            if not (inferred and kind[tid] == OP):
+            untimed = (inferred and kind[tid] == OP) or (
+                self.nodes_at_launch and kind[tid] in (BACKWARD, MARK)
+            )
+            if not untimed:
                 metrics[CPU_TIME] = int(deltas["ns"][tid])
             if deltas["calls"][tid]:
                 metrics[CALLS] = int(deltas["calls"][tid])
