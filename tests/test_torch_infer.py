@@ -78,8 +78,30 @@ SCRIPT = textwrap.dedent(
         def forward(self, x):
             return torch.utils.checkpoint.checkpoint(self.inner, x, use_reentrant=self.reentrant)
 
+    class Nested(torch.autograd.Function):  # its backward runs a scope and a nested backward
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.enable_grad():
+                xx = x.detach().requires_grad_()
+                with torch.autograd.profiler.record_function("inner_grad"):
+                    (gx,) = torch.autograd.grad(scaled(xx, torch.ones(8)).sum(), xx)
+            launch("after_kernel")
+            return g * 2 + gx
+
+    class NestedGrad(nn.Module):
+        def forward(self, x):
+            return Nested.apply(x)
+
     if sys.argv[3] == "plain":
         model = nn.Sequential(nn.Linear(8, 8), Scale(), nn.Linear(8, 8), Scale())
+    elif sys.argv[3] == "nested":
+        model = nn.Sequential(nn.Linear(8, 8), NestedGrad(), Scale())
     else:
         model = nn.Sequential(Checkpointed(sys.argv[3] == "reentrant"), nn.Linear(8, 8), Scale())
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -214,6 +236,17 @@ def test_modules_inside_checkpoint_get_the_same_places_in_every_step(tmp_path: P
     assert result["observing"][-1] == 0
     assert all(steps[i] == steps[0] for i in steps)  # learned (step 0) and inferred (later) alike
     assert any("backward" in p and "1 (Scale) > deut_test::scaled" in p for p in steps[0])  # recomputed
+
+
+def test_a_scope_and_a_nested_backward_inside_a_node_keep_every_step_the_same(tmp_path: Path) -> None:
+    """A custom backward that opens a scope, runs a nested backward in it, then launches: where the
+    node's run is found to end must not change launch keys between observed and inferred steps."""
+    result = _run(tmp_path, 30, 99, model="nested")
+    steps = _by_step(result["seen"])
+    assert result["stats"]["missed"] == 0 and result["stats"]["inferred"] > 0, result["stats"]
+    assert result["observing"][-1] == 0
+    assert all(steps[i] == steps[0] for i in steps)
+    assert any(p.endswith("1 (NestedGrad) > backward > NestedBackward") for p in steps[0]), steps[0]
 
 
 def test_infer_with_flops_is_refused_in_one_line(tmp_path: Path) -> None:

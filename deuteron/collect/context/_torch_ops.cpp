@@ -32,6 +32,7 @@
 #include <ATen/core/ivalue.h>
 #include <ATen/record_function.h>
 #include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/graph_task.h>
 
 #include <algorithm>
 #include <atomic>
@@ -214,12 +215,16 @@ struct PlaceSlot {
 // It is numbered (frame.ordinal) only when first used as an anchor, by a launch or by an anchor
 // opened in it: a node seen only through its ops (while ops are observed) must not shift the
 // numbering, or launch keys would differ between observed and inferred steps.
+// A run is one node in one graph task: the same node object runs again in the next backward
+// (AccumulateGrad, whose sequence number is always the same, or a graph kept with retain_graph).
 struct NodeRun {
   const void* ptr = nullptr;
   uint64_t seq = 0;
+  int task = -1;  // the graph task's id
   size_t depth = 0;
   bool on = false;
   bool numbered = false;
+  bool top = false;  // numbered with no anchor around it: its end is an outermost anchor's
   Frame frame{};
 };
 
@@ -290,6 +295,7 @@ Frame* keyed_anchor(ThreadState& s) {
     Frame* outer = stack_anchor(s, s.node.depth);
     a->ordinal = outer ? outer->children++ : s.last_top;
     s.node.numbered = true;
+    s.node.top = !outer;
   }
   return a;
 }
@@ -431,24 +437,27 @@ uint32_t node_name(ThreadState& s, const torch::autograd::Node& n) {
   return id;
 }
 
+// Decided by how the run was numbered, not by the stack when the end is noticed: the end is
+// noticed at the thread's next event, which differs whether ops are observed or not.
 void end_node(ThreadState& s) {
   s.node.on = false;
-  if (s.node.numbered && !s.anchors) {  // an outermost anchor closed: launches at the top count again after it
+  if (s.node.numbered && s.node.top) {  // an outermost anchor closed: launches at the top count again after it
     s.last_top = s.node.frame.node;
     s.top_launches = 0;
   }
 }
 
-void begin_node(ThreadState& s, const torch::autograd::Node& n) {
+void begin_node(ThreadState& s, const torch::autograd::Node& n, int task) {
   Frame* outer = stack_anchor(s, s.stack.size());
   uint32_t parent = outer ? outer->node : s.base;
   uint32_t place = backward_place(s, n.thread_id(), n.sequence_nr(), node_name(s, n), parent);
   s.node.ptr = &n;
   s.node.seq = n.sequence_nr();
+  s.node.task = task;
   s.node.depth = s.stack.size();
   s.node.frame = Frame{place, 0, 0, 0, 1, 0, 0, 0, 0, 0};
   s.node.on = true;
-  s.node.numbered = false;
+  s.node.numbered = s.node.top = false;
 }
 
 // The thread's NodeRun brought up to date with the node autograd runs on it now.
@@ -456,11 +465,14 @@ void sync_node(ThreadState& s) {
   if (!g_nodes_at_launch.load(std::memory_order_relaxed)) return;
   auto held = torch::autograd::get_current_node();  // keeps the node alive while it is read
   const torch::autograd::Node* n = held.get();
+  int task = n ? torch::autograd::get_current_graph_task_id() : -1;
   if (s.node.on) {
-    if (n == s.node.ptr && n && n->sequence_nr() == s.node.seq && s.stack.size() >= s.node.depth) return;
+    if (n == s.node.ptr && n && n->sequence_nr() == s.node.seq && task == s.node.task &&
+        s.stack.size() >= s.node.depth)
+      return;
     end_node(s);
   }
-  if (n) begin_node(s, *n);
+  if (n) begin_node(s, *n, task);
 }
 
 // The first launch of a node's run counts one call of it.
@@ -780,11 +792,12 @@ void deut_remove(void) {
 // with is_launch 0 for a graph node made by a captured launch, which is not a launch of its own):
 // the current place while ops are observed, else the place learned for this launch's position.
 uint32_t deut_launch(const char* symbol, int is_launch) {
-  if (g_nodes_at_launch.load(std::memory_order_relaxed)) {
-    sync_node(state());  // autograd's threads may see no callback at all before their first launch
-  } else if (t.epoch != g_epoch.load(std::memory_order_relaxed)) {
-    return t.base;
+  if (t.epoch != g_epoch.load(std::memory_order_relaxed)) {
+    // a thread with no event this session yet: its base, unless it runs autograd's nodes (its
+    // threads may see no callback at all before their first launch when nodes are read here)
+    if (!g_nodes_at_launch.load(std::memory_order_relaxed) || !torch::autograd::get_current_node()) return t.base;
   }
+  sync_node(state());
   ThreadState& s = t;
   if (!g_infer.load(std::memory_order_relaxed)) return current(s);
   if (!is_launch) return g_observing.load(std::memory_order_relaxed) || !s.last_place ? current(s) : s.last_place;
@@ -830,6 +843,7 @@ uint32_t deut_current(void) {
 // launches outside any anchor start counting again, so a loop of scoped steps repeats its keys.
 void deut_set_base(uint32_t name) {
   ThreadState& s = state();
+  sync_node(s);  // a run that ended before this resets the counts below, whether ops are observed or not
   uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
   s.base = node;
   s.last_top = s.top_launches = 0;  // launches outside any anchor count again from here
