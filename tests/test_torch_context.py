@@ -232,6 +232,14 @@ def test_python_and_torch_combine_on_the_cpu(tmp_path: Path) -> None:
     script = str((tmp_path / "train.py").resolve())
     calls = [c for c in tree["children"] if c["frame"]["name"].startswith(script)]
     assert calls and any("Model" in names(c) for c in calls), names(tree)
+    # the optimizer's step and zero_grad (scopes opened outside any module) sit under the script
+    # lines that called them, as the model's call does, not at the top
+    lines = textwrap.dedent(TRAIN).splitlines()
+    scopes = (("opt.step()", "optimizer.step (AdamW)"), ("opt.zero_grad()", "optimizer.zero_grad (AdamW)"))
+    for call, frame in scopes:
+        line = next(i for i, text in enumerate(lines, 1) if text.strip() == call)
+        assert frame in names(node(tree, f"{script}:{line}@<module>")), names(tree)
+        assert frame not in names(tree)
 
 
 def test_fold_repeats_groups_repeated_layers(encoder_tree: dict[str, Any], tmp_path: Path) -> None:

@@ -195,6 +195,7 @@ struct Frame {
   uint32_t launches;  // launches so far with this frame as the innermost anchor
   uint32_t children;  // anchors opened directly inside this one
   uint64_t t0;
+  uint8_t based = 0;  // a user scope that set the thread's base (-c python,torch): cleared when it closes
 };
 
 // Direct-mapped caches in front of each thread's maps: an op's name and place are found with one
@@ -595,12 +596,24 @@ bool engine_frame(const char* name) {  // the engine's wrapper around each backw
   return name[0] == 'a' && !std::strncmp(name, "autograd::engine::evaluate_function", 35);
 }
 
+// With -c python,torch: sets the calling thread's base to its Python call path, for a user scope
+// (the optimizer's step, a record_function) opened outside any module or other anchor, so it
+// lands under the script line that opened it as module calls do. False where it did nothing.
+std::atomic<bool (*)()> g_scope_base{nullptr};
+
+extern "C" void deut_set_base(uint32_t name);
+
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ThreadState& s = state();
   sync_node(s);
   const char* name = fn.name();
-  uint32_t parent = scope_is_anchor(fn.scope()) ? anchor_parent(s) : current(s);
   at::RecordScope scope = fn.scope();
+  bool based = false;
+  if (scope == at::RecordScope::USER_SCOPE && !s.anchors && !s.base && !s.node.on) {
+    bool (*set_scope_base)() = g_scope_base.load(std::memory_order_relaxed);
+    based = set_scope_base && set_scope_base();
+  }
+  uint32_t parent = scope_is_anchor(scope) ? anchor_parent(s) : current(s);
   uint32_t node;
   if (scope == at::RecordScope::BACKWARD_FUNCTION) {
     node = backward_place(s, fn.forwardThreadId(), uint64_t(fn.seqNr()), intern(s, name), parent);
@@ -624,12 +637,13 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     node = child(s, parent, K_SCOPE, intern(s, name));
   }
   push(s, node, 1, 0, 0, scope_is_anchor(scope));
+  s.stack.back().based = based;
   return nullptr;
 }
 
 void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   ThreadState& s = state();
-  if (!s.stack.empty()) pop(s);
+  if (!s.stack.empty() && pop(s).based) deut_set_base(0);
 }
 
 // ---- Ops inferred at launch -------------------------------------------------------------------
@@ -962,6 +976,7 @@ struct CallState {
 thread_local CallState py_t;
 PyObject *g_py_original = nullptr, *g_py_root = nullptr, *g_py_child = nullptr, *g_py_root_done = nullptr;
 PyObject* g_py_empty = nullptr;
+PyObject* g_py_scope_base = nullptr;
 uint64_t g_py_epoch = 1;  // under the GIL
 
 void clear_names(CallState& p) {
@@ -1053,9 +1068,39 @@ void set_ref(PyObject** slot, PyObject* value) {
   Py_XDECREF(old);
 }
 
+// A Python thread's scope: its call path is asked for with the GIL taken again (torch.ops calls,
+// record_function's among them, release it around the op); other threads have none.
+bool call_scope_base() {
+  if (!PyGILState_GetThisThreadState()) return false;
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject* hook = g_py_scope_base;  // read under the GIL: deut_py_scope_base changes it under it
+  bool ok = false;
+  if (hook) {
+    Py_INCREF(hook);
+    PyObject *type, *value, *trace;
+    PyErr_Fetch(&type, &value, &trace);
+    PyObject* done = PyObject_CallNoArgs(hook);
+    if (!done) PyErr_WriteUnraisable(hook);
+    ok = done != nullptr;
+    Py_XDECREF(done);
+    PyErr_Restore(type, value, trace);
+    Py_DECREF(hook);
+  }
+  PyGILState_Release(gil);
+  return ok;
+}
+
 }  // namespace
 
 extern "C" {
+
+// -c python,torch: the Python callable that sets the calling thread's base to its call path when
+// a user scope opens outside any anchor (see on_enter); None to stop. Called with the GIL held.
+void deut_py_scope_base(PyObject* hook) {
+  g_scope_base.store(nullptr);
+  set_ref(&g_py_scope_base, hook == Py_None ? nullptr : hook);
+  if (g_py_scope_base) g_scope_base.store(call_scope_base);
+}
 
 // The fast path for a session: the original _call_impl and Python's name callbacks (root_done
 // may be None). Returns the callable the Python wrapper calls; a new session's configure

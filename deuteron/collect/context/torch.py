@@ -337,19 +337,28 @@ class TorchContext:
         set_base = self._lib.deut_set_base
         root_name = self._root_name
 
+        def base_from(frame: Any) -> None:
+            """``-c python,torch``: the Python call path of the first frame outside torch and
+            this module becomes the calling thread's base."""
+            while frame is not None and frame.f_code.co_filename.startswith(between):
+                frame = frame.f_back
+            set_base(id_of(python_base(frame)))  # type: ignore[misc]
+
         def root(module: Any) -> tuple[dict[int, str], int]:
             """An outermost module call: its submodule map and frame; with ``-c python,torch`` the
             Python call path it was called from becomes the module stack's base."""
             if python_base is not None:
-                frame = sys._getframe(1)
-                while frame is not None and frame.f_code.co_filename.startswith(between):
-                    frame = frame.f_back  # type: ignore[assignment]
-                set_base(id_of(python_base(frame)))
+                base_from(sys._getframe(1))
             qmap, _, nid = root_name(module)
             return qmap, nid
 
         def root_done() -> None:
             set_base(0)
+
+        def scope_root() -> None:
+            """A user scope (``optimizer.step``, a ``record_function``) opened outside any anchor:
+            its Python call path becomes the base, as an outermost module call's does."""
+            base_from(sys._getframe(1))
 
         _call_impl = torch_calls.wrap(
             torch_calls.Wrapping(
@@ -360,6 +369,11 @@ class TorchContext:
         patch = AttributePatch(torch.nn.Module, "_call_impl", _call_impl)
         patch.apply()
         self._handles = [_Restore(patch)]
+        scopes = getattr(self._lib, "deut_py_scope_base", None)  # absent when built without Python.h
+        if python_base is not None and scopes is not None:
+            scopes.argtypes, scopes.restype = [ctypes.py_object], None
+            scopes(scope_root)
+            self._handles.append(_Call(lambda: scopes(None)))
 
     def _intern(self, text: str) -> int:
         assert self._lib is not None
@@ -523,6 +537,16 @@ class TorchContext:
                 metrics[FLOPS] = int(deltas["flops"][tid])
             if metrics:  # an op timed while observed but never launching: no frame of its own
                 profile.add_metrics(self.placer.place(tid, root)[0], metrics)
+
+
+class _Call:
+    """A function as a handle: ``remove()`` calls it."""
+
+    def __init__(self, undo: Callable[[], None]) -> None:
+        self.undo = undo
+
+    def remove(self) -> None:
+        self.undo()
 
 
 class _Restore:
