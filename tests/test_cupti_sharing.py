@@ -1,15 +1,20 @@
 """Several sessions on one CUPTI subscription, without a GPU: the shared context ids a thread's
 slot holds are filed back into each session's own tree, and a session paused while another
-records loses only the kernels launched while it was paused (by the launch's timestamp)."""
+records loses only the kernels launched while it was paused (by the launch's timestamp). Also
+the session's own ids against the shim's Python path ids, which meet in one session."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
 import deuteron.collect.backends.cupti.backend as cupti
 from deuteron.collect.backends.cupti.records import LAUNCH
 from deuteron.collect.backends.cupti.sharing import SHARED_BASE, SharedContexts
+from deuteron.collect.placement import LaunchContexts
 from deuteron.collect.session import Session
+from deuteron.model.tree import Node
 from tests.helpers import find
 from tests.test_cupti_join import entries_of, k, kernels_of
 
@@ -68,3 +73,25 @@ def test_active_mask_and_translation_edges() -> None:
     sharing.set_active(4, False, 10)
     sharing.set_active(4, False, 11)  # paused twice: one span
     assert member.active_mask(np.array([0, 5, 10, 50], np.uint64)).tolist() == [True, True, False, False]
+
+
+def test_python_paths_from_the_shim_never_take_ids_handed_out_here() -> None:
+    """``-c python,torch``: a module stack's base is an id handed out by the session's contexts, and
+    the CUPTI shim numbers each Python call path it captures from 16 up; binding those as they
+    arrive must not move a base (it filed a model's kernels under another script line)."""
+    root = Node("ROOT")
+
+    def python_path(frames: Sequence[tuple[str, int, str]]) -> Node:
+        node = root
+        for filename, line, function in reversed(frames):
+            node = node.child(f"{filename}:{line}@{function}")
+        return node
+
+    contexts = LaunchContexts(root, python_path)
+    base = root.child("train.py:12@<module>")
+    cid = contexts.id_of(base)
+    for pid in range(16, 16 + 5000):
+        contexts.add_python_path(pid, [("train.py", pid, "<module>")])
+    assert contexts.node(cid) is base
+    assert contexts.node(16).name == "train.py:16@<module>"
+    assert contexts.id_of(root.child("step")) != cid

@@ -23,6 +23,9 @@ NO_LAUNCH = "<no launch record>"  # launched before profiling started
 PythonPath = Callable[[Sequence[tuple[str, int, str]]], Node]
 
 
+FIRST_OWN_ID = 1 << 23
+
+
 class LaunchContexts:
     """Ids for places in one session's tree, and the frames of partial contexts."""
 
@@ -33,7 +36,11 @@ class LaunchContexts:
         # ids whose path of frames is made on first use (reserved frames, recorded contexts)
         self._pending: dict[int, tuple[str, ...]] = {}
         self._ids: dict[int, int] = {}  # id(node) -> context id
-        self._next = 16
+        # Ids handed out here (scopes, -c python,torch's module bases) start far above the CUPTI
+        # shim's Python call path ids, which count up from 16 and are bound here as they arrive
+        # (add_python_path): both kinds meet in one session under -c python,torch. They stay
+        # below 2**24, the width of a base's name in the torch context's trie keys.
+        self._next = FIRST_OWN_ID
         self._states: dict[str, int] = {}
         self.states: dict[int, str] = {}  # state id -> name
         self._capture_paths: dict[int, list[str]] = {}
