@@ -242,6 +242,35 @@ def test_python_and_torch_combine_on_the_cpu(tmp_path: Path) -> None:
         assert frame not in names(tree)
 
 
+QUICKSTART = """
+import torch
+from torch import nn
+model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(4, 8)
+for _ in range(3):
+    out = model(x)
+    loss = out.square().mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_backward_of_no_module_stays_at_the_model_call_after_a_scope(tmp_path: Path) -> None:
+    """``-c python,torch`` with PyTorch's quickstart order (``zero_grad`` between the forward and
+    ``backward``): the loss's backward nodes go with the model's call, not with the line of the
+    optimizer scope that ran last."""
+    tree, _ = profiled(tmp_path, QUICKSTART, "-c", "python,torch")
+    script = str((tmp_path / "train.py").resolve())
+    lines = QUICKSTART.splitlines()
+    model_line = next(i for i, text in enumerate(lines, 1) if text.strip() == "out = model(x)")
+    backward = node(tree, f"{script}:{model_line}@<module>", "backward")
+    assert {"MeanBackward0", "PowBackward0"} <= set(names(backward)), names(backward)
+    zero_grad_line = next(i for i, text in enumerate(lines, 1) if text.strip() == "opt.zero_grad()")
+    assert names(node(tree, f"{script}:{zero_grad_line}@<module>")) == ["optimizer.zero_grad (SGD)"]
+
+
 def test_fold_repeats_groups_repeated_layers(encoder_tree: dict[str, Any], tmp_path: Path) -> None:
     path = tmp_path / "p.hatchet"
     path.write_text(json.dumps([encoder_tree]))

@@ -249,6 +249,60 @@ def test_a_scope_and_a_nested_backward_inside_a_node_keep_every_step_the_same(tm
     assert any(p.endswith("1 (NestedGrad) > backward > NestedBackward") for p in steps[0]), steps[0]
 
 
+SCOPED = """
+import json
+import torch
+from torch import nn
+import deuteron
+from deuteron.collect.context import torch as tctx
+
+def launch(name):
+    tctx._lib.deut_launch(name.encode(), 1)
+
+@torch.library.custom_op("deut_scoped::scaled", mutates_args=())
+def scaled(x: torch.Tensor) -> torch.Tensor:
+    launch("gemm_kernel")
+    return x * 2
+
+@scaled.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+class Scale(nn.Module):
+    def forward(self, x):
+        return scaled(x)
+
+model = nn.Sequential(nn.Linear(8, 8), Scale())
+x = torch.randn(4, 8)
+deuteron.start("scoped", context="python,torch")
+for step in range(200):
+    with torch.profiler.record_function("load"):   # a scope at the top, with a base of its own
+        pass
+    launch("prep_kernel")                          # at the top, after the scope
+    y = model(x)
+    launch("loss_kernel")                          # at the top, after the module call
+stats = tctx._active.infer_stats()
+deuteron.finalize()
+print(json.dumps(stats))
+"""
+
+
+def test_top_level_launches_after_a_scope_and_after_a_module_are_told_apart(tmp_path: Path) -> None:
+    """``-c python,torch``: a scope and a module call at the top each set the thread's base and
+    clear it; the launches at the top after each must get different keys, or the two would
+    share a learned place and ops would be observed forever."""
+    (tmp_path / "scoped.py").write_text(SCOPED)
+    env = {"PYTHONPATH": str(REPO), "DEUTERON_TORCH_OPS": "infer", "PATH": "/usr/bin:/bin"}
+    env["DEUTERON_CACHE"] = os.environ.get("DEUTERON_CACHE", str(Path.home() / ".cache" / "deuteron"))
+    done = subprocess.run(
+        [sys.executable, "scoped.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    stats = json.loads(done.stdout.strip().splitlines()[-1])
+    assert stats["learned"] == 3 and stats["missed"] == 0, stats
+    assert stats["observing"] == 0 and stats["inferred"] > 0, stats
+
+
 def test_infer_with_flops_is_refused_in_one_line(tmp_path: Path) -> None:
     script = tmp_path / "s.py"
     script.write_text("import torch\nx = torch.ones(2) * 2\n")

@@ -643,7 +643,12 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
 
 void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   ThreadState& s = state();
-  if (!s.stack.empty() && pop(s).based) deut_set_base(0);
+  if (s.stack.empty()) return;
+  Frame f = pop(s);
+  if (f.based) {
+    deut_set_base(0);
+    s.last_top = f.node;  // launches at the top count again after this scope (keys stay apart)
+  }
 }
 
 // ---- Ops inferred at launch -------------------------------------------------------------------
@@ -855,20 +860,31 @@ uint32_t deut_current(void) {
 // The place a module stack starts from on this thread (a scope or a Python path, by the
 // session's id, interned as a base node); 0 for none. A scope's entry and exit are also where
 // launches outside any anchor start counting again, so a loop of scoped steps repeats its keys.
-void deut_set_base(uint32_t name) {
+// `origin`: whether backward work of no module may later be filed there (the base of a module
+// call; not a user scope's, which would take the loss's backward to the line of zero_grad).
+static void set_base(uint32_t name, bool origin) {
   ThreadState& s = state();
   sync_node(s);  // a run that ended before this resets the counts below, whether ops are observed or not
   uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
+  // launches outside any anchor count again from here; after a base is cleared, from that base
+  // (so the top-level launches after two different bases are keyed apart)
+  s.last_top = node ? 0 : s.base;
+  s.top_launches = 0;
   s.base = node;
-  s.last_top = s.top_launches = 0;  // launches outside any anchor count again from here
   Ranges* r = my_ranges(s);
   std::lock_guard<std::mutex> lock(r->mu);
   r->base = node;
-  if (node) {
+  if (node && origin) {
     r->last_base = node;
     g_last_base.store(node, std::memory_order_relaxed);
   }
 }
+
+void deut_set_base(uint32_t name) { set_base(name, true); }
+
+// A user scope's base (-c python,torch): as deut_set_base, but never where backward work of no
+// module is filed.
+void deut_set_scope_base(uint32_t name) { set_base(name, false); }
 
 void deut_module_enter(uint32_t name) {
   ThreadState& s = state();
@@ -1072,6 +1088,11 @@ void set_ref(PyObject** slot, PyObject* value) {
 // record_function's among them, release it around the op); other threads have none.
 bool call_scope_base() {
   if (!PyGILState_GetThisThreadState()) return false;
+#if PY_VERSION_HEX >= 0x030D0000
+  if (Py_IsFinalizing()) return false;
+#else
+  if (_Py_IsFinalizing()) return false;
+#endif
   PyGILState_STATE gil = PyGILState_Ensure();
   PyObject* hook = g_py_scope_base;  // read under the GIL: deut_py_scope_base changes it under it
   bool ok = false;
@@ -1081,7 +1102,7 @@ bool call_scope_base() {
     PyErr_Fetch(&type, &value, &trace);
     PyObject* done = PyObject_CallNoArgs(hook);
     if (!done) PyErr_WriteUnraisable(hook);
-    ok = done != nullptr;
+    ok = done == Py_True;  // False: no frame outside torch, no base set
     Py_XDECREF(done);
     PyErr_Restore(type, value, trace);
     Py_DECREF(hook);
@@ -1095,7 +1116,8 @@ bool call_scope_base() {
 extern "C" {
 
 // -c python,torch: the Python callable that sets the calling thread's base to its call path when
-// a user scope opens outside any anchor (see on_enter); None to stop. Called with the GIL held.
+// a user scope opens outside any anchor (see on_enter), through deut_set_scope_base, and returns
+// whether it did; None to stop. Called with the GIL held.
 void deut_py_scope_base(PyObject* hook) {
   g_scope_base.store(nullptr);
   set_ref(&g_py_scope_base, hook == Py_None ? nullptr : hook);

@@ -337,28 +337,35 @@ class TorchContext:
         set_base = self._lib.deut_set_base
         root_name = self._root_name
 
-        def base_from(frame: Any) -> None:
+        set_scope_base = getattr(self._lib, "deut_set_scope_base", None)
+
+        def base_from(frame: Any, setter: Callable[[int], None]) -> bool:
             """``-c python,torch``: the Python call path of the first frame outside torch and
-            this module becomes the calling thread's base."""
+            this module becomes the calling thread's base; False when every frame is inside."""
             while frame is not None and frame.f_code.co_filename.startswith(between):
                 frame = frame.f_back
-            set_base(id_of(python_base(frame)))  # type: ignore[misc]
+            if frame is None:
+                return False
+            setter(id_of(python_base(frame)))  # type: ignore[misc]
+            return True
 
         def root(module: Any) -> tuple[dict[int, str], int]:
             """An outermost module call: its submodule map and frame; with ``-c python,torch`` the
             Python call path it was called from becomes the module stack's base."""
             if python_base is not None:
-                base_from(sys._getframe(1))
+                base_from(sys._getframe(1), set_base)
             qmap, _, nid = root_name(module)
             return qmap, nid
 
         def root_done() -> None:
             set_base(0)
 
-        def scope_root() -> None:
+        def scope_root() -> bool:
             """A user scope (``optimizer.step``, a ``record_function``) opened outside any anchor:
-            its Python call path becomes the base, as an outermost module call's does."""
-            base_from(sys._getframe(1))
+            its Python call path becomes the base, as an outermost module call's does (but backward
+            work of no module is never filed there)."""
+            assert set_scope_base is not None  # registered only when the library has it
+            return base_from(sys._getframe(1), set_scope_base)
 
         _call_impl = torch_calls.wrap(
             torch_calls.Wrapping(
@@ -370,8 +377,9 @@ class TorchContext:
         patch.apply()
         self._handles = [_Restore(patch)]
         scopes = getattr(self._lib, "deut_py_scope_base", None)  # absent when built without Python.h
-        if python_base is not None and scopes is not None:
+        if python_base is not None and scopes is not None and set_scope_base is not None:
             scopes.argtypes, scopes.restype = [ctypes.py_object], None
+            set_scope_base.argtypes, set_scope_base.restype = [ctypes.c_uint32], None
             scopes(scope_root)
             self._handles.append(_Call(lambda: scopes(None)))
 

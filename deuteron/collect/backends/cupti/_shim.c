@@ -280,6 +280,10 @@ static int paths_grow(void) {
     return 0;
 }
 
+/* Path ids stay below the ids the session hands out itself (placement.FIRST_OWN_ID): both are
+   bound in one table. Past that many distinct paths, new ones are filed as no Python context. */
+#define PATH_ID_LIMIT (1u << 23)
+
 static uint32_t path_record(PyFrameObject **frames, const uintptr_t *keys, uint32_t depth) {
     if ((g_paths_len + 1) * 2 > g_paths_cap && paths_grow() < 0) return 0;
     uint64_t h = hash_keys(keys, 2 * depth);
@@ -291,6 +295,7 @@ static uint32_t path_record(PyFrameObject **frames, const uintptr_t *keys, uint3
             return s->id;
     }
     /* A new path: keep its code objects alive and compute its lines once. */
+    if (g_next_path_id >= PATH_ID_LIMIT) return 0;
     if (g_new_len == g_new_cap) {
         size_t cap = g_new_cap ? g_new_cap * 2 : 256;
         NewPath *grown = (NewPath *)realloc(g_new_paths, cap * sizeof(NewPath));
