@@ -596,12 +596,12 @@ bool engine_frame(const char* name) {  // the engine's wrapper around each backw
   return name[0] == 'a' && !std::strncmp(name, "autograd::engine::evaluate_function", 35);
 }
 
-// With -c python,torch: sets the calling thread's base to its Python call path, for a user scope
-// (the optimizer's step, a record_function) opened outside any module or other anchor, so it
-// lands under the script line that opened it as module calls do. False where it did nothing.
-std::atomic<bool (*)()> g_scope_base{nullptr};
+// With -c python,torch: the calling thread's Python call path (the session's id of it), for a user
+// scope (the optimizer's step, a record_function) opened outside any module or other anchor, so
+// it lands under the script line that opened it as module calls do; 0 for none.
+std::atomic<uint32_t (*)()> g_scope_base{nullptr};
 
-extern "C" void deut_set_base(uint32_t name);
+void set_base(uint32_t name, bool origin);
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ThreadState& s = state();
@@ -610,8 +610,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   at::RecordScope scope = fn.scope();
   bool based = false;
   if (scope == at::RecordScope::USER_SCOPE && !s.anchors && !s.base && !s.node.on) {
-    bool (*set_scope_base)() = g_scope_base.load(std::memory_order_relaxed);
-    based = set_scope_base && set_scope_base();
+    uint32_t (*scope_base)() = g_scope_base.load(std::memory_order_relaxed);
+    uint32_t base = scope_base ? scope_base() : 0;
+    if (base) set_base(base, false);  // never where backward work of no module is filed
+    based = base != 0;
   }
   uint32_t parent = scope_is_anchor(scope) ? anchor_parent(s) : current(s);
   uint32_t node;
@@ -646,8 +648,31 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
   if (s.stack.empty()) return;
   Frame f = pop(s);
   if (f.based) {
-    deut_set_base(0);
+    set_base(0, false);
     s.last_top = f.node;  // launches at the top count again after this scope (keys stay apart)
+  }
+}
+
+// The place a module stack starts from on this thread (a scope or a Python path, by the
+// session's id, interned as a base node); 0 for none. A scope's entry and exit are also where
+// launches outside any anchor start counting again, so a loop of scoped steps repeats its keys.
+// `origin`: whether backward work of no module may later be filed there (the base of a module
+// call; not a user scope's, which would take the loss's backward to the line of zero_grad).
+void set_base(uint32_t name, bool origin) {
+  ThreadState& s = state();
+  sync_node(s);  // a run that ended before this resets the counts below, whether ops are observed or not
+  uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
+  // launches outside any anchor count again from here; after a base is cleared, from that base
+  // (so the top-level launches after two different bases are keyed apart)
+  s.last_top = node ? 0 : s.base;
+  s.top_launches = 0;
+  s.base = node;
+  Ranges* r = my_ranges(s);
+  std::lock_guard<std::mutex> lock(r->mu);
+  r->base = node;
+  if (node && origin) {
+    r->last_base = node;
+    g_last_base.store(node, std::memory_order_relaxed);
   }
 }
 
@@ -858,33 +883,8 @@ uint32_t deut_current(void) {
 }
 
 // The place a module stack starts from on this thread (a scope or a Python path, by the
-// session's id, interned as a base node); 0 for none. A scope's entry and exit are also where
-// launches outside any anchor start counting again, so a loop of scoped steps repeats its keys.
-// `origin`: whether backward work of no module may later be filed there (the base of a module
-// call; not a user scope's, which would take the loss's backward to the line of zero_grad).
-static void set_base(uint32_t name, bool origin) {
-  ThreadState& s = state();
-  sync_node(s);  // a run that ended before this resets the counts below, whether ops are observed or not
-  uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
-  // launches outside any anchor count again from here; after a base is cleared, from that base
-  // (so the top-level launches after two different bases are keyed apart)
-  s.last_top = node ? 0 : s.base;
-  s.top_launches = 0;
-  s.base = node;
-  Ranges* r = my_ranges(s);
-  std::lock_guard<std::mutex> lock(r->mu);
-  r->base = node;
-  if (node && origin) {
-    r->last_base = node;
-    g_last_base.store(node, std::memory_order_relaxed);
-  }
-}
-
+// session's id, interned as a base node); 0 for none (set_base).
 void deut_set_base(uint32_t name) { set_base(name, true); }
-
-// A user scope's base (-c python,torch): as deut_set_base, but never where backward work of no
-// module is filed.
-void deut_set_scope_base(uint32_t name) { set_base(name, false); }
 
 void deut_module_enter(uint32_t name) {
   ThreadState& s = state();
@@ -1086,38 +1086,39 @@ void set_ref(PyObject** slot, PyObject* value) {
 
 // A Python thread's scope: its call path is asked for with the GIL taken again (torch.ops calls,
 // record_function's among them, release it around the op); other threads have none.
-bool call_scope_base() {
-  if (!PyGILState_GetThisThreadState()) return false;
+uint32_t call_scope_base() {
+  if (!PyGILState_GetThisThreadState()) return 0;
 #if PY_VERSION_HEX >= 0x030D0000
-  if (Py_IsFinalizing()) return false;
+  if (Py_IsFinalizing()) return 0;
 #else
-  if (_Py_IsFinalizing()) return false;
+  if (_Py_IsFinalizing()) return 0;
 #endif
   PyGILState_STATE gil = PyGILState_Ensure();
   PyObject* hook = g_py_scope_base;  // read under the GIL: deut_py_scope_base changes it under it
-  bool ok = false;
+  uint32_t base = 0;
   if (hook) {
     Py_INCREF(hook);
     PyObject *type, *value, *trace;
     PyErr_Fetch(&type, &value, &trace);
     PyObject* done = PyObject_CallNoArgs(hook);
     if (!done) PyErr_WriteUnraisable(hook);
-    ok = done == Py_True;  // False: no frame outside torch, no base set
+    if (done && PyLong_Check(done)) base = uint32_t(PyLong_AsUnsignedLong(done));
+    if (PyErr_Occurred()) PyErr_WriteUnraisable(hook);
     Py_XDECREF(done);
     PyErr_Restore(type, value, trace);
     Py_DECREF(hook);
   }
   PyGILState_Release(gil);
-  return ok;
+  return base;
 }
 
 }  // namespace
 
 extern "C" {
 
-// -c python,torch: the Python callable that sets the calling thread's base to its call path when
-// a user scope opens outside any anchor (see on_enter), through deut_set_scope_base, and returns
-// whether it did; None to stop. Called with the GIL held.
+// -c python,torch: the Python callable that returns the id of the calling thread's call path (0:
+// none) when a user scope opens outside any anchor (see on_enter); None to stop. Called with the
+// GIL held.
 void deut_py_scope_base(PyObject* hook) {
   g_scope_base.store(nullptr);
   set_ref(&g_py_scope_base, hook == Py_None ? nullptr : hook);

@@ -337,35 +337,30 @@ class TorchContext:
         set_base = self._lib.deut_set_base
         root_name = self._root_name
 
-        set_scope_base = getattr(self._lib, "deut_set_scope_base", None)
-
-        def base_from(frame: Any, setter: Callable[[int], None]) -> bool:
-            """``-c python,torch``: the Python call path of the first frame outside torch and
-            this module becomes the calling thread's base; False when every frame is inside."""
+        def base_of(frame: Any) -> int:
+            """``-c python,torch``: the id of the Python call path of the first frame outside
+            torch and this module; 0 when every frame is inside."""
             while frame is not None and frame.f_code.co_filename.startswith(between):
                 frame = frame.f_back
-            if frame is None:
-                return False
-            setter(id_of(python_base(frame)))  # type: ignore[misc]
-            return True
+            return id_of(python_base(frame)) if frame is not None else 0  # type: ignore[misc]
 
         def root(module: Any) -> tuple[dict[int, str], int]:
             """An outermost module call: its submodule map and frame; with ``-c python,torch`` the
             Python call path it was called from becomes the module stack's base."""
             if python_base is not None:
-                base_from(sys._getframe(1), set_base)
+                base = base_of(sys._getframe(1))
+                if base:
+                    set_base(base)
             qmap, _, nid = root_name(module)
             return qmap, nid
 
         def root_done() -> None:
             set_base(0)
 
-        def scope_root() -> bool:
+        def scope_root() -> int:
             """A user scope (``optimizer.step``, a ``record_function``) opened outside any anchor:
-            its Python call path becomes the base, as an outermost module call's does (but backward
-            work of no module is never filed there)."""
-            assert set_scope_base is not None  # registered only when the library has it
-            return base_from(sys._getframe(1), set_scope_base)
+            the base the library gives it, as an outermost module call has one."""
+            return base_of(sys._getframe(1))
 
         _call_impl = torch_calls.wrap(
             torch_calls.Wrapping(
@@ -375,13 +370,12 @@ class TorchContext:
         )  # fmt: skip
         patch = AttributePatch(torch.nn.Module, "_call_impl", _call_impl)
         patch.apply()
-        self._handles = [_Restore(patch)]
+        self._handles = [_Undo(patch.restore)]
         scopes = getattr(self._lib, "deut_py_scope_base", None)  # absent when built without Python.h
-        if python_base is not None and scopes is not None and set_scope_base is not None:
+        if python_base is not None and scopes is not None:
             scopes.argtypes, scopes.restype = [ctypes.py_object], None
-            set_scope_base.argtypes, set_scope_base.restype = [ctypes.c_uint32], None
             scopes(scope_root)
-            self._handles.append(_Call(lambda: scopes(None)))
+            self._handles.append(_Undo(lambda: scopes(None)))
 
     def _intern(self, text: str) -> int:
         assert self._lib is not None
@@ -547,24 +541,15 @@ class TorchContext:
                 profile.add_metrics(self.placer.place(tid, root)[0], metrics)
 
 
-class _Call:
-    """A function as a handle: ``remove()`` calls it."""
+class _Undo:
+    """A function as a handle: ``remove()`` calls it (a patch's restore, a hook's removal), as a
+    torch hook handle's would."""
 
     def __init__(self, undo: Callable[[], None]) -> None:
         self.undo = undo
 
     def remove(self) -> None:
         self.undo()
-
-
-class _Restore:
-    """A patch as a handle: ``remove()`` puts the original back (as a hook handle would)."""
-
-    def __init__(self, patch: AttributePatch) -> None:
-        self.patch = patch
-
-    def remove(self) -> None:
-        self.patch.restore()
 
 
 def _qualnames(root: Any) -> dict[int, str]:
