@@ -116,8 +116,7 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
         _timed(w.step, 3, deuteron.scope)
         profiled = _timed(w.step, steps, deuteron.scope)
         if context == "torch":
-            from deuteron.collect.context import torch as torch_context
-
+            from deuteron.collect.context.torch import source as torch_context
             if torch_context._active is not None and torch_context._active.infer:
                 torch_ops = torch_context._active.infer_stats()
         t = time.perf_counter()

@@ -61,7 +61,7 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
             for h in handles:
                 h.remove()
     import deuteron
-    from deuteron.collect.context.torch import TorchContext
+    from deuteron.collect.context.torch.source import TorchContext
 
     context = "torch" if tool.startswith("torch") else tool
     ops = {"torchmodules": "0", "torchbackward": "0", "torchall": "all"}

@@ -26,10 +26,9 @@ on this module, and ``deuteron.scope`` is on hot paths.
 Errors for bad input all derive from ``deuteron.errors.DeuteronError``.
 """
 
-__version__ = "0.1.0"
-
-from . import context, data, flags, hooks, metric, mode, specs  # noqa: E402  (Proton's submodules)
-from .api import (  # noqa: E402
+from deuteron import context, data, flags, hooks, metric, mode, specs  # noqa: E402  (Proton's submodules)
+from deuteron.check import CheckFailed, check  # noqa: E402
+from deuteron.collect.api import (  # noqa: E402
     DEFAULT_PROFILE_NAME,
     activate,
     cpu_timed_scope,
@@ -41,10 +40,10 @@ from .api import (  # noqa: E402
     scope,
     start,
 )
-from .check import CheckFailed, check  # noqa: E402
-from .model.errors import DeuteronError  # noqa: E402
-from .rocm import configure_runtime  # noqa: E402
-from .state import enter_state, exit_state, metadata_state, state  # noqa: E402
+from deuteron.model.errors import DeuteronError  # noqa: E402
+from deuteron.rocm import configure_runtime  # noqa: E402
+from deuteron.state import enter_state, exit_state, metadata_state, state  # noqa: E402
+from deuteron.version import __version__
 
 __all__ = [
     "__version__",

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .cli import main as cli_main
+from deuteron.cli import main as cli_main
 
 
 def _server(data: Any, host: str, port: int) -> Any:
     """``deuteron serve``'s server, imported only when serving."""
-    from .web.server import Server
+    from deuteron.web.server import Server
 
     return Server(data, host, port)
 

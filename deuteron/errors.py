@@ -4,15 +4,15 @@ and exits 2. The base lives in ``model/`` so every layer can raise it; the other
 are raised. Catch ``DeuteronError`` to catch them all.
 """
 
-from .check.errors import CheckError
-from .collect.backends import BackendError
-from .collect.session import SessionError
-from .explain.errors import ExplainError, KernelCompileError
-from .formats import FormatError
-from .model.errors import DeuteronError, MetricError
-from .processors import FilterError
-from .target import TargetError
-from .triton import TritonSupportError
+from deuteron.check.errors import CheckError
+from deuteron.collect.backends import BackendError
+from deuteron.collect.session import SessionError
+from deuteron.explain.errors import ExplainError, KernelCompileError
+from deuteron.formats import FormatError
+from deuteron.model.errors import DeuteronError, MetricError
+from deuteron.process.program import TargetError
+from deuteron.triton import TritonSupportError
+from deuteron.view.processors import FilterError
 
 __all__ = [
     "BackendError",

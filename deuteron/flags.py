@@ -1,21 +1,11 @@
-"""Proton's process-wide flags (``deuteron.flags.flags``), kept true to what is happening.
+"""Proton's ``flags`` module: the process-wide profiler flags, from :mod:`deuteron.collect.flags`."""
 
-``profiling_on``: some session is open; ``command_line``: the program runs under ``deuteron run``;
-``instrumentation_on``: always False (Deuteron has no instrumentation mode yet). Unlike Proton,
-``command_line`` does not make the program's own ``start()`` a no-op: under ``deuteron run`` a
-program's own sessions are written where it says.
-"""
+from deuteron.collect.flags import (
+    ProfilerFlags,
+    flags,
+)
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-
-
-@dataclass
-class ProfilerFlags:
-    profiling_on: bool = False
-    instrumentation_on: bool = False
-    command_line: bool = False
-
-
-flags = ProfilerFlags()
+__all__ = [
+    "ProfilerFlags",
+    "flags",
+]

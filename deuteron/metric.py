@@ -1,220 +1,34 @@
-"""Metric values read after the GPU has computed them: never a host sync, never in graph capture.
+"""Proton's ``metric`` module: metric values the GPU computes (device tensors), read without a host
+sync, from :mod:`deuteron.collect.deferred`."""
 
-A ``launch_metadata`` hook or a scope may give tensors as metrics (a token count that lives on the
-GPU). Proton keeps device tensors in a device-side metric buffer; Deuteron does the same in two
-ways, and reads the values only when the profile is next read or written, on the program's own
-thread (never on the background drain thread, which could upset a capture in progress):
+from deuteron.collect.deferred import (
+    REPLAY_BUFFER,
+    REPLAY_SLOTS,
+    DeferredValue,
+    ReplayedMetric,
+    TensorMetric,
+    Times,
+    capturing,
+    is_metric_value,
+    replayed_metrics,
+    reserve_replay_buffer,
+    resolved,
+    times,
+    transform_tensor_metrics,
+)
 
-- outside CUDA-graph capture, a :class:`TensorMetric` copies the value to pinned host memory
-  (an asynchronous copy queued on the launching stream, so waiting reads hold no device memory);
-- inside capture, a :class:`ReplayedMetric` adds the value (a tensor, or a plain number) to a slot
-  of a buffer allocated before capture, with an ``add_`` captured into the graph: every replay adds
-  again, so reading gives the total over the replays since the last read, as Proton counts them.
-  Without a buffer (no CUPTI session on the device) such a metric is left out, with one warning,
-  rather than breaking the capture.
-"""
-
-from __future__ import annotations
-
-import sys
-import threading
-import warnings
-from numbers import Number
-from typing import Any
-
-REPLAY_SLOTS = 1 << 16  # float64 slots for metrics recorded inside graph capture (512 KiB)
-_warned_capture = False
-
-
-class DeferredValue:
-    """A metric value known only once the GPU has run: ``value()`` reads it (on the caller's thread)."""
-
-    __slots__ = ()
-
-    def value(self) -> Any:
-        raise NotImplementedError
-
-
-class TensorMetric(DeferredValue):
-    """A device tensor's value, copied at launch into pinned host memory (queued on the stream, no
-    sync; the device memory it takes is none, however many launches wait to be read) and read
-    when the profile is read, after an event says the copy is done."""
-
-    __slots__ = ("_snapshot", "_done", "_value")
-
-    def __init__(self, tensor: Any) -> None:
-        import torch
-
-        self._snapshot: Any = tensor.detach().to("cpu", non_blocking=True)
-        self._done: Any = torch.cuda.Event()
-        self._done.record()
-        self._value: Any = None
-
-    def value(self) -> Any:
-        """The number (or list, for a tensor of several elements); waits only for this copy."""
-        if self._snapshot is not None:
-            self._done.synchronize()
-            snap, self._snapshot, self._done = self._snapshot, None, None
-            self._value = snap.tolist() if snap.numel() > 1 else snap.item()
-        return self._value
-
-
-class Times(DeferredValue):
-    """Another deferred value counted ``count`` times (vectors element by element)."""
-
-    __slots__ = ("inner", "count")
-
-    def __init__(self, inner: DeferredValue, count: int) -> None:
-        self.inner, self.count = inner, count
-
-    def value(self) -> Any:
-        return times(self.inner.value(), self.count)
-
-
-def times(value: Any, count: int) -> Any:
-    """A number or a vector (element by element) counted ``count`` times."""
-    return [x * count for x in value] if isinstance(value, list) else value * count
-
-
-class _ReplayBuffer:
-    """The device slots ReplayedMetrics add into (allocated outside capture, zeroed once)."""
-
-    def __init__(self) -> None:
-        self.tensor: Any = None
-        self.used = 0
-        self.lock = threading.Lock()
-
-    def reserve(self, device: Any) -> None:
-        if self.tensor is None:
-            import torch
-
-            self.tensor = torch.zeros(REPLAY_SLOTS, dtype=torch.float64, device=device)
-            torch.cuda.synchronize(device)  # done before a profiler starts watching
-
-    def take(self, n: int) -> int | None:
-        with self.lock:
-            if self.tensor is None or self.used + n > REPLAY_SLOTS:
-                return None
-            start, self.used = self.used, self.used + n
-            return start
-
-
-REPLAY_BUFFER = _ReplayBuffer()
-
-
-def reserve_replay_buffer() -> None:
-    """Allocate the slots for metrics recorded in graph capture on torch's current device (call
-    outside capture; a program that has not imported torch records no tensor metrics)."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
-        return
-    try:
-        REPLAY_BUFFER.reserve(torch.device("cuda", torch.cuda.current_device()))
-    except Exception as exc:  # out of memory: metrics in capture are then left out, with a warning
-        note = f"deuteron: no device buffer for metrics recorded in graph capture: {exc}"
-        warnings.warn(note, stacklevel=3)
-
-
-class ReplayedMetric(DeferredValue):
-    """A metric recorded inside CUDA-graph capture: its value is added at every replay."""
-
-    __slots__ = ("_start", "_n", "_integer", "_read")
-
-    def __init__(self, start: int, n: int, integer: bool) -> None:
-        self._start, self._n, self._integer = start, n, integer
-        self._read: list[float] = [0.0] * n
-
-    @classmethod
-    def capture(cls, value: Any) -> ReplayedMetric | None:
-        """Capture the add of ``value`` into the graph; None when there is no room or no buffer."""
-        import torch
-
-        flat = value.detach().reshape(-1) if hasattr(value, "data_ptr") else None
-        n = int(flat.numel()) if flat is not None else 1
-        buffer = REPLAY_BUFFER.tensor
-        start = REPLAY_BUFFER.take(n)
-        if start is None or buffer is None or (flat is not None and flat.device != buffer.device):
-            return None
-        slots = buffer[start : start + n]
-        if flat is None:
-            slots.add_(float(value))
-            integer = isinstance(value, int)
-        else:
-            slots.add_(flat.to(torch.float64))
-            integer = not (flat.is_floating_point() or flat.is_complex())
-        return cls(start, n, integer)
-
-    def value(self) -> Any:
-        """What the replays since the last read added (numbers; a list for a vector)."""
-        total = REPLAY_BUFFER.tensor[self._start : self._start + self._n].tolist()
-        delta = [t - r for t, r in zip(total, self._read, strict=True)]
-        self._read = total
-        out = [int(round(d)) for d in delta] if self._integer else delta
-        return out if self._n > 1 else out[0]
-
-
-def is_metric_value(value: Any) -> bool:
-    """What Proton accepts from launch_metadata as a metric: numbers (not bools) and tensors."""
-    if value is None or isinstance(value, bool):
-        return False
-    return hasattr(value, "data_ptr") or isinstance(value, Number)
-
-
-def capturing() -> bool:
-    """Whether the calling thread's current CUDA stream is being captured into a graph."""
-    torch = sys.modules.get("torch")
-    if torch is None or not torch.cuda.is_available():
-        return False
-    return bool(torch.cuda.is_current_stream_capturing())
-
-
-def _left_out(key: str) -> None:
-    global _warned_capture
-    if not _warned_capture:
-        _warned_capture = True
-        warnings.warn(
-            f"deuteron: metric {key!r} was recorded inside CUDA-graph capture with no replay buffer "
-            "(a CUPTI session on the device); such metrics are left out (the capture is intact)",
-            stacklevel=4,
-        )
-
-
-def transform_tensor_metrics(metrics: dict[str, Any]) -> tuple[dict[str, Any], dict[str, DeferredValue]]:
-    """Split metrics into values known now (host tensors read now) and values read later."""
-    scalars: dict[str, Any] = {}
-    deferred: dict[str, DeferredValue] = {}
-    for key, value in metrics.items():
-        if not hasattr(value, "data_ptr"):
-            scalars[key] = value
-        elif getattr(getattr(value, "device", None), "type", "cpu") == "cpu":
-            scalars[key] = value.tolist() if value.numel() > 1 else value.item()
-        elif capturing():
-            replayed = ReplayedMetric.capture(value)
-            if replayed is None:
-                _left_out(key)
-            else:
-                deferred[key] = replayed
-        else:
-            deferred[key] = TensorMetric(value)
-    return scalars, deferred
-
-
-def replayed_metrics(metrics: dict[str, Any]) -> dict[str, DeferredValue]:
-    """Every metric given inside graph capture (numbers too), as values added at each replay."""
-    out: dict[str, DeferredValue] = {}
-    for key, value in metrics.items():
-        if isinstance(value, str):
-            continue  # a property: nothing to add up per replay
-        replayed = ReplayedMetric.capture(value)
-        if replayed is None:
-            _left_out(key)
-        else:
-            out[key] = replayed
-    return out
-
-
-def resolved(metrics: dict[str, Any]) -> dict[str, Any]:
-    """``metrics`` with each deferred value read (call only on the program's thread)."""
-    if not any(isinstance(v, DeferredValue) for v in metrics.values()):
-        return metrics
-    return {k: (v.value() if isinstance(v, DeferredValue) else v) for k, v in metrics.items()}
+__all__ = [
+    "DeferredValue",
+    "REPLAY_BUFFER",
+    "REPLAY_SLOTS",
+    "ReplayedMetric",
+    "TensorMetric",
+    "Times",
+    "capturing",
+    "is_metric_value",
+    "replayed_metrics",
+    "reserve_replay_buffer",
+    "resolved",
+    "times",
+    "transform_tensor_metrics",
+]

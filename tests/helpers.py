@@ -23,7 +23,7 @@ def kernels(profile: Profile) -> dict[str, Node]:
     return {n.name: n for n in profile.root.walk() if n.type == "kernel"}
 
 
-# The device table Proton wrote on an H200 (../shared/fixtures/proton).
+# The device table Proton wrote on an H200 (tests/fixtures/proton).
 H200_TABLE = {
     "CUDA": {
         "0": {

@@ -20,8 +20,7 @@ from deuteron.cli import main
 from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json, hatchet
 from deuteron.model.finding import CheckReport, Finding
 from deuteron.model.tree import KERNEL, Profile
-
-from .conftest import PROTON_FIXTURES, run_cli
+from tests.conftest import PROTON_FIXTURES, run_cli
 
 
 def _good_profile() -> Profile:

@@ -1,7 +1,13 @@
 """The package's architecture, checked from its own imports (docs/architecture.md explains it).
 
-- no import cycles between modules (a package's ``__init__`` re-exporting its children, or a module
-  reading its parent package's ``__init__``, is not a cycle);
+Every import counts: lazy ones inside functions, ``TYPE_CHECKING`` ones, and a package's
+``__init__`` importing its children (or a child its package) are edges like any other.
+
+- no import cycles between modules;
+- no package imports a top-level module (Proton's surface) except ``errors`` and ``version``: the
+  engine lives in packages, and the top-level modules only re-export it;
+- every top-level module named after one of Proton's is a thin shell: imports, ``__all__``, its
+  docstring, and at most a few small definitions of Proton's own names;
 - only ``deuteron/triton/`` imports ``triton``;
 - ``deuteron/model/`` imports nothing else of Deuteron;
 - ``cli/`` is a leaf: nothing else imports it (``__main__``, the entry point, aside);
@@ -21,8 +27,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "deuteron"
 
 
 def _modules() -> dict[str, Path]:
+    """Every module of ours by dotted name; a compiled extension counts by its stub (``.pyi``)."""
     out = {}
-    for path in PACKAGE.rglob("*.py"):
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyi")]:
         parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -35,7 +42,12 @@ MODULES = _modules()
 
 def _imports(module: str) -> set[str]:
     """Every module name an import statement of ``module`` names (lazy ones included)."""
-    path = MODULES[module]
+    return imports_of(MODULES[module], module)
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    """Every name an import statement in the file names, relative ones made absolute: lazy
+    imports inside functions and ``TYPE_CHECKING`` blocks included (``ast.walk`` sees them all)."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -53,16 +65,38 @@ def _imports(module: str) -> set[str]:
 
 
 def _internal_edges() -> dict[str, set[str]]:
+    """Module -> the modules of ours it imports. ``from a.b import c`` is an edge to ``a.b.c`` when
+    that is a module, else to ``a.b`` (importing a package's child also runs the package's
+    ``__init__``, but an ``__init__`` that only re-exports would make every child a cycle with its
+    siblings: the edge to the package is counted only when a name is taken from it)."""
     edges: dict[str, set[str]] = {}
     for module in MODULES:
         found = set()
         for name in _imports(module):
             if name in MODULES and name != module:
-                if name.startswith(module + ".") or module.startswith(name + "."):
-                    continue
                 found.add(name)
+        # `from pkg import child`: the child, not the package (when every name is a child)
+        for name in list(found):
+            children = {n for n in found if n.startswith(name + ".") and n.count(".") == name.count(".") + 1}
+            if children and _only_children_taken(module, name):
+                found.discard(name)
         edges[module] = found
     return edges
+
+
+def _only_children_taken(module: str, package: str) -> bool:
+    """Whether every ``from package import ...`` in ``module`` names submodules only."""
+    path = MODULES[module]
+    own = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = own[: len(own) - (node.level - 1)] if node.level else []
+            prefix = ".".join(base + ([node.module] if node.module else [])) if node.level else node.module
+            if prefix == package and any(f"{package}.{a.name}" not in MODULES for a in node.names):
+                return False
+        elif isinstance(node, ast.Import) and any(a.name == package for a in node.names):
+            return False
+    return True
 
 
 EDGES = _internal_edges()
@@ -108,6 +142,45 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
+TOP_LEVEL = {m for m, p in MODULES.items() if p.parent == PACKAGE and p.name != "__init__.py"}
+TOP_LEVEL_PACKAGES = {m for m, p in MODULES.items() if p.parent.parent == PACKAGE and p.name == "__init__.py"}
+ALLOWED_TOP_LEVEL = {"deuteron.errors", "deuteron.version"}
+# Top-level modules and packages named after Proton's (``triton.profiler.<name>``): thin shells.
+PROTON_SHELLS = {
+    "deuteron.context", "deuteron.data", "deuteron.flags", "deuteron.hook", "deuteron.hooks",
+    "deuteron.hooks.hook", "deuteron.hooks.launch", "deuteron.hooks.instrumentation", "deuteron.metric",
+    "deuteron.mode", "deuteron.rocm", "deuteron.specs", "deuteron.state", "deuteron.viewer",
+}  # fmt: skip
+
+
+def test_no_package_imports_a_top_level_module() -> None:
+    """The engine never reaches up into Proton's surface (nor into the package's own face): a
+    package imports only packages, ``deuteron.errors`` and ``deuteron.version``."""
+    offenders = sorted(
+        f"{m} -> {t}"
+        for m, targets in EDGES.items()
+        if m != "deuteron" and m not in TOP_LEVEL and not m.startswith("deuteron.hooks")
+        for t in targets
+        if (t in TOP_LEVEL or t == "deuteron") and t not in ALLOWED_TOP_LEVEL
+    )
+    assert offenders == []
+
+
+def test_proton_named_modules_are_thin_shells() -> None:
+    """A Proton-named module holds no engine: imports, constants (``__all__``, Proton's aliases),
+    its docstring, and functions of at most three statements that hand on to the engine; no
+    class, no state kept, no loop."""
+    for module in sorted(PROTON_SHELLS):
+        for node in ast.parse(MODULES[module].read_text()).body:
+            if isinstance(node, (ast.Import, ast.ImportFrom, ast.Expr)):
+                continue
+            if isinstance(node, ast.FunctionDef):
+                assert len(node.body) <= 3, (module, node.name)
+                continue
+            assert isinstance(node, (ast.Assign, ast.AnnAssign)), (module, ast.dump(node)[:80])
+            assert not any(isinstance(n, (ast.Lambda, ast.Call)) for n in ast.walk(node)), module
+
+
 def test_only_the_triton_package_imports_triton() -> None:
     offenders = sorted(m for m in MODULES if "triton" in _external(m) and not m.startswith("deuteron.triton"))
     assert offenders == []
@@ -135,10 +208,29 @@ def test_backends_never_build_trees() -> None:
         assert "deuteron.model.tree" not in EDGES[module], module
 
 
-@pytest.mark.parametrize("package", ["deuteron.check", "deuteron.explain", "deuteron.collect"])
+@pytest.mark.parametrize(
+    "package", ["deuteron.check", "deuteron.explain", "deuteron.collect", "deuteron.view", "deuteron.process"]
+)
 def test_analyses_reach_triton_only_through_its_adapter(package: str) -> None:
     for module in (m for m in MODULES if m.startswith(package)):
         assert "triton" not in _external(module), module
+
+
+def test_the_web_is_a_leaf() -> None:
+    offenders = {m for m, targets in EDGES.items()
+                 if not m.startswith("deuteron.web") and m not in ("deuteron.cli.serve", "deuteron.__main__")
+                 for t in targets if t.startswith("deuteron.web")}  # fmt: skip
+    assert offenders == set()
+
+
+def test_the_layout_rules_see_the_circle_they_guard_against(tmp_path: Path) -> None:
+    """The edge reader the rules use counts a ``TYPE_CHECKING`` import, a relative one and a lazy
+    one inside a function: a circle closed by either is found (checked on throwaway files)."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import B\n")
+    b.write_text("def f():\n    from deuteron.pkg.a import A\n")
+    assert "deuteron.pkg.b.B" in imports_of(a, "deuteron.pkg.a")
+    assert "deuteron.pkg.a" in imports_of(b, "deuteron.pkg.b")
 
 
 def test_modules_stay_small() -> None:

@@ -15,8 +15,7 @@ import deuteron
 import deuteron.explain
 from deuteron import errors
 from deuteron.errors import CheckError, DeuteronError, ExplainError, FormatError, TargetError
-
-from .conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO
 
 CORPUS = REPO / "tests" / "explain_corpus"
 
@@ -24,7 +23,7 @@ USER_SCRIPT = """
 import json, sys
 import deuteron
 import deuteron.explain
-from deuteron.target import Target
+from deuteron.process.program import Target
 
 checked = deuteron.check.run(sys.argv[1], "--rows", "8")
 explained = deuteron.explain.run(Target.script(sys.argv[2], "3"), targets=["cuda:90"])

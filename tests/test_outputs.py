@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from deuteron.formats import hatchet
+from tests.conftest import EXAMPLES, REPO, run_cli
 from tests.helpers import find, kernels
-
-from .conftest import EXAMPLES, REPO, run_cli
 
 KERNEL = """
 import os, sys, signal

@@ -16,9 +16,8 @@ import triton.language as tl
 import deuteron
 from deuteron.collect.session import SessionError
 from deuteron.hooks import Hook, HookManager, InstrumentationHook, LaunchHook
-from deuteron.viewer import ViewOptions, build
-
-from .helpers import find
+from deuteron.view.build import ViewOptions, build
+from tests.helpers import find
 
 calls: list[str] = []
 
@@ -325,8 +324,7 @@ def test_protons_trace_has_its_kernels_only(tmp_path: Path) -> None:
 def test_replayed_metrics_give_what_each_read_adds(monkeypatch: pytest.MonkeyPatch) -> None:
     """The accounting behind metrics recorded in graph capture, on a host buffer: each replay adds
     the captured value; a read gives what was added since the last one (ints stay ints)."""
-    from deuteron import metric
-
+    from deuteron.collect import deferred as metric
     buffer = metric._ReplayBuffer()
     buffer.tensor = torch.zeros(8, dtype=torch.float64)
     monkeypatch.setattr(metric, "REPLAY_BUFFER", buffer)

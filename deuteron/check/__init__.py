@@ -19,12 +19,12 @@ The journey: :mod:`.guard` (attached to the interpreter: which tensor each lane 
 ``CheckReport``; :mod:`.recorder` keeps the accesses for ``--record``; :mod:`.session` is the entry.
 """
 
-from ..model.finding import CheckReport
-from ..model.finding import CheckReport as Report
-from ..target import Target
-from .errors import CheckError
-from .findings import KINDS, SEVERITY_OF, FindingLimitReached
-from .session import CheckFailed, CheckRun, CheckSession
+from deuteron.check.api import CheckFailed, CheckRun, CheckSession
+from deuteron.check.errors import CheckError
+from deuteron.check.findings import KINDS, SEVERITY_OF, FindingLimitReached
+from deuteron.model.finding import CheckReport
+from deuteron.model.finding import CheckReport as Report
+from deuteron.process.program import Target
 
 # ``deuteron.check(...)`` opens a check around a block, ``deuteron.check.run(...)`` checks a whole
 # program: one name for the one verb.

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.access import ACCESS_NAMES, LaunchInfo, TensorArg, describe_index, element_index
-from .findings import Findings
-from .shadow import SHOWN, show
+from deuteron.check.findings import Findings
+from deuteron.check.shadow_memory import SHOWN, show
+from deuteron.model.access import ACCESS_NAMES, LaunchInfo, TensorArg, describe_index, element_index
 
 Program = tuple[int, int, int] | None
 

@@ -6,14 +6,14 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..model.access import MASKED, STORE, LaunchInfo
-from ..triton.compile_time import StaticAssertFailed
-from .errors import CheckError
-from .findings import KINDS, Findings
-from .memory import MemoryChecks
-from .nan import NanOrigins
-from .recorder import AccessRecorder
-from .shadow import tensor_near
+from deuteron.check.errors import CheckError
+from deuteron.check.findings import KINDS, Findings
+from deuteron.check.memory import MemoryChecks
+from deuteron.check.nan import NanOrigins
+from deuteron.check.recorder import AccessRecorder
+from deuteron.check.shadow_memory import tensor_near
+from deuteron.model.access import MASKED, STORE, LaunchInfo
+from deuteron.triton.interpreter.mends.compile_time import StaticAssertFailed
 
 
 class Checker:

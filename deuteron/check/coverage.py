@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.access import LaunchInfo, StorageArea, TensorArg, element_index
-from .findings import Findings
-from .shadow import Shadow, view_of
+from deuteron.check.findings import Findings
+from deuteron.check.shadow_memory import Shadow, view_of
+from deuteron.model.access import LaunchInfo, StorageArea, TensorArg, element_index
 
 DENSE_CELLS = 1 << 22  # up to this many cells a dense bool array (1 byte a cell) is the cheap way
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model.errors import DeuteronError
+from deuteron.model.errors import DeuteronError
 
 
 class CheckError(DeuteronError, ValueError):

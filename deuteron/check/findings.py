@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from ..model.access import LaunchInfo, Site
-from ..model.finding import Finding, severity_rank
-from ..triton.interpreter import Abort
+from deuteron.model.access import LaunchInfo, Site
+from deuteron.model.finding import Finding, severity_rank
+from deuteron.triton.interpreter.adapter import Abort
 
 KINDS = ("out-of-bounds", "race", "lock", "store-coverage", "nan", "assert", "outside-view")
 SEVERITY_OF = {

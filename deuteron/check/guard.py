@@ -1,6 +1,6 @@
 """The sanitizer's side of the interpreter: where each lane's pointer came from, and what is let through.
 
-One :class:`Guard` is attached to Triton's interpreter (``deuteron.triton.interpreter``) while any
+One :class:`Guard` is attached to Triton's interpreter (``deuteron.triton.interpreter.adapter``) while any
 check runs. Before a launch it describes the launch's tensors and their allocations (a
 :class:`LaunchInfo`) and gives each tensor argument's pointer a tag (its index, in the pointer's
 top bits: see ``model.access.TAG_SHIFT``), so every pointer the kernel derives says which tensor it
@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..model.access import (
+from deuteron.check.errors import CheckError
+from deuteron.model.access import (
     ADDRESS_MASK,
     TAG_SHIFT,
     AccessListener,
@@ -41,8 +42,8 @@ from ..model.access import (
     TensorArg,
     element_index,
 )
-from ..triton import interpreter, sites
-from .errors import CheckError
+from deuteron.triton.interpreter import adapter as interpreter
+from deuteron.triton.interpreter import sites
 
 _MASK = np.uint64(ADDRESS_MASK)
 _SHIFT = np.uint64(TAG_SHIFT)

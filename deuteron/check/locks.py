@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.access import LaunchInfo, TensorArg, describe_index, element_index
-from ..triton.interpreter import Abort
-from .findings import Findings
-from .shadow import tensor_near
+from deuteron.check.findings import Findings
+from deuteron.check.shadow_memory import tensor_near
+from deuteron.model.access import LaunchInfo, TensorArg, describe_index, element_index
+from deuteron.triton.interpreter.adapter import Abort
 
 # Identical attempts of one atomic before a spin counts as endless. Programs run one at a time, so
 # two identical failing attempts already prove it; the margin is for loops that retry on purpose.

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model.access import ATOMIC, LOAD, LaunchInfo
-from . import bounds
-from . import coverage as coverage_check
-from . import races as race_check
-from .findings import Findings
-from .locks import Locks
-from .shadow import Shadow
+from deuteron.check import bounds
+from deuteron.check import coverage as coverage_check
+from deuteron.check import races as race_check
+from deuteron.check.findings import Findings
+from deuteron.check.locks import Locks
+from deuteron.check.shadow_memory import Shadow
+from deuteron.model.access import ATOMIC, LOAD, LaunchInfo
 
 
 class MemoryChecks:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.access import LaunchInfo
-from .findings import Findings
+from deuteron.check.findings import Findings
+from deuteron.model.access import LaunchInfo
 
 _KEPT = 8  # births remembered per program
 

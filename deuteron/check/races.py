@@ -9,9 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..model.access import LaunchInfo
-from .findings import Findings
-from .shadow import SHOWN, Shadow, element_offsets, first_index, show, tensor_at
+from deuteron.check.findings import Findings
+from deuteron.check.shadow_memory import SHOWN, Shadow, element_offsets, first_index, show, tensor_at
+from deuteron.model.access import LaunchInfo
 
 
 def store_store(

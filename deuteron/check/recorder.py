@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import access_record
-from ..formats.files import source_text
-from ..model.access import MASKED, LaunchInfo, SiteTable
+from deuteron.formats import access_record
+from deuteron.formats.files import source_text
+from deuteron.model.access import MASKED, LaunchInfo, SiteTable
 
 DEFAULT_LIMIT = 4_000_000
 def kernel_sources(files: set[str]) -> dict[str, str]:

@@ -7,11 +7,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from .. import __version__
-from ..model.errors import DeuteronError
-from ..render.text import printable
-from . import check, explain, run, serve, view
-from .target import split_target
+from deuteron.cli import check, explain, run, serve, view
+from deuteron.cli.program import split_target
+from deuteron.model.errors import DeuteronError
+from deuteron.render.text import printable
+from deuteron.version import __version__
 
 
 class _Parser(argparse.ArgumentParser):

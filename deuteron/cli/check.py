@@ -11,14 +11,14 @@ import os
 import sys
 from typing import Any
 
-from ..check.errors import CheckError
-from ..check.findings import KINDS
-from ..check.recorder import DEFAULT_LIMIT
-from ..formats.files import OutputError, check_writable
-from ..model.finding import SEVERITIES
-from ..render.text import printable, say
-from ..signals import Deferred
-from .target import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
+from deuteron.check.errors import CheckError
+from deuteron.check.findings import KINDS
+from deuteron.check.recorder import DEFAULT_LIMIT
+from deuteron.cli.program import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
+from deuteron.formats.files import OutputError, check_writable
+from deuteron.model.finding import SEVERITIES
+from deuteron.process.signals import Deferred
+from deuteron.render.text import printable, say
 
 
 def add_parser(sub: Any) -> None:
@@ -76,7 +76,7 @@ def add_parser(sub: Any) -> None:
 
 def check_command(args: argparse.Namespace) -> int:
     # The sanitizer's machinery is imported when it runs, so other commands start fast.
-    from ..check.session import CheckSession
+    from deuteron.check.api import CheckSession
 
     target = parse_target(args)
     choose_device(args)
@@ -107,8 +107,8 @@ def check_command(args: argparse.Namespace) -> int:
 
 
 def _report(result: Any, json_path: Any, args: argparse.Namespace) -> int:
-    from ..formats import check_json
-    from ..render.check_report import render
+    from deuteron.formats import check_json
+    from deuteron.render.check_report import render
 
     report = result.report
     render(report, file=sys.stderr, color=False if args.no_color else None)

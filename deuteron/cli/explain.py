@@ -10,13 +10,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..explain.errors import ExplainError
-from ..formats.files import OutputError, check_writable
-from ..render.text import say
-from .target import USAGE, add_target_arguments, parse_target
+from deuteron.cli.program import USAGE, add_target_arguments, parse_target
+from deuteron.explain.errors import ExplainError
+from deuteron.formats.files import OutputError, check_writable
+from deuteron.render.text import say
 
 if TYPE_CHECKING:
-    from ..explain.report import ExplainReport
+    from deuteron.explain.report import ExplainReport
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
 
@@ -103,8 +103,8 @@ class _Spinner:
 
 def explain_command(args: argparse.Namespace) -> int:
     # The explainer's machinery is imported when it runs, so other commands start fast.
-    from ..explain.runner import run as explain_run
-    from ..render.explain_report import render
+    from deuteron.explain.runner import run as explain_run
+    from deuteron.render.explain_report import render
 
     target = parse_target(args)
     targets = [t for t in args.gpu_target.split(",") if t.strip()] if args.gpu_target else None
@@ -157,7 +157,7 @@ def explain_command(args: argparse.Namespace) -> int:
 
 
 def _render_views(report: ExplainReport, args: argparse.Namespace, out: Any) -> None:
-    from ..explain.views import render_passes, render_stage
+    from deuteron.explain.views import render_passes, render_stage
 
     for a in report.kernels:
         if args.passes or args.pass_name:

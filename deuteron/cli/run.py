@@ -13,19 +13,19 @@ import signal
 import sys
 from typing import Any
 
-from .. import api
-from ..collect.backends import NAMES as BACKENDS
-from ..collect.backends import resolve
-from ..collect.context import ContextSpecError, parse_context
-from ..collect.session import disabled_by
-from ..flags import flags
-from ..formats.files import OutputError
-from ..render.text import printable, say
-from ..signals import Deferred
-from ..target import Target, exit_code, run_to_end
-from ..target import run as run_target
-from ..triton import enable_interpreter_mode
-from .target import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
+from deuteron.cli.program import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
+from deuteron.collect import api
+from deuteron.collect.backends import NAMES as BACKENDS
+from deuteron.collect.backends import resolve
+from deuteron.collect.context import ContextSpecError, parse_context
+from deuteron.collect.flags import flags
+from deuteron.collect.session import disabled_by
+from deuteron.formats.files import OutputError
+from deuteron.process.program import Target, exit_code, run_to_end
+from deuteron.process.program import run as run_target
+from deuteron.process.signals import Deferred
+from deuteron.render.text import printable, say
+from deuteron.triton import enable_interpreter_mode
 
 
 def add_parser(sub: Any) -> None:
@@ -101,7 +101,7 @@ def run_command(args: argparse.Namespace) -> int:
     formats = ("hatchet", "chrome_trace") if args.trace else ("hatchet",)
     # The output files are checked (and their paths fixed) here, before the target runs.
     flags.command_line = True
-    sid = api._start(
+    sid = api.start_session(
         args.name,
         backend=backend.name,
         context=args.context,

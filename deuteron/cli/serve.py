@@ -11,9 +11,9 @@ import time
 import webbrowser
 from typing import Any
 
-from ..formats.files import check_writable
-from ..model.errors import DeuteronError
-from ..render.text import say
+from deuteron.formats.files import check_writable
+from deuteron.model.errors import DeuteronError
+from deuteron.render.text import say
 
 EXAMPLES = """\
 examples:
@@ -82,7 +82,7 @@ def _fraction(text: str) -> float:
 
 def load(args: argparse.Namespace) -> Any:
     """Every file read and checked before anything is served or written."""
-    from ..render.web_data import WebData
+    from deuteron.render.web.data import WebData
 
     data = WebData(title=args.title, threshold=args.threshold)
     kinds = []
@@ -108,7 +108,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _write_html(data: Any, out: str) -> int:
-    from ..render.html import write_standalone
+    from deuteron.render.web.page import write_standalone
 
     started = time.perf_counter()
     answers = data.embedded()

@@ -8,14 +8,14 @@ import json
 import sys
 from typing import Any
 
-from .. import advise, processors
-from ..formats import hatchet
-from ..model.errors import DeuteronError
-from ..model.metrics import DERIVED_HELP
-from ..render.console import render_profile
-from ..render.json_tree import render_json
-from ..render.text import printable, say
-from ..viewer import ViewOptions, build, build_ranks, list_metrics
+from deuteron.formats import hatchet
+from deuteron.model.errors import DeuteronError
+from deuteron.model.metrics import DERIVED_HELP
+from deuteron.render.console import render_profile
+from deuteron.render.json_tree import render_json
+from deuteron.render.text import printable, say
+from deuteron.view import advise, processors
+from deuteron.view.build import ViewOptions, build, build_ranks, list_metrics
 
 
 def add_parser(sub: Any) -> None:

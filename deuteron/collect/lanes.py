@@ -7,8 +7,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ..model.trace import KernelSpans, TraceEvent
-from ..model.tree import STATE, Node, node_paths
+from deuteron.model.trace import KernelSpans, TraceEvent
+from deuteron.model.tree import STATE, Node, node_paths
 
 # (kind, node, start_ns, end_ns, thread ident, args): paths are rebuilt from the tree at write time.
 RawEvent = tuple[str, Node, int, int, int, "dict[str, Any] | None"]

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..formats import chrome_trace, hatchet
-from ..formats.files import OutputError, atomic_write
-from ..model.trace import TraceEvent
-from ..model.tree import Profile
-from ..render.text import say
-from ..signals import Deferred
+from deuteron.formats import chrome_trace, hatchet
+from deuteron.formats.files import OutputError, atomic_write
+from deuteron.model.trace import TraceEvent
+from deuteron.model.tree import Profile
+from deuteron.process.signals import Deferred
+from deuteron.render.text import say
+from deuteron.version import __version__
 
 OUTPUT_FORMATS = ("hatchet", "hatchet_msgpack", "chrome_trace")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..model.tree import Node, path_to
+from deuteron.model.tree import Node, path_to
 
 # Frames for kernels whose launch context is partial or missing (GPU backends).
 OTHER_THREADS = "<other threads>"  # a thread with no scope of its own, under the starting thread's scope

@@ -18,24 +18,30 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..formats.files import OutputError, check_writable
-from ..metric import DeferredValue, capturing, replayed_metrics, resolved, transform_tensor_metrics
-from ..model.errors import DeuteronError
-from ..model.metrics import CPU_TIME, EXC, split_kind
-from ..model.trace import KernelSpans, TraceEvent, gpu_busy
-from ..model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, plain_value
-from ..processors import copy, keep_paths_to, merge
-from ..triton import proton_knob
-from . import lanes, output
-from .backends import Backend, KernelGroup, resolve
-from .context import ContextSource, ContextSpecError, LaunchPlaces, parse_context
-from .context.jax import JaxContext
-from .context.native import NativeContext
-from .context.python import PythonContext
-from .context.shadow import ShadowContext
-from .context.state import StateContext
-from .context.torch import TorchContext
-from .placement import LaunchContexts
+from deuteron.collect import lanes, output
+from deuteron.collect.backends import Backend, KernelGroup, resolve
+from deuteron.collect.context import ContextSource, ContextSpecError, LaunchPlaces, parse_context
+from deuteron.collect.context.jax.source import JaxContext
+from deuteron.collect.context.native import NativeContext
+from deuteron.collect.context.python import PythonContext
+from deuteron.collect.context.shadow import ShadowContext
+from deuteron.collect.context.state import StateContext
+from deuteron.collect.context.torch.source import TorchContext
+from deuteron.collect.deferred import (
+    DeferredValue,
+    capturing,
+    replayed_metrics,
+    resolved,
+    transform_tensor_metrics,
+)
+from deuteron.collect.placement import LaunchContexts
+from deuteron.formats.files import OutputError, check_writable
+from deuteron.model.errors import DeuteronError
+from deuteron.model.metrics import CPU_TIME, EXC, split_kind
+from deuteron.model.trace import KernelSpans, TraceEvent, gpu_busy
+from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, plain_value
+from deuteron.triton import proton_knob
+from deuteron.view.processors import copy, keep_paths_to, merge
 
 HOOKS = (None, "triton")
 TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))
@@ -89,9 +95,16 @@ class Session:
         hook: str | None = None,
         command: list[str] | None = None,
         outputs: tuple[str, ...] = (),
+        default_format: str = "hatchet",
+        flush_format: str | None = None,
+        trace_shape: str = "deuteron",
     ) -> None:
         """``outputs``: the formats this session will write; their files are checked now, before
-        any work, and the output path is fixed here (absolute), so a later chdir does not move it."""
+        any work, and the output path is fixed here (absolute), so a later chdir does not move it.
+        ``default_format``: what ``finalize()`` writes when not told (``data="tree"``: hatchet);
+        ``flush_format``: Proton's periodic flushing, each completed phase written to
+        ``NAME.part_<phase>.<format>`` and dropped from memory (None: phases kept until finalize);
+        ``trace_shape``: ``"proton"`` writes kernels only (``start(data="trace")``, Proton's API)."""
         try:
             base_context, frameworks = parse_context(context)
         except ContextSpecError as exc:
@@ -143,8 +156,8 @@ class Session:
         # Told the thread's innermost scope and state, as ids, whenever they change (the CUPTI shim's slots).
         self.context_listener: Callable[[int, int], None] | None = None
         self.kernel_spans: list[KernelSpans] = []
-        self.default_format = "hatchet"  # what finalize() writes when not told (data="tree")
-        self.trace_shape = "deuteron"  # "proton": kernels only (start(data="trace"), Proton's API)
+        self.default_format = default_format
+        self.trace_shape = trace_shape
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
         self._deferred: list[tuple[Node, dict[str, Any]]] = []  # metrics the GPU has yet to compute
         # metrics given inside graph capture, by the capturing scope's context id: added per replay
@@ -152,9 +165,7 @@ class Session:
         # Proton's data phases: the live tree is the current phase; completed ones are kept here
         self.phase = 0
         self.phases: dict[int, Profile] = {}
-        # Proton's periodic flushing: each completed phase is written to NAME.part_<phase>.<format>
-        # and dropped from memory (None: phases are kept until finalize)
-        self.flush_format: str | None = None
+        self.flush_format = flush_format
         self.parts_written: list[Path] = []
 
     # --- context ---------------------------------------------------------------------------------
@@ -400,9 +411,8 @@ class Session:
     def advance_phase(self) -> int:
         """Close the current phase (what the GPU has recorded is filed first) and start the next:
         its values start from zero on the same frames, so open scopes stay open."""
-        flush = getattr(self.backend, "flush", None)
-        if flush is not None and not self.finalized:
-            flush(self)
+        if not self.finalized:
+            self.backend.flush(self)
         self.settle()
         with self.lock:
             if self.flush_format is not None:

@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .errors import ExplainError, KernelCompileError
+from deuteron.explain.errors import ExplainError, KernelCompileError
 
 if TYPE_CHECKING:
-    from .report import ExplainReport
-    from .runner import ExplainRun, compile_all, run
+    from deuteron.explain.report import ExplainReport
+    from deuteron.explain.runner import ExplainRun, compile_all, run
 
 __all__ = ["ExplainError", "ExplainReport", "ExplainRun", "KernelCompileError", "compile_all", "run"]
 

@@ -8,12 +8,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model.finding import Finding
-from .capture import Specialization
-from .compiler import Compiled
-from .occupancy import ARCH_LIMITS, Occupancy, occupancy
-from .sass import Instruction, Resources, disassemble, instruction_mix, resources
-from .stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines, source_line
+from deuteron.explain.capture import Specialization
+from deuteron.explain.cross_compile import Compiled
+from deuteron.explain.occupancy import ARCH_LIMITS, Occupancy, occupancy
+from deuteron.explain.sass import Instruction, Resources, disassemble, instruction_mix, resources
+from deuteron.explain.stages import IRLine, llir_lines, mlir_lines, ptx_lines, sass_lines, source_line
+from deuteron.model.finding import Finding
 
 _AMD_STAT_RE = re.compile(r"^; (TotalNumVgprs|NumVgprs|ScratchSize|Occupancy): (\d+)", re.M)
 # (SIMDs per compute unit, most waves per SIMD): CDNA (gfx9) and RDNA (gfx10+). The compiler's

@@ -1,6 +1,6 @@
 """Capture every kernel specialization a script launches, one per distinct key and target.
 
-Each launch is keyed by :mod:`deuteron.triton.jit_capture` with Triton's own binder, built for
+Each launch is keyed by :mod:`deuteron.triton.compiler.capture` with Triton's own binder, built for
 the target's backend; launches that key the same are one :class:`Specialization`, with their
 number and grids. A launch that cannot be keyed is noted, never raised into the user's script.
 """
@@ -12,8 +12,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..triton import emulated_driver, jit_capture
-from .targets import Target
+from deuteron.explain.targets import Target
+from deuteron.triton.compiler import capture as jit_capture
+from deuteron.triton.runtime import emulated_driver
 
 
 @dataclass
@@ -120,7 +121,7 @@ class Capture:
         """Key this launch for every target; a failure is noted, never raised into the user's script."""
         kw = jit_capture.launch_kwargs(fn, kwargs)
         if self.targets is None:
-            from .targets import default_target
+            from deuteron.explain.targets import default_target
 
             self.targets = [default_target()]
         for target in self.targets:
@@ -177,7 +178,7 @@ class Capture:
 
     def _on_gpu(self) -> bool:
         if not self._gpu:
-            from .targets import local_target
+            from deuteron.explain.targets import local_target
 
             self._gpu.append(local_target() is not None)
         return self._gpu[0]

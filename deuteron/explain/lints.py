@@ -10,12 +10,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ..model.finding import Finding
-from .analysis import KernelAnalysis
-from .capture import ArgInfo
-from .mma import dot_engines, pipeline, ptx_uses_tensor_cores
-from .sass import ptxas_spill_stores
-from .stages import IRLine, source_line
+from deuteron.explain.analysis import KernelAnalysis
+from deuteron.explain.capture import ArgInfo
+from deuteron.explain.mma import dot_engines, pipeline, ptx_uses_tensor_cores
+from deuteron.explain.sass import ptxas_spill_stores
+from deuteron.explain.stages import IRLine, source_line
+from deuteron.model.finding import Finding
 
 _DEF_RE = re.compile(r"^\s*(%[\w.]+)(?::\d+)? = (\S+)\s*(.*)$")
 _SSA_RE = re.compile(r"%[\w.]+")

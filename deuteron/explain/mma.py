@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .stages import IRLine, source_line
+from deuteron.explain.stages import IRLine, source_line
 
 TENSOR_CORE_DOTS = {
     "ttng.warp_group_dot": "wgmma",

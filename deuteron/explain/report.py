@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..formats import explain_json
-from ..formats.files import source_text
-from .analysis import KernelAnalysis
-from .roofline import KernelCost, ranked
-from .stages import source_line
+from deuteron.explain.analysis import KernelAnalysis
+from deuteron.explain.roofline import KernelCost, ranked
+from deuteron.explain.stages import source_line
+from deuteron.formats import explain_json
+from deuteron.formats.files import source_text
 
 
 @dataclass
@@ -70,7 +70,7 @@ class ExplainReport:
         }
 
     def _repr_html_(self) -> str:
-        from ..render.notebook import explain_html
+        from deuteron.render.notebook import explain_html
 
         return explain_html(explain_json.document(self.as_json()))
 

@@ -11,10 +11,10 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ..model.devices import DeviceSpec, device_from_table_row
-from ..model.errors import MetricError
-from ..model.metrics import BYTES, COUNT, FLOPS, FLOPS_WIDTHS, TIME, roofline_seconds
-from ..model.tree import FUNCTION, KERNEL, Node, Profile
+from deuteron.model.devices import DeviceSpec, device_from_table_row
+from deuteron.model.errors import MetricError
+from deuteron.model.metrics import BYTES, COUNT, FLOPS, FLOPS_WIDTHS, TIME, roofline_seconds
+from deuteron.model.tree import FUNCTION, KERNEL, Node, Profile
 
 _SUMMED = (TIME, COUNT, FLOPS, BYTES, *(f"{FLOPS}{w}" for w in FLOPS_WIDTHS))
 

@@ -8,18 +8,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..formats import hatchet
-from ..model.devices import DeviceSpec, named_device
-from ..target import Target, run_to_end
-from .analysis import analyse
-from .capture import Capture, Specialization
-from .compiler import compile_spec
-from .errors import ExplainError
-from .lints import lint
-from .report import ExplainReport
-from .roofline import kernel_costs, profile_device
-from .targets import Target as GpuTarget
-from .targets import default_target, parse_target
+from deuteron.explain.analysis import analyse
+from deuteron.explain.capture import Capture, Specialization
+from deuteron.explain.cross_compile import compile_spec
+from deuteron.explain.errors import ExplainError
+from deuteron.explain.lints import lint
+from deuteron.explain.report import ExplainReport
+from deuteron.explain.roofline import kernel_costs, profile_device
+from deuteron.explain.targets import Target as GpuTarget
+from deuteron.explain.targets import default_target, parse_target
+from deuteron.formats import hatchet
+from deuteron.model.devices import DeviceSpec, named_device
+from deuteron.process.program import Target, run_to_end
 
 # Named devices to judge a profile against when it carries no device table, by target.
 DEVICE_FOR = {"cuda:80": "a100", "cuda:89": "l40s", "cuda:90": "h100", "cuda:100": "b200"}
@@ -53,7 +53,7 @@ def run(
     note: Callable[[str], None] | None = None,
     progress: Progress | None = None,
 ) -> ExplainRun:
-    """Explain every kernel specialization ``target`` launches (a :class:`deuteron.target.Target`, or
+    """Explain every kernel specialization ``target`` launches (a :class:`deuteron.process.program.Target`, or
     a script path followed by its arguments).
 
     ``targets``: GPU targets such as ``"cuda:90"`` (default: the local GPU, else cuda:90).

@@ -12,8 +12,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ..triton import tools
-from .errors import ExplainError
+from deuteron.explain.errors import ExplainError
+from deuteron.triton.compiler import tools
 
 _PTX_LINE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
 _INSTR_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")

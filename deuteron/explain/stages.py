@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from .sass import Instruction
+from deuteron.explain.sass import Instruction
 
 Frame = tuple[str, int]  # (file, line)
 

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..triton import targets as triton_targets
-from .errors import ExplainError
+from deuteron.explain.errors import ExplainError
+from deuteron.triton.compiler import targets as triton_targets
 
 # Architectures ptxas in the wheel can build for (and that the occupancy table knows).
 CUDA_ARCHS = (80, 86, 87, 89, 90, 100, 103, 120)

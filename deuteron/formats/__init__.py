@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from . import jsonio
-from .files import FormatError, OutputError, read_bytes
+from deuteron.formats import jsonio
+from deuteron.formats.files import FormatError, OutputError, read_bytes
 
 __all__ = ["FormatError", "OutputError", "load_json", "parse_json"]
 

@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from . import FormatError, jsonio
-from .files import MAX_BYTES_ENV, atomic_open, max_bytes, regular_file
+from deuteron.formats import FormatError, jsonio
+from deuteron.formats.files import MAX_BYTES_ENV, atomic_open, max_bytes, regular_file
 
 FORMAT = "deuteron-access-record"
 VERSION = 2

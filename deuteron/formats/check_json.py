@@ -13,9 +13,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..model.finding import SEVERITIES, CheckReport, Finding
-from . import FormatError, load_json
-from .files import atomic_write
+from deuteron.formats import FormatError, load_json
+from deuteron.formats.files import atomic_write
+from deuteron.model.finding import SEVERITIES, CheckReport, Finding
 
 FORMAT = "deuteron-check"
 VERSION = 1

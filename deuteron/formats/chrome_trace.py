@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..model.trace import TraceEvent
-from . import FormatError, load_json
-from .files import atomic_write
+from deuteron.formats import FormatError, load_json
+from deuteron.formats.files import atomic_write
+from deuteron.model.trace import TraceEvent
 
 FORMAT = "deuteron-chrome-trace"
 VERSION = 1

@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..model.finding import Finding
-from . import FormatError, load_json
-from .files import atomic_write
+from deuteron.formats import FormatError, load_json
+from deuteron.formats.files import atomic_write
+from deuteron.model.finding import Finding
 
 FORMAT = "deuteron-explain"
 VERSION = 1

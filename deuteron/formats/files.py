@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from ..model.errors import DeuteronError
+from deuteron.model.errors import DeuteronError
 
 MAX_BYTES_ENV = "DEUTERON_MAX_FILE_BYTES"
 DEFAULT_MAX_BYTES = 1 << 30  # a million-node profile is about 150 MB

@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..model.metrics import INC, KINDS
-from ..model.tree import Node, Profile
-from . import FormatError, jsonio, msgpack_tree, parse_json
-from .files import atomic_write, read_bytes
+from deuteron.formats import FormatError, jsonio, msgpack_tree, parse_json
+from deuteron.formats.files import atomic_write, read_bytes
+from deuteron.model.metrics import INC, KINDS
+from deuteron.model.tree import Node, Profile
 
 METADATA_FRAME = "deuteron:metadata"
 METADATA_TYPE = "metadata"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from .files import FormatError
+from deuteron.formats.files import FormatError
 
 N = TypeVar("N")
 

@@ -1,7 +1,7 @@
 """Proton's ``hooks`` package: the hook protocol, its manager and the launch hook."""
 
-from .hook import Hook, HookManager
-from .instrumentation import InstrumentationHook
-from .launch import LaunchHook
+from deuteron.collect.hook_manager import Hook, HookManager
+from deuteron.collect.instrumentation_hook import InstrumentationHook
+from deuteron.collect.launch_hook import LaunchHook
 
 __all__ = ["Hook", "HookManager", "InstrumentationHook", "LaunchHook"]

@@ -1,38 +1,10 @@
-"""Proton's instrumentation hook, as an object code can build and hand to the hook manager.
+"""Proton's ``hooks.instrumentation`` module: the instrumentation hook, from
+:mod:`deuteron.collect.instrumentation_hook`."""
 
-Deuteron has no instrumentation mode yet (``start(backend="instrumentation")`` and
-``mode=InstrumentationMode(...)`` are refused in one line). This class keeps Proton's shape so
-code that constructs and registers it runs; it instruments nothing, and says so if asked to.
-"""
+from deuteron.collect.instrumentation_hook import (
+    InstrumentationHook,
+)
 
-from __future__ import annotations
-
-from typing import Any
-
-from ..mode import InstrumentationMode
-from .hook import Hook
-
-
-class InstrumentationHook(Hook):
-    priority = 0
-
-    def __init__(self, mode: str | InstrumentationMode | None = "") -> None:
-        self.mode = mode
-        self.active = False
-
-    def init_handle(
-        self, module: Any, function: Any, name: str, metadata_group: dict[str, str], hash: str
-    ) -> None:
-        return None
-
-    def activate(self) -> None:
-        self.active = True
-
-    def deactivate(self) -> None:
-        self.active = False
-
-    def enter(self, metadata: Any) -> None:
-        return None
-
-    def exit(self, metadata: Any) -> None:
-        return None
+__all__ = [
+    "InstrumentationHook",
+]

@@ -1,6 +1,6 @@
 """A kernel launch as the sanitizer sees it: its tensors and their allocations, the source sites of
 its accesses, and the stream of events a checker hears (every program's loads, stores, atomics and
-non-finite values). Produced from Triton's interpreter by ``deuteron.triton.interpreter`` and
+non-finite values). Produced from Triton's interpreter by ``deuteron.triton.interpreter.adapter`` and
 ``deuteron.check.guard``; consumed by the checks and the access recorder.
 """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .errors import MetricError
+from deuteron.model.errors import MetricError
 
 # AMD peaks as Proton models them: HBM bandwidth per architecture, and dense FP8 matrix flops per
 # clock per compute unit (INT8 on gfx90a, which has no FP8 matrix ops), halving as width doubles.
@@ -102,3 +102,17 @@ def device_from_table_row(device_type: str, row: Mapping[str, object]) -> Device
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise MetricError(f"device table row for {device_type} is incomplete: {exc}") from None
+
+
+def max_flops(device_type: str, arch: str, width: int, num_sms: int, clock_rate: float) -> float:
+    """Proton's ``specs.max_flops``: the dense matrix peak for ``width``-bit operands, in Proton's
+    units (clock in kHz) and from the model ``util`` uses (``ValueError`` for a device with none)."""
+    spec = DeviceSpec(device_type, str(arch), num_sms, clock_rate, 0, 0)  # type: ignore[arg-type]
+    return spec.peak_flops(width)
+
+
+def max_bps(device_type: str, arch: str, bus_width: int, memory_clock_rate: float) -> float:
+    """Proton's ``specs.max_bps``: peak memory bandwidth (HBM is double data rate; AMD's comes from
+    the architecture); bus width in bits, memory clock in kHz."""
+    spec = DeviceSpec(device_type, str(arch), 0, 0, memory_clock_rate, bus_width)  # type: ignore[arg-type]
+    return spec.peak_bytes_per_s()

@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .devices import DeviceSpec
-from .errors import MetricError
+from deuteron.model.devices import DeviceSpec
+from deuteron.model.errors import MetricError
 
 INC, EXC, PTY = "inc", "exc", "pty"
 KINDS = (INC, EXC, PTY)

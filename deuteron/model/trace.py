@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .tree import Node
+from deuteron.model.tree import Node
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import MetricError
-from .metrics import INC, PTY, split_kind
+from deuteron.model.errors import MetricError
+from deuteron.model.metrics import INC, PTY, split_kind
 
 # A metric is a number, a string (properties), or a vector of numbers (Proton's list metrics,
 # added element by element).

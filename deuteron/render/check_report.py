@@ -7,8 +7,8 @@ import linecache
 import os
 from typing import IO
 
-from ..model.finding import CheckReport, Finding
-from .text import printable
+from deuteron.model.finding import CheckReport, Finding
+from deuteron.render.text import printable
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 

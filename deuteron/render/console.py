@@ -16,9 +16,9 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
-from ..model.tree import KERNEL, STATE, Node, Profile
-from .text import _TABLE as _SAFE
-from .text import printable
+from deuteron.model.tree import KERNEL, STATE, Node, Profile
+from deuteron.render.text import _TABLE as _SAFE
+from deuteron.render.text import printable
 
 _STYLE = {KERNEL: "bold green", STATE: "magenta"}
 

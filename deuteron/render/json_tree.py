@@ -8,8 +8,8 @@ import json
 import math
 from typing import IO, Any
 
-from ..formats.jsonio import tree_chunks
-from ..model.tree import Node, Profile
+from deuteron.formats.jsonio import tree_chunks
+from deuteron.model.tree import Node, Profile
 
 
 def _clean(value: Any) -> Any:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ..model.finding import CheckReport
-from ..model.tree import Profile
-from .html import standalone_page
-from .web_data import WebData
+from deuteron.model.finding import CheckReport
+from deuteron.model.tree import Profile
+from deuteron.render.web.data import WebData
+from deuteron.render.web.page import standalone_page
 
 HEIGHT_PX = 640
 

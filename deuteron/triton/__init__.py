@@ -18,7 +18,7 @@ import sys
 import warnings
 from importlib import metadata
 
-from ..model.errors import DeuteronError
+from deuteron.model.errors import DeuteronError
 
 # The Triton versions every module here is written and tested against (both ends in CI).
 SUPPORTED = ((3, 6), (3, 9))

@@ -1,5 +1,5 @@
 """``deuteron serve``'s HTTP server: the page, the bundle and the answers of one
-:class:`~deuteron.render.web_data.WebData`, on 127.0.0.1 by default.
+:class:`~deuteron.render.web.data.WebData`, on 127.0.0.1 by default.
 
 What a request can reach is a fixed table: ``/``, ``/static/app.js``, ``/static/app.css`` and the
 ``/api/`` answers; no part of a request's path ever reaches the filesystem. A ``Host`` header
@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..render.html import SERVED_CSP, bundle, served_page
-from ..render.web_data import WebData
+from deuteron.render.web.data import WebData
+from deuteron.render.web.page import SERVED_CSP, bundle, served_page
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..conftest import REPO
+from tests.conftest import REPO
 
 try:
     from playwright.sync_api import expect

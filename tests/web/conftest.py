@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import REPO, run_cli
-from .browser import browser, watched  # noqa: F401 - fixtures for the browser tests
+from tests.conftest import REPO, run_cli
+from tests.web.browser import browser, watched  # noqa: F401 - fixtures for the browser tests
 
 # A tiled copy with a deliberate bug, over a 3-D tensor and a transposed (strided) view: every
 # program copies a 16×16 tile of each slice; the last column of tiles overruns (no column mask).

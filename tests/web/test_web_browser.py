@@ -17,13 +17,12 @@ import pytest
 from deuteron.formats import hatchet
 from deuteron.model.tree import Profile
 from deuteron.render.notebook import profile_html
-from deuteron.render.packed import unpack
-from deuteron.render.web_data import WebData
-from deuteron.render.web_profile import profile_data
-
-from ..conftest import REPO, run_cli
-from .browser import Watched, expect
-from .conftest import WebInputs, serving
+from deuteron.render.web.data import WebData
+from deuteron.render.web.packed import unpack
+from deuteron.render.web.profile import profile_data
+from tests.conftest import REPO, run_cli
+from tests.web.browser import Watched, expect
+from tests.web.conftest import WebInputs, serving
 
 pytestmark = pytest.mark.slow
 
@@ -270,7 +269,7 @@ def test_page_without_data_says_so(browser: Any, tmp_path: Path) -> None:
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    from deuteron.render.html import standalone_page
+    from deuteron.render.web.page import standalone_page
 
     data = WebData()
     page.set_content(standalone_page(data.embedded(), "empty"))

@@ -10,13 +10,12 @@ import numpy as np
 import pytest
 
 from deuteron.formats import access_record, chrome_trace, hatchet
-from deuteron.render.packed import pack, unpack
-from deuteron.render.web_access import element_index, layout
-from deuteron.render.web_data import WebData, sniff
-from deuteron.render.web_profile import profile_data
-from deuteron.viewer import ViewOptions, build
-
-from .conftest import WebInputs
+from deuteron.render.web.accesses import element_index, layout
+from deuteron.render.web.data import WebData, sniff
+from deuteron.render.web.packed import pack, unpack
+from deuteron.render.web.profile import profile_data
+from deuteron.view.build import ViewOptions, build
+from tests.web.conftest import WebInputs
 
 
 def test_packed_round_trip_keeps_every_array_aligned() -> None:
@@ -221,7 +220,7 @@ def test_sniff_reads_kinds_from_content(web_inputs: WebInputs) -> None:
 
 
 def test_a_record_cut_at_its_limit_says_so(web_inputs: WebInputs, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from ..conftest import run_cli
+    from tests.conftest import run_cli
 
     script = str(web_inputs.folder / "tiles.py")
     proc = run_cli("check", "--record", "small.npz", "--record-limit", "1000", script, cwd=tmp_path)
@@ -257,7 +256,7 @@ def test_notebook_results_show_inline(web_inputs: WebInputs) -> None:
     import torch
 
     import deuteron
-    from deuteron.check.session import CheckRun
+    from deuteron.check.api import CheckRun
     from deuteron.formats import check_json, explain_json
     from deuteron.render.notebook import explain_html
     from tests.kernels import add
@@ -276,8 +275,7 @@ def test_notebook_results_show_inline(web_inputs: WebInputs) -> None:
 
 def test_huge_trees_are_cut_to_a_limit_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
     from deuteron.model.tree import Node, Profile
-    from deuteron.render import web_profile
-
+    from deuteron.render.web import profile as web_profile
     profile = Profile()
     for i in range(50):
         child: Node = profile.root.child(f"f{i}")

@@ -11,10 +11,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from deuteron.render.packed import unpack
-
-from ..conftest import run_cli
-from .conftest import WebInputs, serving
+from deuteron.render.web.packed import unpack
+from tests.conftest import run_cli
+from tests.web.conftest import WebInputs, serving
 
 
 def _get(

@@ -5,7 +5,7 @@
 atomic counts its read and its write); ``flops`` counts ``tl.dot`` only, 2*M*N*K per dot
 (batch included), also split by operand width as ``flops8|16|32|64`` so util can use the
 matching peak. Elementwise arithmetic, reductions and ``tl.dot_scaled`` are not counted.
-The events come from :mod:`deuteron.triton.interpreter`.
+The events come from :mod:`deuteron.triton.interpreter.adapter`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ...hooks.launch import LaunchHook
-from ...model.metrics import BYTES, COUNT, FLOPS, TIME
-from ...triton import autotune, enable_interpreter_mode, interpreter
-from . import SessionPort, benchmark_scope
+from deuteron.collect.backends.port import SessionPort, benchmark_scope
+from deuteron.collect.launch_hook import LaunchHook
+from deuteron.model.metrics import BYTES, COUNT, FLOPS, TIME
+from deuteron.triton import enable_interpreter_mode
+from deuteron.triton.interpreter import adapter as interpreter
+from deuteron.triton.runtime import autotune
 
 _sessions: list[SessionPort] = []
 
@@ -84,6 +86,10 @@ def _benchmark_scope() -> AbstractContextManager[None]:
 
 
 class InterpreterBackend:
+    """Triton's interpreter as a backend: each launch is reported, with its bytes and flops, from
+    the launching thread as it runs; so nothing is ever pending (``flush``) and pausing a session
+    needs no word to the backend (``set_active``): a paused session is simply not reported to."""
+
     name = "interpreter"
 
     def start(self, session: SessionPort) -> None:
@@ -105,3 +111,9 @@ class InterpreterBackend:
             while _unfile:
                 _unfile.pop()()
             interpreter.uninstall()
+
+    def flush(self, session: SessionPort) -> None:
+        return None
+
+    def set_active(self, session: SessionPort, active: bool) -> None:
+        return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Protocol
 
-from ...model.tree import Node
+from deuteron.model.tree import Node
 
 CONTEXTS = ("shadow", "python")  # where a launch's path starts: open scopes, or Python frames
 # sources that add their own structure below that: a framework's (torch, jax) or the C/C++ frames

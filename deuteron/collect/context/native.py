@@ -20,9 +20,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ...model.tree import Node
-from ..placement import LaunchContexts
-from . import LaunchPlace
+from deuteron.collect.context import LaunchPlace
+from deuteron.collect.placement import LaunchContexts
+from deuteron.model.tree import Node
 
 NATIVE_PLACE = 1 << 31  # the shim's flag on a launch's op column (torch's trie ids stay below it)
 MAX_NAME = 160  # characters of a demangled name kept (template arguments can run to thousands)

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from ...triton import proton_knob
-from ...triton.hooks import MANAGER, AttributePatch, Patch, after_import
+from deuteron.process.patches import MANAGER, AttributePatch, Patch, after_import
+from deuteron.triton import proton_knob
 
 GROUP = "nvtx"
 OFF = ("0", "false", "no", "off")

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from ...model.tree import Node
+from deuteron.model.tree import Node
 
 _DEUTERON_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from ...model.errors import DeuteronError
-from ...model.tree import Node
+from deuteron.model.errors import DeuteronError
+from deuteron.model.tree import Node
 
 
 class ScopeMismatchError(DeuteronError, RuntimeError):

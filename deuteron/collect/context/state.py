@@ -1,16 +1,29 @@
-"""The state source: a per-thread name (``deuteron.state("warmup")``) that is the last frame of the
-context of whatever is recorded inside it, as in Proton: a kernel launched in the state sits below
-the state's frame (``scope > warmup > kernel``), and a scope's metrics added in it go to a state
-frame below the scope (``scope > warmup``)."""
+"""Proton's states: a per-thread name (``deuteron.state("warmup")``) that is the last frame of the
+context of whatever is recorded inside it. A kernel launched in the state sits below the state's
+frame (``scope > warmup > kernel``), and a scope's metrics added in it go to a state frame below the
+scope (``scope > warmup``), so the same work in two states can be told apart.
+
+:class:`StateContext` is one session's source; ``state``/``enter_state``/``exit_state`` (also a
+decorator) set it on every active session. ``metadata_state`` is the state Proton puts around
+computing a kernel's launch metadata: kernels launched inside it are bookkeeping, and every view
+leaves their frames out.
+"""
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from ...model.tree import STATE, Node
+from deuteron.collect.registry import OpenSession
+from deuteron.collect.registry import active as _active
+from deuteron.model.tree import LAUNCH_METADATA_STATE, STATE, Node
 
 
 class StateContext:
+    """One session's states: the name each thread is in, and the frame it puts below a context."""
+
     name = "state"
 
     def __init__(self) -> None:
@@ -30,3 +43,75 @@ class StateContext:
     def place(base: Node, name: str | None) -> Node:
         """The frame of state ``name`` below ``base``, or ``base`` without a state."""
         return base.child(name, STATE) if name else base
+
+
+# Proton's user-facing states (``deuteron.state`` re-exports them), over every active session.
+F = TypeVar("F", bound=Callable[..., Any])
+
+COMPUTE_METADATA_SCOPE_NAME = LAUNCH_METADATA_STATE  # Proton's names for it
+COMPUTE_METADATA_SCOPE_PREFIX = LAUNCH_METADATA_STATE + ":"
+
+
+def get_metadata_state_name(kernel_name: str | None = None) -> str:
+    """The launch-metadata state's name for one kernel (or for any, without a name)."""
+    return f"{COMPUTE_METADATA_SCOPE_PREFIX}{kernel_name}" if kernel_name else COMPUTE_METADATA_SCOPE_NAME
+
+
+class state:  # noqa: N801 - Proton's name
+    """Put kernels launched inside below a frame of this state (Proton's states)."""
+
+    __slots__ = ("name", "_previous")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._previous: list[tuple[OpenSession, str | None]] = []
+
+    def __enter__(self) -> state:
+        self._previous = []
+        for s in _active:
+            self._previous.append((s, s.state()))
+            s.set_state(self.name)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for s, prev in self._previous:
+            s.set_state(prev)
+        self._previous = []
+
+    def __call__(self, func: F) -> F:
+        name = self.name
+
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with state(name):
+                return func(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class metadata_state(state):  # noqa: N801 - Proton's name
+    """Proton's state around computing a kernel's launch metadata: kernels launched inside (a
+    ``launch_metadata`` hook that reads a device tensor) are bookkeeping, not the workload, and
+    ``deuteron view`` leaves frames of this state out, as proton-viewer does."""
+
+    __slots__ = ()
+
+    def __init__(self, kernel_name: str | None = None) -> None:
+        super().__init__(get_metadata_state_name(kernel_name))
+
+
+_open_states = threading.local()
+
+
+def enter_state(name: str) -> None:
+    """Proton's ``enter_state``: kernels launched until ``exit_state`` carry this state."""
+    stack = _open_states.__dict__.setdefault("stack", [])
+    entered = state(name)
+    entered.__enter__()
+    stack.append(entered)
+
+
+def exit_state() -> None:
+    stack = _open_states.__dict__.get("stack")
+    if stack:
+        stack.pop().__exit__()

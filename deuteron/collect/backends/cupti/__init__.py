@@ -2,14 +2,14 @@
 kernel records without the GIL, :mod:`.records` decodes its buffers in bulk, :mod:`.join` matches
 kernels to the contexts of their launches, :mod:`.library` finds libcupti."""
 
-from .backend import (
+from deuteron.collect.backends.cupti.backend import (
     CONFLICT_FIX,
     CuptiBackend,
     CuptiConflictError,
     loaded_library,
     unavailable_reason,
 )
-from .replay import replay
+from deuteron.collect.backends.cupti.replay import replay
 
 __all__ = [
     "CONFLICT_FIX",

@@ -29,18 +29,25 @@ from typing import Any
 
 import numpy as np
 
-from ....hooks.launch import LaunchHook
-from ....metric import DeferredValue, ReplayedMetric, Times, reserve_replay_buffer, resolved, times
-from ....model.metrics import COUNT, TIME
-from ....model.trace import KernelSpans
-from ....render.text import say
-from ....triton import autotune
-from ...placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
-from .. import BackendError, KernelGroup, SessionPort, benchmark_scope
-from . import library, records
-from .join import UNMATCHED, Batch, Join
-from .late import late_placement
-from .sharing import SharedContexts
+from deuteron.collect.backends.cupti import library, records
+from deuteron.collect.backends.cupti.join import UNMATCHED, Batch, Join
+from deuteron.collect.backends.cupti.late import late_placement
+from deuteron.collect.backends.cupti.sharing import SharedContexts
+from deuteron.collect.backends.port import BackendError, KernelGroup, SessionPort, benchmark_scope
+from deuteron.collect.deferred import (
+    DeferredValue,
+    ReplayedMetric,
+    Times,
+    reserve_replay_buffer,
+    resolved,
+    times,
+)
+from deuteron.collect.launch_hook import LaunchHook
+from deuteron.collect.placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
+from deuteron.model.metrics import COUNT, TIME
+from deuteron.model.trace import KernelSpans
+from deuteron.render.text import say
+from deuteron.triton.runtime import autotune
 
 ROOT_CTX = 1
 NO_PYTHON_CTX = 0
@@ -51,7 +58,7 @@ DRAIN_ENTRIES = int(os.environ.get("DEUTERON_DRAIN_ENTRIES", "400000"))
 RECORD_ENV = "DEUTERON_CUPTI_RECORD"  # a folder: raw drains are saved there as fixtures
 
 try:
-    from . import _shim
+    from deuteron.collect.backends.cupti import _shim
 except ImportError as _exc:  # the optional extension was not built
     _shim = None  # type: ignore[assignment]
     _IMPORT_ERROR: str | None = str(_exc)
@@ -405,11 +412,11 @@ class CuptiBackend:
                     session.contexts.add_python_path(pid, described)
             if self._record_dir is not None:
                 self._save_raw(raw_entries, raw_kernels)
-            self._ingest(raw_entries, raw_kernels)
+            self.ingest(raw_entries, raw_kernels)
             self.drain_seconds += time.perf_counter() - began
             self.drains += 1
 
-    def _ingest(self, raw_entries: bytes, raw_kernels: bytes) -> None:
+    def ingest(self, raw_entries: bytes, raw_kernels: bytes) -> None:
         self.join.add_entries(records.entries(raw_entries))
         batch = self.join.match(records.kernels(raw_kernels), late_placement(self))
         self.join.expire()

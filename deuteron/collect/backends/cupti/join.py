@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .records import CTX_PAUSED, ENTRY_DTYPE, GRAPH_CLONE, GRAPH_LAUNCH, GRAPH_NODE, LAUNCH
+from deuteron.collect.backends.cupti.records import (
+    CTX_PAUSED,
+    ENTRY_DTYPE,
+    GRAPH_CLONE,
+    GRAPH_LAUNCH,
+    GRAPH_NODE,
+    LAUNCH,
+)
 
 UNMATCHED = 2  # context id of kernels whose launch was never seen (launched before the start)
 KEY_COLUMNS = ("ctx", "capture", "state", "meta", "name_ptr", "device", "op")

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .join import Resolve
+from deuteron.collect.backends.cupti.join import Resolve
 
 
 class Names(Protocol):

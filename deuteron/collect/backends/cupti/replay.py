@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from .. import SessionPort
-from .backend import ROOT_CTX, CuptiBackend
+from deuteron.collect.backends.cupti.backend import ROOT_CTX, CuptiBackend
+from deuteron.collect.backends.port import SessionPort
 
 
 def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend:
@@ -40,5 +40,5 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
         native_context = getattr(session, "native", None)
         if meta.get("native") and native_context is not None:
             native_context.replay(meta["native"])
-        backend._ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
+        backend.ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
     return backend

@@ -1,0 +1,96 @@
+"""What a backend and its session know of each other: the session as a backend sees it
+(:class:`SessionPort`), the backend as a session drives it (:class:`Backend`), and the records they
+pass (:class:`KernelGroup`). A module of its own so that backends and the package that picks one
+(``resolve``) do not import each other."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from deuteron.collect.placement import LaunchContexts
+from deuteron.model.errors import DeuteronError
+from deuteron.model.trace import KernelSpans
+
+
+class BackendError(DeuteronError, RuntimeError):
+    """The asked-for backend cannot run here; the message says why and what to do."""
+
+
+@dataclass
+class KernelGroup:
+    """Kernels of one batch that share a context, a kernel name and a device, summed."""
+
+    context: int  # the launch's context id (LaunchContexts)
+    other_thread: bool  # launched by a thread with no context of its own
+    capture: int  # context id where a CUDA graph captured it; 0 when not replayed from a graph
+    state: int  # state id; 0 for none
+    name: str
+    metrics: dict[str, Any]
+    op: int = 0  # the torch context's place of the launch (a trie id); 0 for none
+
+
+class SessionPort(Protocol):
+    """What a backend may ask of the session it records for."""
+
+    id: int
+    active: bool
+    hook: str | None
+    context: str
+    contexts: LaunchContexts
+    context_listener: Callable[[int, int], None] | None
+
+    def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None: ...
+
+    def context_ids(self) -> tuple[int, int]: ...
+
+    def open_scope(self, name: str, metrics: dict[str, Any] | None) -> None: ...
+
+    def close_scope(
+        self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
+    ) -> None: ...
+
+    def file_gpu_kernels(self, groups: list[KernelGroup | None], spans: KernelSpans) -> None: ...
+
+    def add_device(self, device_type: str, device_id: str, row: dict[str, object]) -> None: ...
+
+    def note(self, **metadata: Any) -> None: ...
+
+
+class Backend(Protocol):
+    """What a session asks of its backend: begin and end recording for it, file what is pending
+    (``flush``: a GPU backend drains its buffers; the interpreter files at launch, so has nothing
+    to do), and follow ``activate``/``deactivate`` (``set_active``)."""
+
+    name: str
+
+    def start(self, session: SessionPort) -> None: ...
+
+    def stop(self, session: SessionPort) -> None: ...
+
+    def flush(self, session: SessionPort) -> None: ...
+
+    def set_active(self, session: SessionPort, active: bool) -> None: ...
+
+
+AUTOTUNE_SCOPE = "<autotune>"  # where @triton.autotune's benchmark launches are filed (Proton's recipe)
+
+
+@contextmanager
+def benchmark_scope(sessions: Sequence[SessionPort]) -> Iterator[None]:
+    """``@triton.autotune``'s benchmark launches under ``<autotune>`` in each active session, apart
+    from the launches the script asked for; the scope closes only where the session still records."""
+    sessions = [s for s in sessions if s.active]
+    start = time.perf_counter_ns()
+    for session in sessions:
+        session.open_scope(AUTOTUNE_SCOPE, None)
+    try:
+        yield
+    finally:
+        end = time.perf_counter_ns()
+        for session in reversed(sessions):
+            if session.active:
+                session.close_scope(AUTOTUNE_SCOPE, start, end, None)

@@ -1,0 +1,32 @@
+"""The open profiling sessions, in one place every public module reads.
+
+``api`` (start/activate/finalize) owns them; the states (``collect.context.state``) need to know
+which sessions record, and are reached from the backends a session drives, so the lists live here
+(and nothing else), typed by a protocol. ``active`` is mutated in place, never rebound:
+the scope hot path holds a reference to it and checks only its truth.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+
+class OpenSession(Protocol):
+    """What the modules beside the API use of an open session: its id and its Proton state. A
+    protocol, so that this module imports no session (the backends that a session drives reach
+    the states through here: importing the session would close a circle)."""
+
+    id: int
+
+    def state(self) -> str | None: ...
+
+    def set_state(self, name: str | None) -> None: ...
+
+
+sessions: dict[int, OpenSession] = {}
+active: list[OpenSession] = []
+lock = threading.Lock()
+# Sessions `deuteron run` opened around the program: a bare finalize() in the program ends the
+# program's own sessions, not these (the whole-program profile goes on and is written at its end).
+command_sessions: set[int] = set()

@@ -1,0 +1,325 @@
+"""What the web UI is given: the files named on the command line (or objects from a notebook),
+read with the format readers, and every answer the page can ask for (``frontend/src/types.ts``).
+The server answers from here; ``--html`` and notebooks embed the same answers in one page.
+
+Nothing here touches the filesystem after :meth:`WebData.add`: requests name answers by path
+(``/api/...``), never files."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json, hatchet
+from deuteron.formats.files import regular_file
+from deuteron.model.finding import CheckReport
+from deuteron.model.tree import Profile
+from deuteron.render.web.accesses import RecordView, empty_cells
+from deuteron.render.web.profile import profile_data
+from deuteron.render.web.timeline import trace_events, trace_ref
+
+KINDS = ("profile", "trace", "record", "check", "explain")
+# What the page reads of an explain report's kernel, for reports that lack some of it.
+EXPLAIN_DEFAULTS: dict[str, Any] = {
+    "name": "?",
+    "target": "?",
+    "file": "",
+    "line": 0,
+    "num_warps": None,
+    "num_stages": None,
+    "num_ctas": None,
+    "args": [],
+    "launches": 0,
+    "grids": [],
+    "registers": None,
+    "spills": None,
+    "shared_bytes": None,
+    "occupancy": None,
+    "sass": None,
+    "findings": [],
+    "source_text": None,
+    "stage_text": {},
+}
+JSON_TYPE = "application/json"
+PACKED_TYPE = "application/octet-stream"
+
+
+def sniff(path: str) -> str:
+    """Which kind of file this is, from its first bytes (the reader then checks all of it)."""
+    if not regular_file(path, "file"):
+        raise FormatError(f"{path}: the file is empty")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    if head[:2] == b"PK":
+        return "record"
+    text = head.lstrip()
+    if text[:1] == b"[":  # hatchet's [tree, devices], or a trace that is a bare list of events
+        return "trace" if b'"ph"' in head and b'"frame"' not in head else "profile"
+    if b'"deuteron-check"' in head:
+        return "check"
+    if b'"deuteron-explain"' in head:
+        return "explain"
+    if b'"traceEvents"' in head or b'"ph"' in head:
+        return "trace"
+    if text[:1] != b"{":
+        return "profile"  # msgpack or damage: the profile reader says which
+    raise FormatError(
+        f"{path}: not a file deuteron serve shows (a profile, a Chrome trace, an access record, "
+        "a check or an explain report)"
+    )
+
+
+_ANSWER = re.compile(r"^/api/(trace|access)/((?:\d{1,9}/){0,3}\d{1,9})\.(json|bin)$")
+
+
+def _numbers(path: str) -> tuple[str, list[int]] | None:
+    """``/api/access/0/3.json`` -> ("access", [0, 3]); None for any other shape."""
+    match = _ANSWER.match(path)
+    if match is None:
+        return None
+    return match.group(1), [int(part) for part in match.group(2).split("/")]
+
+
+def _n(count: int, one: str, many: str = "") -> str:
+    return f"{count:,} {one if count == 1 else many or one + 's'}"
+
+
+class WebData:
+    """The inputs of one page and its answers by request path."""
+
+    def __init__(self, title: str = "", threshold: float | None = None) -> None:
+        self.title = title
+        self.threshold = threshold
+        self.profiles: list[dict[str, Any]] = []
+        self.traces: list[tuple[dict[str, Any], Callable[[], bytes]]] = []
+        self.records: list[RecordView] = []
+        self.checks: list[tuple[CheckReport, dict[str, Any]]] = []
+        self.explains: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self._pending_records: list[tuple[str, tuple[Any, Any, Any]]] = []
+        self._records_lock = threading.Lock()  # the server's threads and its warm-up
+        self.added: list[tuple[str, Any]] = []  # (kind, what was read), for describe()
+
+    # --- inputs -------------------------------------------------------------------------------
+    def add_file(self, path: str, base: str | None = None) -> str:
+        """Read one file (FormatError, one line, if it is not one we show); returns its kind."""
+        kind = sniff(path)
+        if kind == "profile":
+            self.add_profile(hatchet.read(path), path, hatchet.read(base) if base else None, base or "")
+        elif kind == "trace":
+            self.add_trace(chrome_trace.read_columns(path), path)
+        elif kind == "record":
+            self._pending_records.append((path, access_record.read(path)))
+            self.added.append(("record", self._pending_records[-1][1]))
+        elif kind == "check":
+            self.add_check(check_json.read(path), path)
+        else:
+            self.add_explain(explain_json.read(path), path)
+        return kind
+
+    def add_profile(
+        self, profile: Profile, source: str, base: Profile | None = None, base_source: str = ""
+    ) -> None:
+        self.profiles.append(profile_data(profile, source, base, base_source, self.threshold))
+        self.added.append(("profile", self.profiles[-1]))
+        shown = self.profiles[-1]
+        if shown["pruned_nodes"]:
+            self.notes.append(
+                f"{os.path.basename(source)}: {shown['pruned_nodes']:,} of {shown['total_nodes']:,} "
+                f"nodes are below {shown['threshold']:.3%} of the total and are left out "
+                "(--threshold 0 keeps all)"
+            )
+
+    def add_trace(self, columns: chrome_trace.TraceColumns, source: str) -> None:
+        url = f"/api/trace/{len(self.traces)}.bin"
+        ref, order = trace_ref(columns, source, url)
+        cached: list[bytes] = []
+
+        def events() -> bytes:
+            if not cached:
+                cached.append(trace_events(columns, order))
+            return cached[0]
+
+        self.traces.append((ref, events))
+        self.added.append(("trace", ref))
+
+    def add_check(self, report: CheckReport, source: str) -> None:
+        body = check_json.to_json(report)
+        self.checks.append(
+            (
+                report,
+                {
+                    "name": os.path.basename(source),
+                    "source": source,
+                    "findings": body["findings"],
+                    "launches": body["launches"],
+                    "programs": body["programs"],
+                    "summary": body["summary"],
+                },
+            )
+        )
+        self.added.append(("check", self.checks[-1][1]))
+
+    def add_explain(self, document: dict[str, Any], source: str) -> None:
+        self._add_explain(document, source)
+        self.added.append(("explain", self.explains[-1]))
+
+    def _add_explain(self, document: dict[str, Any], source: str) -> None:
+        kernels = []
+        for k in document.get("kernels", []):
+            if isinstance(k, dict):
+                k = {**EXPLAIN_DEFAULTS, **k}
+                if not isinstance(k["stage_text"], dict):
+                    k["stage_text"] = {}
+                kernels.append(k)
+        self.explains.append(
+            {
+                "name": os.path.basename(source),
+                "source": source,
+                "device": document.get("device"),
+                "errors": [str(e) for e in document.get("errors", [])],
+                "kernels": kernels,
+            }
+        )
+
+    def _records(self) -> list[RecordView]:
+        """Records see every check report given, wherever it came on the command line."""
+        with self._records_lock:
+            self._resolve_records()
+        return self.records
+
+    def _resolve_records(self) -> None:
+        for path, (header, accesses, offsets) in self._pending_records:
+            reports = [report for report, _ in self.checks]
+            self.records.append(RecordView(header, accesses, offsets, path, len(self.records), reports))
+            dropped_masked = int(header.get("dropped_masked_lanes", 0))
+            if dropped_masked:
+                self.notes.append(
+                    f"{os.path.basename(path)}: {dropped_masked:,} masked-off lanes past the record's "
+                    "limit are not drawn"
+                )
+            dropped = int(header.get("dropped_lanes", 0))
+            if dropped:
+                limit = int(header.get("limit", 0))
+                self.notes.append(
+                    f"{os.path.basename(path)}: the record reached its limit of {limit:,} "
+                    f"element accesses; {dropped:,} later ones are not drawn "
+                    "(record again with deuteron check --record-limit N)"
+                )
+        self._pending_records.clear()
+
+    def describe(self, which: int = -1) -> str:
+        """One line on a file added (``which``: its position, -1 the last): its kind and size."""
+        kind, item = self.added[which]
+        if kind == "profile":
+            shown = item["total_nodes"] - item["pruned_nodes"]
+            return f"profile, {shown:,} nodes" + (", a diff" if "base" in item else "")
+        if kind == "trace":
+            return f"trace, {_n(item['count'], 'event')} on {_n(len(item['lanes']), 'lane')}"
+        if kind == "record":
+            header = item[0]  # its lanes count the masked-off ones kept too: those are not accesses
+            launches = len(header["launches"])
+            lanes = int(header.get("lanes", 0)) - int(header.get("masked_lanes", 0))
+            accesses = _n(lanes, "element access", "element accesses")
+            return f"access record, {_n(launches, 'launch', 'launches')}, {accesses}"
+        if kind == "check":
+            return f"check report, {_n(len(item['findings']), 'finding')}"
+        return f"explain report, {_n(len(item['kernels']), 'kernel')}"
+
+    # --- answers ------------------------------------------------------------------------------
+    def index(self) -> dict[str, Any]:
+        """``/api/index.json``: everything small, and where the rest is."""
+        return {
+            "format": "deuteron-web",
+            "version": 1,
+            "title": self.title or self._default_title(),
+            "profiles": self.profiles,
+            "traces": [ref for ref, _ in self.traces],
+            "records": [r.ref() for r in self._records()],
+            "checks": [body for _, body in self.checks],
+            "explains": self.explains,
+            "notes": self.notes,
+        }
+
+    def _default_title(self) -> str:
+        self._records()
+        names = [p["name"] for p in self.profiles] + [r["name"] for r, _ in self.traces]
+        names += [r.source for r in self.records] + [b["name"] for _, b in self.checks]
+        names += [e["name"] for e in self.explains]
+        return ", ".join(os.path.basename(n) for n in names[:4]) or "deuteron"
+
+    def answer(self, path: str) -> tuple[str, Any] | None:
+        """(content type, JSON value or bytes) for a request path, None if there is no such answer.
+
+        A path names an answer by small whole numbers only; anything else is no answer. Errors
+        while computing one are not caught here: they are bugs or damage, and the server says so."""
+        if path == "/api/index.json":
+            return JSON_TYPE, self.index()
+        numbers = _numbers(path)
+        if numbers is None:
+            return None
+        kind, ids = numbers
+        if kind == "trace" and len(ids) == 1 and path.endswith(".bin") and ids[0] < len(self.traces):
+            return PACKED_TYPE, self.traces[ids[0]][1]()
+        records = self._records()
+        if kind != "access" or not ids or ids[0] >= len(records):
+            return None
+        record = records[ids[0]]
+        if len(ids) < 2 or ids[1] >= len(record.header["launches"]):
+            return None
+        data, cells = record.launch(ids[1])
+        if len(ids) == 2 and path.endswith(".json"):
+            return JSON_TYPE, data
+        if len(ids) == 4 and path.endswith(".bin") and ids[2] < len(data["tensors"]):
+            if ids[3] >= max(data["tensors"][ids[2]]["slices"], 1):
+                return None
+            return PACKED_TYPE, cells.get((ids[2], ids[3])) or empty_cells()
+        return None
+
+    def warm(self) -> None:
+        """Compute every launch's answers ahead of the first click (the server runs this in the
+        background: a launch of 16 million element accesses takes about a second)."""
+        for record in self._records():
+            for launch in range(len(record.header["launches"])):
+                record.launch(launch)
+        for _ref, events in self.traces:
+            events()
+
+    def embedded(self, max_cell_bytes: int = 64 << 20) -> dict[str, Any]:
+        """Every answer, for a page with no server: packed answers in base64. Access cells past
+        ``max_cell_bytes`` are left out (their slice shows how to see them)."""
+        index = self.index()
+        out: dict[str, Any] = {"/api/index.json": index}
+        for ref, events in self.traces:
+            out[ref["events"]] = base64.b64encode(events()).decode()
+        budget = max_cell_bytes
+        left_out = 0
+        for record in self._records():
+            for launch in range(len(record.header["launches"])):
+                data, cells = record.launch(launch)
+                data = dict(
+                    data, tensors=[dict(t, slice_urls=list(t["slice_urls"])) for t in data["tensors"]]
+                )
+                for t, tensor in enumerate(data["tensors"]):
+                    for s, url in enumerate(tensor["slice_urls"]):
+                        blob = cells.get((t, s)) or empty_cells()
+                        if len(blob) > budget:
+                            tensor["slice_urls"][s] = None
+                            left_out += 1
+                            continue
+                        budget -= len(blob)
+                        out[url] = base64.b64encode(blob).decode()
+                out[record.launch_url(launch)] = data
+        if left_out:
+            index["notes"] = index["notes"] + [
+                f"{left_out:,} tensor slices are too large for one file and are left out; "
+                "open the record with deuteron serve to see them"
+            ]
+        return out

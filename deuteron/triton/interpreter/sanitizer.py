@@ -1,0 +1,75 @@
+"""What a sanitizer attached to Triton's interpreter hears (see :mod:`.interpreter`'s ``attach``)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from deuteron.model.access import SiteTable
+
+
+class Sanitizer(Protocol):
+    """What a sanitizer hears. ``site`` ids index the table handed over at ``launch_prepare``.
+
+    Addresses it is given carry provenance tags (see ``model.access.TAG_SHIFT``): the sanitizer
+    tags each tensor argument's pointer through ``tag_of``; this module strips the tags before
+    Triton touches memory."""
+
+    def launch_prepare(
+        self,
+        fn: Any,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        table: SiteTable,
+        device_copies: dict[int, tuple[int, int]],
+    ) -> None:
+        """The launch's host tensors, before its pointers are made. ``device_copies`` maps each
+        device tensor argument's storage address to (bytes, address of its host copy), so pointers
+        the kernel reads from memory (device addresses) can be found in the host copies."""
+        ...
+
+    def tag_of(self, arg: Any) -> int:
+        """The tag for this tensor argument's pointer (0 for none)."""
+        ...
+
+    def tag_addresses(self, addresses: np.ndarray) -> np.ndarray:
+        """Integers the kernel turns into pointers (a pointer array's entries): tagged with the
+        tensor each points into, where one is known."""
+        ...
+
+    def launch_begin(self, grid: tuple[int, int, int]) -> None: ...
+
+    def program_begin(self, pid: tuple[int, int, int]) -> None: ...
+
+    def access(
+        self,
+        kind: int,
+        addresses: np.ndarray,
+        mask: np.ndarray | None,
+        element_size: int,
+        values: np.ndarray | None,
+    ) -> np.ndarray | None:
+        """Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
+        ...
+
+    def atomic_result(
+        self,
+        op: str,
+        addresses: np.ndarray,
+        mask: np.ndarray | None,
+        cmp: np.ndarray | None,
+        val: np.ndarray,
+        old: np.ndarray,
+    ) -> None:
+        """What an atomic did, after it ran: ``op`` ("cas", "xchg", "add", ...), its (tagged)
+        addresses, the lanes that ran, its operands and the values it found."""
+        ...
+
+    def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...
+
+    def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
+        """A ``tl.device_assert`` whose condition is false in the lanes ``failing`` (bool)."""
+        ...
+
+    def launch_end(self, error: BaseException | None) -> None: ...

@@ -1,0 +1,95 @@
+"""Where in the user's kernel source the interpreter is right now: the innermost frame that is
+neither Triton's nor Deuteron's, interned as a small int in a :class:`SiteTable`.
+
+One table lives while a sanitizer is attached (``reset`` at attach), so it grows with the code
+that was checked, not with how long the process runs. Columns come from the code object's
+positions; the interpreter re-parses a kernel's source dedented, so columns of rewritten kernels
+are shifted back.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from pathlib import Path
+from types import CodeType, FrameType
+from typing import Any
+
+from deuteron.model.access import Site, SiteTable
+
+_table = SiteTable()
+_PACKAGE_DIRS: tuple[str, ...] = ()
+_user_code: dict[CodeType, bool] = {}
+_positions: dict[CodeType, list[Any]] = {}
+_rewritten_codes: set[CodeType] = set()
+
+
+def reset() -> SiteTable:
+    """A fresh table for a newly attached sanitizer."""
+    global _table
+    _table = SiteTable()
+    return _table
+
+
+def table() -> SiteTable:
+    return _table
+
+
+def _is_user(filename: str) -> bool:
+    global _PACKAGE_DIRS
+    if not _PACKAGE_DIRS:
+        import triton
+
+        here = str(Path(__file__).resolve().parents[2])  # the deuteron package
+        _PACKAGE_DIRS = (os.path.dirname(os.path.abspath(triton.__file__)) + os.sep, here + os.sep)
+    return not os.path.abspath(filename).startswith(_PACKAGE_DIRS)
+
+
+def current_site() -> int:
+    """The innermost frame of the user's kernel (or a @jit helper it called) right now, as an id
+    into the current table; -1 when no user frame is on the stack."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        user = _user_code.get(code)
+        if user is None:
+            user = _user_code[code] = _is_user(code.co_filename)
+        if user:
+            key = (code, frame.f_lasti)
+            sid = _table.ids.get(key)
+            return sid if sid is not None else _new_site(key, frame)
+        frame = frame.f_back
+    return -1
+
+
+def _new_site(key: tuple[CodeType, int], frame: FrameType) -> int:
+    code = frame.f_code
+    site = _make_site(code, frame.f_lasti, frame.f_lineno or code.co_firstlineno)
+    return _table.intern(key, lambda: site)
+
+
+def note_rewritten(rewritten: dict[Any, Any]) -> None:
+    """Learn the code objects the interpreter really runs (``InterpretedFunction.rewritten_fn``)."""
+    if len(rewritten) != len(_rewritten_codes):
+        _rewritten_codes.update(f.__code__ for f in rewritten.values() if hasattr(f, "__code__"))
+
+
+def _make_site(code: CodeType, lasti: int, line: int) -> Site:
+    col = end_col = None
+    if hasattr(code, "co_positions"):
+        positions = _positions.get(code)
+        if positions is None:
+            positions = _positions[code] = list(code.co_positions())
+        i = lasti // 2
+        if 0 <= i < len(positions):
+            first, last, c0, c1 = positions[i]
+            if first == line and c0 is not None:
+                # The interpreter re-parses a kernel's source dedented; put the columns back.
+                shift = 0
+                if code in _rewritten_codes:
+                    text = linecache.getline(code.co_filename, code.co_firstlineno)
+                    shift = len(text) - len(text.lstrip())
+                col = c0 + shift
+                end_col = c1 + shift if (last == line and c1 is not None) else None
+    return Site(file=code.co_filename, line=line, function=code.co_name, col=col, end_col=end_col)

@@ -1,0 +1,106 @@
+"""``@triton.autotune`` while kernels run in the interpreter: every config runs once, in a scope.
+
+Timing configs means nothing in the interpreter (its speed is not the GPU's), and repeating each
+one dozens of times, as ``do_bench`` would, makes a checked run crawl. So each config is run
+exactly once (checked, and profiled, like any launch) and all are called equally fast: the
+autotuner keeps the first config, the same on every run. A profiler, on either backend, can
+name a scope the benchmark launches are filed under (Proton's tutorials use ``<autotune>``, opened
+from the autotuner's ``pre_hook``); where the script set its own hooks, it does that itself. A config
+whose ``tl.static_assert`` fails is skipped, as the GPU's compiler would reject it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
+from typing import Any
+
+from deuteron.process.patches import MANAGER, AttributePatch, Patch, after_import
+from deuteron.triton.interpreter.mends.compile_time import StaticAssertFailed
+
+
+class _State:
+    __slots__ = ("scopes", "waiting")
+
+    def __init__(self) -> None:
+        self.scopes: list[Callable[[], AbstractContextManager[Any]]] = []
+        self.waiting: Callable[[], None] | None = None  # undoes the wait for Triton's import
+
+
+_s = _State()
+SCOPE_GROUP = "triton.autotune_scope"
+
+
+def file_benchmarks_under(scope: Callable[[], AbstractContextManager[Any]]) -> Callable[[], None]:
+    """Enter ``scope()`` around each config's benchmark (all its launches, on a GPU or in the
+    interpreter); returns the undo. Triton's autotuner is changed now if it is imported, else as
+    soon as it is: a profile of a script that imports Triton later (``deuteron run``) must not pay
+    for importing it, nor miss it."""
+    _s.scopes.append(scope)
+    if len(_s.scopes) == 1:
+        if "triton.runtime.autotuner" in sys.modules:
+            MANAGER.acquire(SCOPE_GROUP, _scope_patches)
+        else:
+            _s.waiting = after_import("triton.runtime.autotuner", _on_import)
+
+    def undo() -> None:
+        if scope in _s.scopes:
+            _s.scopes.remove(scope)
+            if not _s.scopes:
+                if _s.waiting is not None:
+                    _s.waiting()
+                    _s.waiting = None
+                MANAGER.release(SCOPE_GROUP)
+
+    return undo
+
+
+def _on_import() -> None:
+    _s.waiting = None
+    if _s.scopes:
+        MANAGER.acquire(SCOPE_GROUP, _scope_patches)
+
+
+def _scope_patches() -> list[Patch]:
+    from triton.runtime.autotuner import Autotuner
+
+    original = Autotuner._bench
+
+    def _bench(self: Any, *args: Any, config: Any, **meta: Any) -> Any:
+        if not _s.scopes or _own_hooks(self):
+            return original(self, *args, config=config, **meta)
+        with ExitStack() as stack:
+            for scope in list(_s.scopes):
+                stack.enter_context(scope())
+            return original(self, *args, config=config, **meta)
+
+    return [AttributePatch(Autotuner, "_bench", _bench)]
+
+
+def _own_hooks(tuner: Any) -> bool:
+    """Whether the script set the autotuner's pre/post hook after making it (Proton's recipe for
+    an ``<autotune>`` scope); hooks given to ``@triton.autotune`` itself do other work."""
+    for attr in ("pre_hook", "post_hook"):
+        hook = getattr(tuner, attr, None)
+        given = getattr(tuner, f"user_defined_{attr}", False)
+        made_by_triton = "Autotuner.__init__" in getattr(hook, "__qualname__", "Autotuner.__init__")
+        if hook is not None and not given and not made_by_triton:
+            return True
+    return False
+
+
+def _run_once(kernel_call: Callable[[], Any], quantiles: Any = None, **_: Any) -> Any:
+    try:
+        kernel_call()
+        took = 1.0
+    except StaticAssertFailed:  # the GPU's compiler would reject this config: skip it, as Triton does
+        took = float("inf")
+    return [took] * len(quantiles) if quantiles else took
+
+
+def patches() -> list[Patch]:
+    """The interpreter's autotuner: each config runs once (its scope: :func:`file_benchmarks_under`)."""
+    from triton.runtime.autotuner import Autotuner
+
+    return [AttributePatch(Autotuner, "do_bench", property(lambda self: _run_once))]

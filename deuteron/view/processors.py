@@ -1,0 +1,387 @@
+"""Pure tree transforms: each takes profiles and returns a new one, leaving its inputs alone.
+
+The viewer chains them: filter frames on the recorded tree, then make inclusive values, then
+cut by threshold and depth. Keeping each step a function of its inputs (pyinstrument's
+processors are the model) lets tests check every step alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from deuteron.model.devices import DeviceSpec
+from deuteron.model.errors import DeuteronError
+from deuteron.model.metrics import INC, MetricSpec, compile_spec
+from deuteron.model.tree import Node, Profile
+
+
+class FilterError(DeuteronError, ValueError):
+    """A frame filter that is not a valid regular expression."""
+
+
+def _regex(pattern: str) -> re.Pattern[str]:
+    """A frame filter's pattern; it must match from the start of a frame's name (``re.match``), as
+    in proton-viewer's hatchet queries: ``.*matmul`` finds "matmul" anywhere."""
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise FilterError(f"bad regular expression {pattern!r}: {exc}") from None
+
+
+def _copy_profile(p: Profile, root: Node, inclusive: bool | None = None) -> Profile:
+    return Profile(
+        root=root,
+        kinds=dict(p.kinds),
+        devices=p.devices,
+        metadata=dict(p.metadata),
+        inclusive=p.inclusive if inclusive is None else inclusive,
+    )
+
+
+def _rebuild(
+    p: Profile,
+    keep: Callable[[Node, int], bool] | None = None,
+    order: Callable[[Node], float] | None = None,
+) -> Profile:
+    """A copy of the tree without the subtrees ``keep(node, depth)`` rejects, children optionally
+    re-ordered by ``order``; the root always stays. Iterative: trees get deep."""
+    root = Node(p.root.name, p.root.type)
+    root.metrics = dict(p.root.metrics)
+    stack = [(p.root, root, 0)]
+    while stack:
+        src, dst, depth = stack.pop()
+        children = src.children.values() if order is None else sorted(src.children.values(), key=order)
+        for child in children:
+            if keep is not None and not keep(child, depth + 1):
+                continue
+            copy = Node(child.name, child.type)
+            copy.metrics = dict(child.metrics)
+            dst.children[(child.name, child.type)] = copy
+            stack.append((child, copy, depth + 1))
+    return _copy_profile(p, root)
+
+
+def exclude(p: Profile, pattern: str) -> Profile:
+    """Drop every frame whose name matches ``pattern``, with everything below it."""
+    rx = _regex(pattern)
+    return _rebuild(p, lambda n, _depth: rx.match(n.name) is None)
+
+
+def include(p: Profile, pattern: str) -> Profile:
+    """Keep only the call paths that pass through a frame whose name matches ``pattern``."""
+    rx = _regex(pattern)
+    on_path: set[int] = set()
+
+    stack: list[tuple[Node, list[Node], bool]] = [(p.root, [], False)]
+    while stack:
+        n, ancestors, below_match = stack.pop()
+        hit = below_match or rx.match(n.name) is not None
+        if hit:
+            on_path.add(id(n))
+            if not below_match:
+                on_path.update(id(a) for a in ancestors)
+        for c in n.children.values():
+            stack.append((c, ancestors if hit else [*ancestors, n], hit))
+    return _rebuild(p, lambda n, _depth: id(n) in on_path)
+
+
+def _copy_with_parents(top: Node) -> tuple[Node, list[tuple[Node, Node | None]]]:
+    """A deep copy of ``top`` and its nodes in parents-first order, each with its parent."""
+    order: list[tuple[Node, Node | None]] = []
+    root = Node(top.name, top.type)
+    stack: list[tuple[Node, Node, Node | None]] = [(top, root, None)]
+    while stack:
+        src, dst, parent = stack.pop()
+        dst.metrics = dict(src.metrics)
+        order.append((dst, parent))
+        children = dst.children
+        for key, child in src.children.items():
+            copy = Node(child.name, child.type)
+            children[key] = copy
+            stack.append((child, copy, dst))
+    return root, order
+
+
+def inclusive(p: Profile) -> Profile:
+    """Each node's inclusive metrics: its own plus its descendants' for inclusive-kind numbers."""
+    if p.inclusive:
+        return p
+    root, order = _copy_with_parents(p.root)
+    _accumulate(order, p.kinds)
+    return _copy_profile(p, root, inclusive=True)
+
+
+def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
+    """Keep every node that is ``hot`` and the path to it (proton-viewer's ``-t``: a cool parent
+    of a hot child stays, so the child keeps its place); drop the rest."""
+    root, order = _copy_with_parents(p.root)
+    wanted = {id(root)}
+    for node, parent in reversed(order):  # children before parents
+        if parent is not None and (id(node) in wanted or hot(node)):
+            wanted.add(id(node))
+            wanted.add(id(parent))
+    return _rebuild(_copy_profile(p, root), lambda n, _depth: id(n) in wanted)
+
+
+def copy(p: Profile) -> Profile:
+    """A detached copy of the tree (a data phase's record), made without recursion."""
+    return _rebuild(p)
+
+
+def prune(p: Profile, keep: Callable[[Node, int], bool]) -> Profile:
+    """Drop nodes (and their subtrees) that ``keep(node, depth)`` rejects; the root always stays."""
+    return _rebuild(p, keep)
+
+
+def diff(new: Profile, old: Profile) -> Profile:
+    """``new`` minus ``old`` on the union of both trees (pass inclusive trees for inclusive deltas).
+
+    Only metrics that both profiles carry are subtracted; a frame missing on one side counts
+    as zero there. A metric that only one profile has cannot be compared and is left out,
+    so profiles with different metric sets still diff cleanly.
+    """
+    shared = {m for m in new.metric_names() & old.metric_names()}
+
+    def fill(a: Node | None, b: Node | None, dst: Node) -> None:
+        am = a.metrics if a else {}
+        bm = b.metrics if b else {}
+        for name in shared:
+            va, vb = am.get(name), bm.get(name)
+            if isinstance(va, (str, list)) or isinstance(vb, (str, list)) or (va is None and vb is None):
+                continue  # strings and vectors have no difference to show
+            dst.metrics[name] = (va or 0) - (vb or 0)
+
+    return _paired(new, old, fill)
+
+
+def _paired(new: Profile, old: Profile, fill: Callable[[Node | None, Node | None, Node], None]) -> Profile:
+    """Walk the union of two trees frame by frame; ``fill(new_node, old_node, out_node)`` sets each
+    output node's metrics (a side lacking the frame gives None); frames only one side has are
+    marked ``diff``: ``added`` or ``removed``."""
+    root = Node(new.root.name, new.root.type)
+    stack: list[tuple[Node | None, Node | None, Node]] = [(new.root, old.root, root)]
+    while stack:
+        a, b, dst = stack.pop()
+        fill(a, b, dst)
+        if a is None:
+            dst.metrics["diff"] = "removed"
+        elif b is None:
+            dst.metrics["diff"] = "added"
+        keys = list(a.children if a else {}) + [
+            k for k in (b.children if b else {}) if not a or k not in a.children
+        ]
+        for key in keys:
+            ca = a.children.get(key) if a else None
+            cb = b.children.get(key) if b else None
+            dst.children[key] = Node(key[0], key[1])
+            stack.append((ca, cb, dst.children[key]))
+    out = _copy_profile(new, root)
+    out.kinds["diff"] = "pty"
+    out.metadata["diff_against"] = old.metadata.get("name", "")
+    return out
+
+
+def merge(profiles: Iterable[Profile]) -> Profile:
+    """Sum several profiles (one per rank, say) into one tree."""
+    items = list(profiles)
+    if not items:
+        return Profile()
+    out = Profile(kinds={}, devices={}, metadata={"merged": len(items)})
+    for p in items:
+        out.kinds.update(p.kinds)
+        for dtype, rows in p.devices.items():
+            out.devices.setdefault(dtype, {}).update(rows)
+        stack = [(p.root, out.root)]
+        while stack:
+            src, dst = stack.pop()
+            for name, value in src.metrics.items():
+                dst.add(name, value, p.kind(name))
+            for child in src.children.values():
+                stack.append((child, dst.child(child.name, child.type)))
+    return out
+
+
+def rename(p: Profile, name_of: Callable[[str], str]) -> Profile:
+    """The tree with every frame renamed by ``name_of`` (proton-viewer's ``-f`` formats); frames of
+    one parent that end up with the same name are merged, their metrics added as their kinds say."""
+    root = Node(p.root.name, p.root.type)
+    root.metrics = dict(p.root.metrics)
+    stack = [(p.root, root)]
+    while stack:
+        src, dst = stack.pop()
+        for child in src.children.values():
+            twin = dst.child(name_of(child.name), child.type)
+            for metric, value in child.metrics.items():
+                twin.add(metric, value, p.kind(metric))
+            stack.append((child, twin))
+    return _copy_profile(p, root)
+
+
+_REPEAT = re.compile(r"^(?:(?P<path>.*)\.)?\d+(?P<cls> \(.+\))$")
+
+
+def fold_repeats(p: Profile) -> Profile:
+    """Repeated modules as one frame: ``layers.0 (TransformerEncoderLayer)``, ``layers.1 (...)``,
+    ... become ``layers.* (TransformerEncoderLayer)``, their subtrees merged and their metrics added
+    (the torch context names modules ``<attribute path> (<class>)``)."""
+
+    def folded(name: str) -> str:
+        m = _REPEAT.match(name)
+        if m is None:
+            return name
+        return f"{m['path']}.*{m['cls']}" if m["path"] is not None else f"*{m['cls']}"
+
+    return rename(p, folded)
+
+
+# proton-viewer's frame-name formats (-f), for Python call-path frames ``path/file.py:line@function``
+NAME_FORMATS: dict[str, Callable[[str], str]] = {
+    "full": lambda name: name,
+    "file_function_line": lambda name: name.split("/")[-1],
+    "function_line": lambda name: name.split(":")[-1],
+    "file_function": lambda name: f"{name.split('/')[-1].split(':')[0]}@{name.split('@')[-1].split(':')[0]}",
+}
+
+
+COMPARE = ("old", "new", "ratio", "change %")
+
+
+def compare(new: Profile, old: Profile, labels: list[str]) -> Profile:
+    """Both trees side by side (each already turned into ``labels`` columns by :func:`derive`): per
+    label ``label (old)``, ``label (new)``, ``label (ratio)`` (new / old) and ``label (change %)``,
+    on the union of both trees; a frame one side lacks counts as 0 there and is marked ``diff``:
+    ``added`` or ``removed``. A ratio or change against 0 is NaN (shown as ``-``)."""
+
+    def fill(a: Node | None, b: Node | None, dst: Node) -> None:
+        for label in labels:
+            va = a.metrics.get(label) if a is not None else 0
+            vb = b.metrics.get(label) if b is not None else 0
+            va = va if isinstance(va, (int, float)) else math.nan
+            vb = vb if isinstance(vb, (int, float)) else math.nan
+            dst.metrics[f"{label} (old)"] = vb
+            dst.metrics[f"{label} (new)"] = va
+            dst.metrics[f"{label} (ratio)"] = va / vb if vb else math.nan
+            dst.metrics[f"{label} (change %)"] = (va - vb) / vb * 100 if vb else math.nan
+
+    return _paired(new, old, fill)
+
+
+SPREAD = ("min", "median", "max")
+
+
+def spread(profiles: list[Profile], labels: list[str]) -> Profile:
+    """One tree for several (one profile per rank, each already turned into ``labels`` columns by
+    :func:`derive`): on the union of their frames, each label becomes ``label (min)``,
+    ``label (median)`` and ``label (max)`` over the profiles, a frame missing from one counting as 0
+    there, so a rank that never reached a kernel pulls its minimum down as it should."""
+    count = len(profiles)
+    root = Node(profiles[0].root.name, profiles[0].root.type)
+    stack: list[tuple[list[Node | None], Node]] = [([p.root for p in profiles], root)]
+    while stack:
+        sources, dst = stack.pop()
+        for label in labels:
+            values = []
+            for src in sources:
+                v = src.metrics.get(label) if src is not None else 0
+                values.append(v if isinstance(v, (int, float)) and not math.isnan(v) else 0)
+            ordered = sorted(values)
+            middle = count // 2
+            median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+            dst.metrics[f"{label} (min)"] = ordered[0]
+            dst.metrics[f"{label} (median)"] = median
+            dst.metrics[f"{label} (max)"] = ordered[-1]
+        keys: dict[tuple[str, str], None] = {}
+        for src in sources:
+            if src is not None:
+                keys.update(dict.fromkeys(src.children))
+        for key in keys:
+            child = Node(key[0], key[1])
+            dst.children[key] = child
+            stack.append(([src.children.get(key) if src is not None else None for src in sources], child))
+    out = _copy_profile(profiles[0], root)
+    out.metadata["ranks"] = count
+    return out
+
+
+def derive(
+    p: Profile,
+    specs: list[MetricSpec],
+    device_for: Callable[[Mapping[str, Any]], DeviceSpec | None] = lambda _m: None,
+) -> Profile:
+    """A tree whose node metrics are the asked-for columns, computed from inclusive values.
+
+    Where a column cannot be computed at a node it is NaN. One copy of the tree serves both the
+    inclusive sums and the columns: this runs on every ``deuteron view`` of large profiles.
+    """
+    root, order = _copy_with_parents(p.root)
+    needs_total = any(s.kind == "percent" for s in specs)
+    if needs_total or p.inclusive:
+        if not p.inclusive:
+            _accumulate(order, p.kinds)
+        fns = [(s.label, compile_spec(s, root.metrics, device_for)) for s in specs]
+        for node, _parent in order:
+            node.metrics = _columns(node.metrics, fns)
+    else:
+        # One backward pass: a node's sums are complete once its children are done, so add it
+        # into its parent and turn it into columns in the same step.
+        fns = [(s.label, compile_spec(s, {}, device_for)) for s in specs]
+        kinds = p.kinds
+        for node, parent in reversed(order):
+            m = node.metrics
+            if parent is not None:
+                _add_into(parent.metrics, m, kinds)
+            node.metrics = _columns(m, fns)
+    out = _copy_profile(p, root, inclusive=True)
+    out.kinds = {s.label: "pty" for s in specs}
+    return out
+
+
+def _accumulate(order: list[tuple[Node, Node | None]], kinds: dict[str, str]) -> None:
+    """Add each node's inclusive-kind numbers into its parent, children first."""
+    for node, parent in reversed(order):
+        if parent is not None:
+            _add_into(parent.metrics, node.metrics, kinds)
+
+
+def _add_into(pm: dict[str, Any], m: dict[str, Any], kinds: dict[str, str]) -> None:
+    for name, value in m.items():
+        if value.__class__ is str or kinds.get(name, INC) != INC:
+            continue
+        old = pm.get(name)
+        if value.__class__ is list or old.__class__ is list:  # vectors: element by element
+            if old is None:
+                pm[name] = list(value)
+            elif old.__class__ is list and value.__class__ is list and len(old) == len(value):
+                pm[name] = [a + b for a, b in zip(old, value, strict=True)]
+            continue
+        pm[name] = value if old is None or old.__class__ is str else old + value
+
+
+def _columns(m: dict[str, Any], fns: list[tuple[str, Callable[[Any], float]]]) -> dict[str, Any]:
+    cols: dict[str, Any] = {label: fn(m) for label, fn in fns}
+    if "diff" in m:
+        cols["diff"] = m["diff"]
+    return cols
+
+
+def max_depth(p: Profile) -> int:
+    deepest = 0
+    stack = [(p.root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((c, depth + 1) for c in node.children.values())
+    return deepest
+
+
+def sort_children(p: Profile, column: str) -> Profile:
+    """Children in descending order of ``column`` (NaN last) instead of first-seen order."""
+
+    def key(n: Node) -> float:
+        v = n.metrics.get(column)
+        return -v if isinstance(v, (int, float)) and not math.isnan(v) else math.inf
+
+    return _rebuild(p, order=key)

@@ -1,0 +1,67 @@
+"""What the GPU tests (``*_gpu.py``, beside their CPU twins) share. They run only where the CUPTI
+backend can run (the device machine), else are skipped (``tests/conftest.py`` marks them).
+
+Each test profiles a small script in a fresh process through ``deuteron run``, the way a user
+would, and checks the written profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import run_cli
+from tests.helpers import ADD_KERNEL_SOURCE
+
+KERNELS = ADD_KERNEL_SOURCE + """
+def add(x, y, o):
+    add_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, o, x.numel(), BLOCK=1024)
+"""
+
+
+def profile_script(
+    tmp_path: Path, body: str, *args: str, env: dict[str, str] | None = None, expect: int = 0
+) -> tuple[dict[str, Any], Any]:
+    """Run ``body`` (after the shared kernels) under ``deuteron run -b cupti``; return (tree, proc)."""
+    script = tmp_path / "script.py"
+    script.write_text(KERNELS + textwrap.dedent(body))
+    proc = run_cli("run", "-b", "cupti", "-n", "out", *args, "script.py", cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == expect, proc.stderr[-3000:]
+    out = tmp_path / "out.hatchet"
+    tree = json.loads(out.read_text()) if out.exists() else None
+    return tree, proc
+
+
+def python_env() -> dict[str, str]:
+    """The environment for a script run directly (not through ``deuteron run``): real GPU, this repo."""
+    from tests.conftest import REPO
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+def find(node: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The node at the end of ``names`` (frame names, from this node down); fails if missing."""
+    for name in names:
+        matches = [c for c in node["children"] if c["frame"]["name"] == name]
+        assert matches, f"no child {name!r} under {node['frame']['name']!r}: " + str(
+            [c["frame"]["name"] for c in node["children"]]
+        )
+        node = matches[0]
+    return node
+
+
+def kernel_counts(node: dict[str, Any], prefix: str = "") -> dict[str, int]:
+    """Count per kernel name anywhere under ``node`` (names starting with prefix)."""
+    out: dict[str, int] = {}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n["frame"]["name"].startswith(prefix) and "count" in n["metrics"]:
+            out[n["frame"]["name"]] = out.get(n["frame"]["name"], 0) + int(n["metrics"]["count"])
+        stack.extend(n["children"])
+    return out
