@@ -1,5 +1,8 @@
+/// <reference types="vitest/config" />
 // The bundle goes into the Python package with fixed names (no content hashes): the Python side
 // inlines it into `--html` pages and serves it, and CI rebuilds it to check it matches the sources.
+// `npm test` (Vitest) reads this file too: the tests beside the code (*.test.ts) run under Node;
+// only what main.ts imports is bundled, so they never reach the bundle.
 import { defineConfig } from "vite";
 
 export default defineConfig({
@@ -20,5 +23,9 @@ export default defineConfig({
         inlineDynamicImports: true,
       },
     },
+  },
+  test: {
+    include: ["src/**/*.test.ts"],
+    environment: "node",
   },
 });

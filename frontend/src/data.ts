@@ -52,7 +52,8 @@ export async function getPacked(path: string): Promise<Packed> {
   return unpack(bytes);
 }
 
-function base64Bytes(text: string): ArrayBuffer {
+/** Base64 text (how a `--html` page carries a packed answer) as bytes. */
+export function base64Bytes(text: string): ArrayBuffer {
   const raw = atob(text);
   const out = new Uint8Array(raw.length);
   for (let i = 0; i < raw.length; i++) out[i] = raw.charCodeAt(i);
@@ -67,7 +68,7 @@ const KINDS = {
   u8: Uint8Array,
 } as const;
 
-/** The packed format (deuteron/render/packed.py writes it): "DTP1", a u32 header length, the
+/** The packed format (deuteron/render/web/packed.py writes it): "DTP1", a u32 header length, the
  * header JSON {arrays: [{name, dtype, offset, length}]}, then the arrays, each 8-byte aligned
  * (offsets from the start of the buffer). */
 export function unpack(buffer: ArrayBuffer): Packed {

@@ -1,6 +1,6 @@
 // The data the Python side hands the page (format "deuteron-web" version 1). The server answers
 // these paths; a `--html` page carries the same answers inside itself (see data.ts). The Python
-// that builds them is deuteron/render/web_*.py: change both together.
+// that builds them is deuteron/render/web/*.py: change both together.
 
 /** `/api/index.json`: everything small, and the list of what can be fetched. */
 export interface Index {

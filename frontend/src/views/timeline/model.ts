@@ -1,8 +1,11 @@
 // The trace regrouped for drawing: one "row" per lane and nesting depth, each holding its events'
 // ids, starts and a running maximum of ends — so the first event visible at a time is a binary
-// search away, and a frame touches only what is in the window.
-import type { Packed } from "../data";
-import type { TraceRef } from "../types";
+// search away, and a frame touches only what is in the window. Also the pure parts of the view:
+// the visible window's clamping, the time axis' ticks, and the texts (summary, event details).
+// No DOM, no canvas: model.test.ts runs all of it under Node.
+import type { Packed } from "../../data";
+import { fmt, fmtNs } from "../../format";
+import type { TraceRef } from "../../types";
 
 export const ROW_H = 16; // px per depth row
 const MAX_ROWS = Math.floor(8000 / ROW_H);
@@ -182,4 +185,50 @@ export function eventAt(m: TimelineModel, row: Row, t: number, tol: number): num
     }
   }
   return bestDist <= tol ? best : -1;
+}
+
+/** A tick step near `raw`, rounded up to 1, 2 or 5 × 10^k (k may be negative; raw ≤ 1e-9 counts
+ * as 1e-9). */
+export function niceStep(raw: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-9))));
+  const f = raw / p;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+}
+
+/** A tick's time with as many decimals as the tick step needs: deep in a long trace the ticks
+ * read 127.055, 127.060 ms instead of "127 ms" five times. */
+export function tickLabel(t: number, step: number, [size, name]: [number, string]): string {
+  const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / size) - 1e-9)));
+  return `${(t / size).toFixed(decimals)} ${name}`;
+}
+
+export const MIN_SPAN = 100; // ns: the deepest zoom
+
+/** The visible window [t0, t1) asked for, clamped: at least MIN_SPAN wide, at most the trace's
+ * span plus 5%, and kept over the trace (at most half a window of slack on either side; a window
+ * wider than the trace starts at or before 0 and ends at or after its end). */
+export function clampWindow(t0: number, t1: number, full: number): [number, number] {
+  let span = Math.min(Math.max(t1 - t0, MIN_SPAN), full * 1.05);
+  if (!(span > 0)) span = 1;
+  let start = t0;
+  start = Math.max(Math.min(start, full - span * 0.5), -span * 0.5);
+  if (span >= full) start = Math.min(Math.max(start, full - span), 0);
+  return [start, start + span];
+}
+
+/** The toolbar's line about the trace: events, lanes, flows and how long it runs. */
+export function traceSummary(ref: TraceRef): string {
+  const lanes = ref.lanes.length;
+  return `${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
+}
+
+/** An event's tooltip and details lines: name, category, lane (and depth), start, duration. */
+export function describeEvent(m: TimelineModel, i: number): string[] {
+  return [
+    m.ref.names[m.name[i]] ?? "?",
+    `category: ${m.ref.cats[m.cat[i]] ?? "?"}`,
+    `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
+    `start: +${fmtNs(m.start[i], true)}`,
+    `duration: ${fmtNs(m.dur[i])}`,
+  ];
 }

@@ -1,24 +1,27 @@
 // One tensor of a launch in the Accesses view: a titled card with its slice picker, the binned
 // grid canvas, finding markers and a hover read-out. The card keeps the current slice's cells
 // and its aggregate so a filter change redraws without refetching.
-import { getPacked, type Packed } from "../data";
-import { fmt, h } from "../dom";
-import type { AccessCells, LaunchData, TensorView } from "../types";
+import { getPacked } from "../../data";
+import { h } from "../../dom";
+import { fmt } from "../../format";
+import type { AccessCells, LaunchData, TensorView } from "../../types";
+import { drawBins, drawMarkers } from "./grid";
 import {
   aggregate,
-  drawBins,
-  drawMarkers,
+  asCells,
+  clampSlice,
+  emptyCells,
+  findingMarkers,
+  findingsOnSlice,
   geometry,
-  HEAT,
-  packedCss,
-  SEVERITY_COLOUR,
+  heatStops,
+  hoverText,
+  sliceIndex,
   type Aggregate,
   type Filter,
+  type Finding,
   type Geometry,
-  type Marker,
-} from "./accesses_grid";
-
-export type Finding = TensorView["findings"][number];
+} from "./model";
 
 /** What a card needs from the view around it. */
 export interface CardHost {
@@ -27,46 +30,6 @@ export interface CardHost {
   filter(): Filter;
   /** A cell was clicked (or a finding chosen): show its details. */
   onCell(card: TensorCard, row: number, col: number): void;
-}
-
-/** The leading-dims index of slice s (row-major over `lead`). */
-export function sliceIndex(lead: number[], s: number): number[] {
-  const out = new Array<number>(lead.length).fill(0);
-  for (let d = lead.length - 1; d >= 0; d--) {
-    out[d] = s % lead[d];
-    s = Math.floor(s / lead[d]);
-  }
-  return out;
-}
-
-/** The element range a bin stands for, inclusive, in the tensor's last two dims. */
-export function cellRange(view: TensorView, row: number, col: number): { r0: number; r1: number; c0: number; c1: number } {
-  const r0 = row * view.row_step;
-  const c0 = col * view.col_step;
-  return {
-    r0,
-    r1: Math.min(view.rows, r0 + view.row_step) - 1,
-    c0,
-    c1: Math.min(view.cols, c0 + view.col_step) - 1,
-  };
-}
-
-export function rangeText(view: TensorView, row: number, col: number): string {
-  const { r0, r1, c0, c1 } = cellRange(view, row, col);
-  const span = (a: number, b: number): string => (a === b ? `${a}` : `${a}..${b}`);
-  return view.shape.length <= 1 ? `elements ${span(c0, c1)}` : `rows ${span(r0, r1)}, cols ${span(c0, c1)}`;
-}
-
-function asCells(packed: Packed): AccessCells {
-  const need = ["program", "bin", "kind", "site", "lanes"] as const;
-  for (const name of need) if (!packed[name]) throw new Error(`packed cells lack "${name}"`);
-  return {
-    program: packed.program as Uint32Array,
-    bin: packed.bin as Uint32Array,
-    kind: packed.kind as Uint8Array,
-    site: packed.site as Int32Array,
-    lanes: packed.lanes as Uint32Array,
-  };
 }
 
 export class TensorCard {
@@ -145,7 +108,7 @@ export class TensorCard {
       class: "acc-slice",
     });
     input.addEventListener("change", () => {
-      const s = Math.max(0, Math.min(v.slices - 1, Math.floor(Number(input.value) || 0)));
+      const s = clampSlice(input.value, v.slices);
       input.value = String(s);
       void this.load(s).then(() => {
         show();
@@ -188,27 +151,16 @@ export class TensorCard {
 
   /** Findings on the slice shown (a finding with no slice belongs to a tensor with one slice). */
   findingsHere(): Finding[] {
-    return this.view.findings.filter((f) => (f.slice ?? 0) === this.slice);
+    return findingsOnSlice(this.view.findings, this.slice);
   }
 
   /** Aggregate under the current filter and redraw; sets the test-facing data attributes. */
   render(): void {
     const filter = this.host.filter();
     const bins = this.view.bin_rows * this.view.bin_cols;
-    const empty: AccessCells = {
-      program: new Uint32Array(0),
-      bin: new Uint32Array(0),
-      kind: new Uint8Array(0),
-      site: new Int32Array(0),
-      lanes: new Uint32Array(0),
-    };
-    this.agg = aggregate(this.cells ?? empty, bins, filter);
+    this.agg = aggregate(this.cells ?? emptyCells(), bins, filter);
     drawBins(this.canvas, this.geo, this.view.bin_cols, this.agg, filter, this.host.palette);
-    const markers: Marker[] = [];
-    for (const f of this.findingsHere()) {
-      if (f.bin) markers.push({ row: f.bin[0], col: f.bin[1], colour: SEVERITY_COLOUR[f.severity] ?? "#862e9c" });
-    }
-    const drawn = drawMarkers(this.canvas, this.geo, markers);
+    const drawn = drawMarkers(this.canvas, this.geo, findingMarkers(this.findingsHere()));
     if (this.selected) {
       drawMarkers(this.canvas, this.geo, [{ row: this.selected[0], col: this.selected[1], colour: "#1864ab" }]);
     }
@@ -230,7 +182,7 @@ export class TensorCard {
       this.scale.replaceChildren();
       return;
     }
-    const stops = Array.from({ length: 6 }, (_, i) => packedCss(HEAT[Math.round((i / 5) * 255)])).join(",");
+    const stops = heatStops();
     this.scale.replaceChildren(
       `lanes per cell: ${fmt(this.agg.minLanes)} `,
       h("span", { class: "acc-ramp", style: `background:linear-gradient(90deg,${stops})` }),
@@ -291,14 +243,6 @@ export class TensorCard {
   private describe(e: MouseEvent): void {
     const at = this.binAt(e);
     if (!at || !this.agg) return;
-    const b = at[0] * this.view.bin_cols + at[1];
-    const first = this.agg.first[b];
-    let text = `${rangeText(this.view, at[0], at[1])} · `;
-    if (first < 0) text += "not touched";
-    else {
-      const xyz = this.host.launch.programs[first] ?? [first, 0, 0];
-      text += `${fmt(this.agg.lanes[b])} lanes · program (${xyz.join(",")})${this.agg.multi[b] ? " and others" : ""}`;
-    }
-    this.hover.textContent = text;
+    this.hover.textContent = hoverText(this.view, this.agg, this.host.launch.programs, at[0], at[1]);
   }
 }

@@ -1,14 +1,13 @@
 // The Timeline view: lanes (threads, GPU streams) of nested events on one canvas, zoomed with the
 // wheel around the cursor or the buttons, panned by dragging. Frames are drawn on demand (one per
-// animation frame at most), from the per-row indexes built once in timeline_model.
+// animation frame at most), from the per-row indexes built once in model.ts.
 import "./timeline.css";
-import { getPacked } from "../data";
-import { fitCanvas, fmt, fmtNs, h, picker, placeTip } from "../dom";
-import type { Index, TraceRef } from "../types";
-import { Painter, type Window } from "./timeline_draw";
-import { LABEL_W, ROW_H, buildTimeline, eventAt, type TimelineModel } from "./timeline_model";
-
-const MIN_SPAN = 100; // ns: the deepest zoom
+import { getPacked } from "../../data";
+import { fitCanvas, h, picker, placeTip } from "../../dom";
+import { fmt } from "../../format";
+import type { Index } from "../../types";
+import { LABEL_W, ROW_H, buildTimeline, clampWindow, describeEvent, eventAt, traceSummary, type TimelineModel } from "./model";
+import { Painter, type Window } from "./painter";
 
 export async function mountTimeline(root: HTMLElement, index: Index): Promise<void> {
   const slot = h("div", { class: "timeline-slot" });
@@ -70,7 +69,7 @@ class TimelineView {
         button("+", "zoom-in", "zoom in", () => this.zoomBy(0.5)),
         button("−", "zoom-out", "zoom out", () => this.zoomBy(2)),
         button("reset", "reset", "show the whole trace", () => this.setWindow(0, m.span)),
-        h("span", { class: "tl-summary" }, summary(ref)),
+        h("span", { class: "tl-summary" }, traceSummary(ref)),
         m.capped ? h("span", { class: "tl-hint", "data-note": "capped" }, `deep nesting: ${m.capped} levels per lane shown, deeper events drawn in the last`) : null,
         h("span", { class: "tl-hint" }, "wheel: zoom · drag: pan · click: details"),
       ),
@@ -121,14 +120,7 @@ class TimelineView {
 
   /** Set the visible window, clamped to the trace (with a little slack) and to the deepest zoom. */
   setWindow(t0: number, t1: number): void {
-    const full = this.m.span;
-    let span = Math.min(Math.max(t1 - t0, MIN_SPAN), full * 1.05);
-    if (!(span > 0)) span = 1;
-    let start = t0;
-    start = Math.max(Math.min(start, full - span * 0.5), -span * 0.5);
-    if (span >= full) start = Math.min(Math.max(start, full - span), 0);
-    this.t0 = start;
-    this.t1 = start + span;
+    [this.t0, this.t1] = clampWindow(t0, t1, this.m.span);
     this.schedule();
   }
 
@@ -186,19 +178,8 @@ class TimelineView {
       return;
     }
     this.canvas.dataset.hover = this.m.ref.names[this.m.name[i]] ?? "?";
-    this.tip.textContent = this.describe(i).join("\n");
+    this.tip.textContent = describeEvent(this.m, i).join("\n");
     placeTip(this.tip, e);
-  }
-
-  private describe(i: number): string[] {
-    const m = this.m;
-    return [
-      m.ref.names[m.name[i]] ?? "?",
-      `category: ${m.ref.cats[m.cat[i]] ?? "?"}`,
-      `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
-      `start: +${fmtNs(m.start[i], true)}`,
-      `duration: ${fmtNs(m.dur[i])}`,
-    ];
   }
 
   private click(e: MouseEvent): void {
@@ -208,7 +189,7 @@ class TimelineView {
       this.details.hidden = true;
       delete this.details.dataset.event;
     } else {
-      const [name, ...rest] = this.describe(i);
+      const [name, ...rest] = describeEvent(this.m, i);
       this.details.dataset.event = name;
       this.details.replaceChildren(h("b", {}, name), ...rest.map((t) => h("span", {}, t)));
       this.details.hidden = false;
@@ -239,9 +220,3 @@ class TimelineView {
     ds.frameMs = (performance.now() - began).toFixed(1);
   }
 }
-
-function summary(ref: TraceRef): string {
-  const lanes = ref.lanes.length;
-  return `${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
-}
-

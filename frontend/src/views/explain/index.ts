@@ -1,14 +1,11 @@
 // The Explain view: per kernel specialization, its source beside each compiler stage's text,
 // linked both ways through the stages' source locations, with a resources/SASS/findings summary.
 import "./explain.css";
-import { codeBlock, h } from "../dom";
-import type { ExplainData, ExplainKernel, Index } from "../types";
-import { findingsCard, resourceCards, sassCard } from "./explain_resources";
-import { orderedStages, scrollWithin, StageView } from "./explain_stage";
-
-function kernelLabel(k: ExplainKernel): string {
-  return `${k.name} · ${k.target} · ${k.num_warps ?? "?"}w/${k.num_stages ?? "?"}s`;
-}
+import { codeBlock, h } from "../../dom";
+import type { ExplainData, ExplainKernel, Index } from "../../types";
+import { findingsCard, resourceCards, sassCard } from "./cards";
+import { firstStage, kernelLabel, orderedStages, sourceLinesWithIr } from "./model";
+import { scrollWithin, StageView } from "./stage";
 
 export function mountExplain(root: HTMLElement, index: Index): void {
   root.classList.add("exp-root");
@@ -75,15 +72,13 @@ class KernelPane {
     );
     if (!names.length) this.stageBox.append(h("p", { class: "empty" }, "No compiler stage was captured."));
     this.markSourceLines();
-    if (names.length) this.showStage(names.includes("ttgir") ? "ttgir" : names[0]);
+    if (names.length) this.showStage(firstStage(names));
   }
 
   /** Gutter marks on source lines some stage has IR for. */
   private markSourceLines(): void {
     if (!this.source) return;
-    const withIr = new Set<number>();
-    for (const stage of Object.values(this.k.stage_text)) for (const s of stage.src) if (s !== null) withIr.add(s);
-    for (const line of withIr) this.sourceLine(line)?.classList.add("has-ir");
+    for (const line of sourceLinesWithIr(this.k.stage_text)) this.sourceLine(line)?.classList.add("has-ir");
   }
 
   private sourceLine(line: number): HTMLElement | null {

@@ -1,33 +1,14 @@
 // The Accesses view's side panels: the clicked cell's details (its element range, which programs
 // touched it with which kind/lanes/line, and the kernel source with those lines highlighted), and
 // the findings table of the check reports.
-import { codeBlock, fmt, h } from "../dom";
-import type { CheckData, LaunchData, TensorView } from "../types";
-import { cellRange, sliceIndex, type TensorCard } from "./accesses_card";
-import { KIND_NAMES, type Filter } from "./accesses_grid";
+import { codeBlock, h } from "../../dom";
+import { fmt } from "../../format";
+import type { CheckData, LaunchData, TensorView } from "../../types";
+import type { TensorCard } from "./card";
+import { cellRange, findingRows, KIND_NAMES, linesByFile, sliceIndex, touchesOf, type Filter, type Touch } from "./model";
 
 /** Rows past this are summarised: a broadcast operand can be read by every program. */
 const MAX_ROWS = 300;
-
-interface Touch {
-  program: number;
-  kind: number;
-  site: number;
-  lanes: number;
-}
-
-/** The entries of the cells that fall in one bin and pass the kind filter, in program order. */
-function touchesOf(card: TensorCard, bin: number, filter: Filter): Touch[] {
-  const cells = card.cells;
-  if (!cells) return [];
-  const out: Touch[] = [];
-  for (let i = 0, n = cells.bin.length; i < n; i++) {
-    if (cells.bin[i] !== bin || !filter.kinds[cells.kind[i] % 3]) continue; // masked lanes: by their access's kind
-    out.push({ program: cells.program[i], kind: cells.kind[i], site: cells.site[i], lanes: cells.lanes[i] });
-  }
-  out.sort((a, b) => a.program - b.program || a.kind - b.kind || a.site - b.site);
-  return out;
-}
 
 function rangeMeta(view: TensorView, slice: number, row: number, col: number): HTMLElement {
   const { r0, r1, c0, c1 } = cellRange(view, row, col);
@@ -53,7 +34,7 @@ export function showDetails(
   onProgram: (p: number) => void,
 ): void {
   const view = card.view;
-  const touches = touchesOf(card, row * view.bin_cols + col, filter);
+  const touches = touchesOf(card.cells, row * view.bin_cols + col, filter);
   panel.dataset.cell = `${row},${col}`;
   panel.dataset.tensor = view.name;
   panel.dataset.touches = String(touches.length);
@@ -98,16 +79,8 @@ export function showDetails(
 /** The kernel source file(s) the touching sites point to, their lines highlighted; the first
  * highlighted line is scrolled into view once the block is in the page. */
 function sourceBlocks(launch: LaunchData, touches: Touch[]): HTMLElement[] {
-  const byFile = new Map<string, Set<number>>();
-  for (const t of touches) {
-    const site = t.site >= 0 ? launch.sites[t.site] : undefined;
-    if (!site) continue;
-    if (!byFile.has(site.file)) byFile.set(site.file, new Set());
-    byFile.get(site.file)!.add(site.line);
-  }
-  if (!byFile.size && launch.sources[launch.file] !== undefined) byFile.set(launch.file, new Set());
   const out: HTMLElement[] = [];
-  for (const [file, lines] of byFile) {
+  for (const [file, lines] of linesByFile(launch, touches)) {
     const text = launch.sources[file];
     out.push(h("div", { class: "acc-file", title: file }, file));
     if (text === undefined) {
@@ -140,12 +113,7 @@ export function findingsTable(
   launch: LaunchData | null,
   pick: (kernel: string, tensor: string, index: number[] | null, message: string) => void,
 ): HTMLElement {
-  type Row = { kind: string; severity: string; kernel: string; tensor: string | null; index: number[] | null; program: [number, number, number] | null; line: number | null; message: string };
-  const rows: Row[] = [];
-  for (const c of checks) for (const f of c.findings) rows.push(f);
-  if (!rows.length && launch) {
-    for (const t of launch.tensors) for (const f of t.findings) rows.push({ ...f, kernel: launch.kernel, tensor: t.name });
-  }
+  const rows = findingRows(checks, launch);
   const wrap = h("div", { class: "acc-findings" }, h("h3", {}, `Findings (${rows.length})`));
   if (!rows.length) {
     wrap.append(h("p", { class: "empty" }, checks.length ? "The check reports found nothing." : "No check report given."));

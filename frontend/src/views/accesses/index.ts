@@ -2,17 +2,26 @@
 // elements (or how often), the check reports' findings marked on them, a clicked cell's details,
 // and the findings table. The shell mounts it once; switching launches rebuilds the cards.
 import "./accesses.css";
-import { getJSON } from "../data";
-import { h, picker } from "../dom";
-import type { Index, LaunchData, RecordRef } from "../types";
-import { TensorCard, type CardHost } from "./accesses_card";
-import { findingsTable, showDetails } from "./accesses_details";
-import { HEAT, KIND_NAMES, MASKED_COLOUR, packedCss, programPalette, SEVERITY_COLOUR, type Filter, type Mode } from "./accesses_grid";
-
-interface LaunchRef {
-  record: RecordRef;
-  launch: RecordRef["launches"][number];
-}
+import { getJSON } from "../../data";
+import { h, picker } from "../../dom";
+import type { Index, LaunchData } from "../../types";
+import { TensorCard, type CardHost } from "./card";
+import { findingsTable, showDetails } from "./details";
+import {
+  clampProgram,
+  findingOnGrid,
+  heatStops,
+  KIND_NAMES,
+  launchLabel,
+  launchWithTensor,
+  MASKED_COLOUR,
+  packedCss,
+  programPalette,
+  SEVERITY_COLOUR,
+  type Filter,
+  type LaunchRef,
+  type Mode,
+} from "./model";
 
 /** Launch JSON by URL: switching back to a launch costs nothing. */
 const launchCache = new Map<string, Promise<LaunchData>>();
@@ -25,12 +34,6 @@ function loadLaunchData(url: string): Promise<LaunchData> {
     launchCache.set(url, got);
   }
   return got;
-}
-
-function launchLabel(ref: LaunchRef, many: boolean): string {
-  const l = ref.launch;
-  const prefix = many ? `${ref.record.name}: ` : "";
-  return `${prefix}#${l.index} ${l.kernel} grid (${l.grid.join(",")}) · ${l.programs} program${l.programs === 1 ? "" : "s"}`;
 }
 
 export async function mountAccesses(root: HTMLElement, index: Index): Promise<void> {
@@ -141,8 +144,7 @@ class AccessesView {
     const label = h("span", { class: "acc-dim" });
     const input = h("input", { type: "number", name: "program", min: 0, max: count - 1, placeholder: "all", class: "acc-prog" });
     input.addEventListener("change", () => {
-      const raw = input.value.trim();
-      const p = raw === "" ? null : Math.max(0, Math.min(count - 1, Math.floor(Number(raw))));
+      const p = clampProgram(input.value, count);
       if (p !== null) input.value = String(p);
       label.textContent = xyzText(p);
       pick(p);
@@ -225,7 +227,7 @@ class AccessesView {
   private async pickFinding(kernel: string, tensor: string, index: number[] | null, message: string): Promise<void> {
     const shown = this.launch && this.launch.kernel === kernel && this.launch.tensors.some((t) => t.name === tensor);
     if (!shown) {
-      const i = this.refs.findIndex((r) => r.launch.kernel === kernel && r.launch.tensors.includes(tensor));
+      const i = launchWithTensor(this.refs, kernel, tensor);
       if (i < 0) return;
       const select = this.toolbar.querySelector<HTMLSelectElement>("select[name=launch]");
       if (select) select.value = String(i);
@@ -233,9 +235,7 @@ class AccessesView {
     }
     const card = this.cards.find((c) => c.view.name === tensor);
     if (!card) return;
-    const same = (a: number[] | null, b: number[] | null): boolean => (a ?? []).join() === (b ?? []).join();
-    const f = card.view.findings.find((x) => x.bin && x.message === message && same(x.index, index)) ??
-      card.view.findings.find((x) => x.bin && x.message === message);
+    const f = findingOnGrid(card.view.findings, message, index);
     if (!f || !f.bin) return;
     const go = (): void => {
       card.select(f.bin![0], f.bin![1]);
@@ -261,7 +261,7 @@ class AccessesView {
       parts.push(h("span", {}, ...sample, " each program its own hue (the first program touching a cell)"));
       parts.push(h("span", {}, swatch("#888", "acc-hatch"), " striped: touched by several programs"));
     } else {
-      const stops = Array.from({ length: 6 }, (_, i) => packedCss(HEAT[Math.round((i / 5) * 255)])).join(",");
+      const stops = heatStops();
       parts.push(h("span", {}, "lanes per cell, log scale: min ", h("span", { class: "acc-ramp", style: `background:linear-gradient(90deg,${stops})` }), " max (per tensor, below each grid)"));
     }
     parts.push(h("span", {}, swatch("#fff", "acc-ring-error"), " error"), h("span", {}, swatch("#fff", "acc-ring-warning"), " warning"));

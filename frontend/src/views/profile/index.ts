@@ -2,11 +2,11 @@
 // icicle graph and the tree table below it. The two stay in step: a rectangle clicked selects its
 // row, a row clicked outlines its rectangle.
 import "./profile.css";
-import { fmt, h, picker } from "../dom";
-import type { Index, ProfileData } from "../types";
-import { Flame } from "./profile_flame";
-import { buildModel, matchNodes, withAncestors } from "./profile_model";
-import { TreeTable } from "./profile_table";
+import { h, picker } from "../../dom";
+import type { Index, ProfileData } from "../../types";
+import { Flame } from "./flame";
+import { buildModel, matchNodes, metaRows, parseDepthLimit, prunedText, withAncestors } from "./model";
+import { TreeTable } from "./table";
 
 export function mountProfile(root: HTMLElement, index: Index): void {
   const slot = h("div", { class: "profile-slot" });
@@ -60,8 +60,7 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
     filterTimer = window.setTimeout(applyFilter, 120); // don't rescan 100k nodes on every key
   });
   depth.addEventListener("input", () => {
-    const v = depth.value === "" ? Infinity : Math.max(0, Math.floor(Number(depth.value)));
-    const limit = Number.isFinite(v) ? v : Infinity;
+    const limit = parseDepthLimit(depth.value);
     flame.setDepthLimit(limit);
     table.setDepthLimit(limit);
   });
@@ -84,24 +83,9 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
 
 function metaCard(data: ProfileData): HTMLElement {
   const dl = h("dl", { class: "meta" });
-  const add = (key: string, value: unknown): void => {
-    if (value === null || value === undefined || value === "") return;
-    dl.append(h("dt", {}, key), h("dd", {}, typeof value === "object" ? JSON.stringify(value) : String(value)));
-  };
-  add("source", data.source);
-  if (data.base) add("base", data.base.source);
-  for (const [key, value] of Object.entries(data.metadata)) add(key, value);
-  const nodes = data.parent.length;
-  add("nodes", fmt(nodes));
+  for (const [key, value] of metaRows(data)) dl.append(h("dt", {}, key), h("dd", {}, value));
   const card = h("details", { class: "card profile-meta", open: true }, h("summary", {}, data.name), dl);
-  if (data.pruned_nodes > 0) {
-    card.append(
-      h(
-        "div",
-        { class: "pruned", "data-pruned": data.pruned_nodes },
-        `${fmt(data.total_nodes - data.pruned_nodes)} of ${fmt(data.total_nodes)} nodes shown (below ${fmt(data.threshold * 100)}% left out)`,
-      ),
-    );
-  }
+  const pruned = prunedText(data);
+  if (pruned !== null) card.append(h("div", { class: "pruned", "data-pruned": data.pruned_nodes }, pruned));
   return card;
 }

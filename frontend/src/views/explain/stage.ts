@@ -2,16 +2,7 @@
 // source line it came from in a narrow column. SASS can run to tens of thousands of lines, so the
 // DOM is built once per stage and kept, and lines are indexed by source line: highlighting a
 // source line touches only the lines that were and will be highlighted, never the whole stage.
-import { h } from "../dom";
-
-/** The order stages run through the compiler; other keys follow in the document's order. */
-const STAGE_ORDER = ["ttir", "ttgir", "llir", "ptx", "sass", "amdgcn"];
-
-export function orderedStages(stageText: Record<string, unknown>): string[] {
-  const keys = Object.keys(stageText);
-  const known = STAGE_ORDER.filter((k) => keys.includes(k));
-  return [...known, ...keys.filter((k) => !STAGE_ORDER.includes(k))];
-}
+import { h } from "../../dom";
 
 /** Lines per block: blocks let the browser skip laying out the parts of a long stage that are
  * off screen (content-visibility), with a fixed height per line so positions stay exact. */

@@ -1,8 +1,9 @@
 // The tree table, virtualized: the visible rows are a list of node ids (the expanded tree,
 // flattened), and only the rows inside the scroll box's window are in the DOM. Rows have a fixed
 // height so the row under any scroll offset is a division away.
-import { fmt, h } from "../dom";
-import { byKey, nameOf, typeOf, type ProfileModel } from "./profile_model";
+import { h } from "../../dom";
+import { fmt } from "../../format";
+import { childrenInOrder, nameOf, ratioText, typeOf, visibleRows, type ProfileModel } from "./model";
 
 const ROW = 22; // px, must match profile.css (.ptable tr)
 const OVERSCAN = 8;
@@ -32,7 +33,7 @@ export class TreeTable {
   private sortBy: number; // index into columns
   private desc = true;
   private sorted = new Map<number, Int32Array>(); // node -> its children in the current order
-  private rows = new Int32Array(0); // visible node ids, in display order
+  private rows: Int32Array = new Int32Array(0); // visible node ids, in display order
   private selected = -1;
   private frame = 0;
 
@@ -97,14 +98,7 @@ export class TreeTable {
   private kidsOf(i: number): Int32Array {
     let out = this.sorted.get(i);
     if (!out) {
-      out = this.m.kids.slice(this.m.kidStart[i], this.m.kidStart[i + 1]);
-      const key = this.columns[this.sortBy].key;
-      if (key) out.sort(byKey(key, this.desc));
-      else {
-        const names = out.length > 1 ? Array.from(out, (k) => nameOf(this.m, k)) : [];
-        const order = Array.from(out.keys()).sort((a, b) => (names[a] < names[b] ? -1 : names[a] > names[b] ? 1 : a - b) * (this.desc ? -1 : 1));
-        out = Int32Array.from(order, (k) => out![k]);
-      }
+      out = childrenInOrder(this.m, i, this.columns[this.sortBy].key, this.desc);
       this.sorted.set(i, out);
     }
     return out;
@@ -112,20 +106,8 @@ export class TreeTable {
 
   /** Flatten the expanded (and filtered, depth-limited) tree into `rows`. */
   private rebuild(): void {
-    const m = this.m;
-    const out = new Int32Array(m.n);
-    let count = 0;
-    const stack = [0];
-    while (stack.length) {
-      const i = stack.pop()!;
-      if (this.keep && !this.keep[i]) continue;
-      out[count++] = i;
-      if (!this.expanded[i] || m.depth[i] >= this.depthLimit) continue;
-      const kids = this.kidsOf(i);
-      for (let k = kids.length - 1; k >= 0; k--) stack.push(kids[k]);
-    }
-    this.rows = out.subarray(0, count);
-    this.el.dataset.rows = String(count);
+    this.rows = visibleRows(this.m, this.expanded, this.keep, this.depthLimit, (i) => this.kidsOf(i));
+    this.el.dataset.rows = String(this.rows.length);
     this.schedule();
   }
 
@@ -156,7 +138,7 @@ export class TreeTable {
     const tr = h("tr", { "data-node": i, "data-name": name, class: cls.filter(Boolean).join(" ") || null }, nameCell);
     for (let c = 1; c < this.columns.length; c++) {
       const v = this.columns[c].key![i];
-      tr.append(h("td", { class: this.columns[c].cls }, this.columns[c].label === "ratio" ? fmtRatio(v) : fmt(Number.isNaN(v) ? null : v)));
+      tr.append(h("td", { class: this.columns[c].cls }, this.columns[c].label === "ratio" ? ratioText(v) : fmt(Number.isNaN(v) ? null : v)));
     }
     if (m.removed[i]) tr.title = "removed: only in the base profile";
     return tr;
@@ -204,9 +186,4 @@ function spacer(height: number, span: number): HTMLTableRowElement {
   tr.style.height = `${height}px`;
   if (height === 0) tr.style.display = "none";
   return tr;
-}
-
-function fmtRatio(v: number): string {
-  if (Number.isNaN(v)) return "–";
-  return `×${fmt(v)}`;
 }

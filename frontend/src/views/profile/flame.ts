@@ -1,8 +1,9 @@
 // The icicle graph: ROOT on top, children below, widths from one column's inclusive values, drawn
 // on one canvas. Layout is a single pass over typed arrays; drawing walks only the nodes at least
 // half a pixel wide, so a 100 000-node tree costs what is visible, not what is in the file.
-import { colourOf, fitCanvas, fmt, h, placeTip } from "../dom";
-import { byKey, isUnder, nameOf, sortedKids, typeOf, type ProfileModel } from "./profile_model";
+import { fitCanvas, h, placeTip } from "../../dom";
+import { colourOf } from "../../format";
+import { describeNode, diffColour, flameLayout, isUnder, nameOf, type ProfileModel } from "./model";
 
 const ROW = 18; // px per depth level
 // Browsers draw nothing on a canvas taller than about 16k CSS px at a pixel ratio of 2: levels
@@ -20,8 +21,8 @@ export class Flame {
   readonly canvas: HTMLCanvasElement;
   private tip: HTMLDivElement;
   private column: number;
-  private width = new Float64Array(0); // the width column, NaN/negatives as 0
-  private x0 = new Float64Array(0); // left edge in value units (ROOT starts at 0)
+  private width: Float64Array = new Float64Array(0); // the width column, NaN/negatives as 0
+  private x0: Float64Array = new Float64Array(0); // left edge in value units (ROOT starts at 0)
   private zoom = 0;
   private depthLimit = Infinity;
   private match: Uint8Array | null = null;
@@ -83,28 +84,10 @@ export class Flame {
 
   /** Positions: children packed left to right by value, largest first, from the parent's left. */
   private layout(): void {
-    const m = this.m;
-    const src = m.vals[this.column];
-    // A node without a value (ROOT often has none) is as wide as its children together.
-    const w = new Float64Array(m.n);
-    const sum = new Float64Array(m.n);
-    for (let i = m.n - 1; i >= 0; i--) {
-      w[i] = Number.isNaN(src[i]) ? sum[i] : Math.max(0, src[i]);
-      if (i > 0) sum[m.parent[i]] += w[i];
-    }
-    const kids = sortedKids(m, byKey(w));
-    const x0 = new Float64Array(m.n);
-    for (let i = 0; i < m.n; i++) {
-      let x = x0[i];
-      for (let k = m.kidStart[i]; k < m.kidStart[i + 1]; k++) {
-        const c = kids[k];
-        x0[c] = x;
-        x += w[c];
-      }
-    }
-    this.width = w;
+    const { width, x0 } = flameLayout(this.m, this.column);
+    this.width = width;
     this.x0 = x0;
-    this.canvas.dataset.column = m.data.columns[this.column];
+    this.canvas.dataset.column = this.m.data.columns[this.column];
   }
 
   private scale(): number {
@@ -207,7 +190,7 @@ export class Flame {
     if (i < 0) return this.unhover();
     this.canvas.dataset.hover = nameOf(this.m, i);
     this.canvas.style.cursor = "pointer";
-    this.tip.textContent = this.describe(i);
+    this.tip.textContent = describeNode(this.m, i);
     placeTip(this.tip, e);
   }
 
@@ -215,23 +198,6 @@ export class Flame {
     this.tip.hidden = true;
     this.canvas.style.cursor = "";
     delete this.canvas.dataset.hover;
-  }
-
-  private describe(i: number): string {
-    const m = this.m;
-    const lines = [nameOf(m, i), `type: ${typeOf(m, i)}`];
-    m.data.columns.forEach((label, c) => {
-      let line = `${label}: ${fmt(nanToNull(m.vals[c][i]))}`;
-      if (m.base) {
-        const b = m.base[c][i];
-        const a = m.vals[c][i];
-        line += `   base ${fmt(nanToNull(b))}`;
-        if (Number.isNaN(b) && !Number.isNaN(a)) line += "  (added)";
-        else if (b > 0 && !Number.isNaN(a)) line += `  ×${fmt(a / b)}`;
-      }
-      lines.push(line);
-    });
-    return lines.join("\n");
   }
 
   private click(e: MouseEvent): void {
@@ -243,21 +209,4 @@ export class Flame {
     this.zoomTo(i === this.zoom ? 0 : i);
     this.opts.onPick(i);
   }
-}
-
-function nanToNull(v: number): number | null {
-  return Number.isNaN(v) ? null : v;
-}
-
-/** Red for slower (ratio > 1), green for faster; intensity from |log ratio| (×4 saturates). */
-export function diffColour(now: number, base: number): string {
-  if (!(base > 0)) return now > 0 ? "hsl(350 80% 58%)" : "hsl(0 0% 86%)"; // added: red
-  const ratio = now / base;
-  if (!(ratio > 0)) return "hsl(130 55% 55%)"; // gone to zero: fully faster
-  const t = Math.min(1, Math.abs(Math.log(ratio)) / Math.log(4));
-  if (t < 0.02) return "hsl(0 0% 86%)";
-  const hue = ratio > 1 ? 350 : 130;
-  const sat = Math.round(25 + 55 * t);
-  const light = Math.round(88 - 30 * t);
-  return `hsl(${hue} ${sat}% ${light}%)`;
 }

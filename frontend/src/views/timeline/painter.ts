@@ -1,8 +1,8 @@
 // One frame of the timeline. Level of detail: per row, events under a pixel wide are merged into
 // one block per run of pixel columns, so a million events cost one pass of arithmetic and a few
 // thousand fillRects; wider events are drawn (and labelled) one by one.
-import { colourOf, timeUnit } from "../dom";
-import { AXIS_H, LABEL_W, LANE_GAP, ROW_H, lowerBound, type Row, type TimelineModel } from "./timeline_model";
+import { colourOf, timeUnit } from "../../format";
+import { AXIS_H, LABEL_W, LANE_GAP, ROW_H, lowerBound, niceStep, tickLabel, type Row, type TimelineModel } from "./model";
 
 export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
 
@@ -189,18 +189,4 @@ export class Painter {
     }
     return [drawn, visible];
   }
-}
-
-export function niceStep(raw: number): number {
-  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-9))));
-  const f = raw / p;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
-}
-
-
-/** A tick's time with as many decimals as the tick step needs: deep in a long trace the ticks
- * read 127.055, 127.060 ms instead of "127 ms" five times. */
-export function tickLabel(t: number, step: number, [size, name]: [number, string]): string {
-  const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / size) - 1e-9)));
-  return `${(t / size).toFixed(decimals)} ${name}`;
 }

@@ -1,0 +1,403 @@
+// The Accesses view's pure model: the kinds and filter of the toolbar, a tensor slice's cells
+// aggregated per bin, the grid's geometry and colours (program palette, heat ramp, packed RGBA
+// pixels), where a bin sits in the tensor, which entries touched a bin, and the findings' rows,
+// markers and look-ups. Cells can run to hundreds of thousands of entries and bins to 512×512, so
+// the per-bin work runs on typed arrays in single passes. No DOM, no canvas: model.test.ts runs
+// all of it under Node; grid.ts draws what this computes.
+import type { Packed } from "../../data";
+import { fmt } from "../../format";
+import type { AccessCells, CheckData, LaunchData, RecordRef, TensorView } from "../../types";
+
+export type Mode = "program" | "heat";
+
+/** What the toolbar selects: colour mode, which access kinds count, one program or all. */
+export interface Filter {
+  mode: Mode;
+  kinds: [boolean, boolean, boolean]; // load, store, atomic (the `kind` codes 0, 1, 2)
+  program: number | null; // null: all programs
+}
+
+/** Kind codes of the cells: 0-2 accesses, 3-5 the masked-off lanes of each (`kind % 3` is the
+ * access's own kind). */
+export const KIND_NAMES = ["load", "store", "atomic", "masked load", "masked store", "masked atomic"] as const;
+export const MASKED = 3;
+
+/** Per-bin sums for one slice under one filter. */
+export interface Aggregate {
+  first: Int32Array; // lowest (first in run order) program touching the bin, -1 when untouched
+  multi: Uint8Array; // 1 when more than one program touches the bin
+  lanes: Float64Array; // element accesses in the bin
+  mine: Uint8Array; // 1 when the selected program touches the bin (all 0 with no selection)
+  masked: Uint8Array; // 1 when the selected program has masked-off lanes there and no access
+  touched: number; // bins touched
+  selected: number; // bins the selected program touches
+  maskedSelected: number; // bins where the selected program's lanes are only masked off
+  minLanes: number; // over touched bins (0 when none)
+  maxLanes: number;
+}
+
+/** One pass over the cells: entries of filtered-out kinds are skipped. */
+export function aggregate(cells: AccessCells, bins: number, filter: Filter): Aggregate {
+  const first = new Int32Array(bins).fill(-1);
+  const multi = new Uint8Array(bins);
+  const lanes = new Float64Array(bins);
+  const mine = new Uint8Array(bins);
+  const masked = new Uint8Array(bins);
+  const { program, bin, kind } = cells;
+  const counts = cells.lanes;
+  const [wantLoad, wantStore, wantAtomic] = filter.kinds;
+  const chosen = filter.program ?? -1;
+  for (let i = 0, n = bin.length; i < n; i++) {
+    const k = kind[i];
+    const base = k % MASKED;
+    if ((base === 0 && !wantLoad) || (base === 1 && !wantStore) || (base === 2 && !wantAtomic)) continue;
+    const b = bin[i];
+    if (b >= bins) continue; // a malformed entry must not write past the grid
+    if (k >= MASKED) {
+      // Masked-off lanes are not accesses: shown only for the selected program.
+      if (program[i] === chosen) masked[b] = 1;
+      continue;
+    }
+    const p = program[i];
+    const f = first[b];
+    if (f === -1) first[b] = p;
+    else if (f !== p) {
+      multi[b] = 1;
+      if (p < f) first[b] = p;
+    }
+    lanes[b] += counts[i];
+    if (p === chosen) mine[b] = 1;
+  }
+  let touched = 0;
+  let selected = 0;
+  let maskedSelected = 0;
+  let minLanes = Infinity;
+  let maxLanes = 0;
+  for (let b = 0; b < bins; b++) {
+    if (masked[b] && mine[b]) masked[b] = 0; // where it also accesses, the access shows
+    maskedSelected += masked[b];
+    if (first[b] === -1) continue;
+    touched++;
+    selected += mine[b];
+    const v = lanes[b];
+    if (v < minLanes) minLanes = v;
+    if (v > maxLanes) maxLanes = v;
+  }
+  if (!touched) minLanes = 0;
+  return { first, multi, lanes, mine, masked, touched, selected, maskedSelected, minLanes, maxLanes };
+}
+
+/** Screen size of a grid: square cells scaled so the longer side fits ~512 px (at least 1 px a
+ * cell); a grid only a few cells tall (a 1-D tensor) gets taller cells so it stays visible. */
+export interface Geometry {
+  cellW: number;
+  cellH: number;
+  width: number;
+  height: number;
+}
+
+const MAX_SIDE = 512;
+const MIN_HEIGHT = 14;
+
+export function geometry(binRows: number, binCols: number): Geometry {
+  const cell = Math.max(1, Math.floor(MAX_SIDE / Math.max(binRows, binCols, 1)));
+  const cellW = cell;
+  let cellH = cell;
+  if (binRows * cellH < MIN_HEIGHT) cellH = Math.ceil(MIN_HEIGHT / Math.max(binRows, 1));
+  return { cellW, cellH, width: binCols * cellW, height: binRows * cellH };
+}
+
+// Colours are packed as the bytes of an RGBA pixel read through a little-endian Uint32Array.
+export function pack(r: number, g: number, b: number): number {
+  return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+}
+
+export const EMPTY = pack(0xf1, 0xf3, 0xf5);
+export const MASKED_COLOUR = pack(0x49, 0x50, 0x57);
+const BACKDROP = [0xf1, 0xf3, 0xf5] as const;
+
+export function hslPacked(hue: number, sat: number, light: number): number {
+  // Standard HSL → RGB (hue in degrees, sat/light in 0..1).
+  const c = (1 - Math.abs(2 * light - 1)) * sat;
+  const hp = hue / 60;
+  const x = c * (1 - Math.abs((hp % 2) - 1));
+  const [r1, g1, b1] =
+    hp < 1 ? [c, x, 0] : hp < 2 ? [x, c, 0] : hp < 3 ? [0, c, x] : hp < 4 ? [0, x, c] : hp < 5 ? [x, 0, c] : [c, 0, x];
+  const m = light - c / 2;
+  return pack(Math.round((r1 + m) * 255), Math.round((g1 + m) * 255), Math.round((b1 + m) * 255));
+}
+
+/** A hue per program: golden-angle steps so neighbouring programs (adjacent tiles) differ. */
+export function programPalette(count: number): Uint32Array {
+  const out = new Uint32Array(count);
+  for (let p = 0; p < count; p++) {
+    const light = p % 3 === 0 ? 0.52 : p % 3 === 1 ? 0.62 : 0.44;
+    out[p] = hslPacked((p * 137.508) % 360, 0.62, light);
+  }
+  return out;
+}
+
+export function packedCss(colour: number): string {
+  return `rgb(${colour & 255} ${(colour >> 8) & 255} ${(colour >> 16) & 255})`;
+}
+
+// Heat ramp: light yellow → orange → red → dark red (sequential, readable on white).
+const HEAT_STOPS: [number, number, number][] = [
+  [255, 247, 188],
+  [254, 196, 79],
+  [236, 112, 20],
+  [204, 30, 30],
+  [103, 0, 13],
+];
+
+export const HEAT: Uint32Array = (() => {
+  const out = new Uint32Array(256);
+  for (let i = 0; i < 256; i++) {
+    const t = (i / 255) * (HEAT_STOPS.length - 1);
+    const j = Math.min(Math.floor(t), HEAT_STOPS.length - 2);
+    const f = t - j;
+    const [a, b] = [HEAT_STOPS[j], HEAT_STOPS[j + 1]];
+    out[i] = pack(
+      Math.round(a[0] + (b[0] - a[0]) * f),
+      Math.round(a[1] + (b[1] - a[1]) * f),
+      Math.round(a[2] + (b[2] - a[2]) * f),
+    );
+  }
+  return out;
+})();
+
+/** A colour faded most of the way to the backdrop: cells of programs not selected. */
+export function dim(colour: number): number {
+  const mix = (c: number, bg: number): number => Math.round(c * 0.14 + bg * 0.86);
+  return pack(mix(colour & 255, BACKDROP[0]), mix((colour >> 8) & 255, BACKDROP[1]), mix((colour >> 16) & 255, BACKDROP[2]));
+}
+
+/** Half the brightness: the hatch stripes over bins several programs touch. */
+export function darken(colour: number): number {
+  return (((colour & 0xfefefe) >>> 1) | 0xff000000) >>> 0;
+}
+
+/** Each bin's colour under the filter (program hue or heat), dimmed when another program is
+ * selected. */
+export function binColours(agg: Aggregate, filter: Filter, palette: Uint32Array): Uint32Array {
+  const bins = agg.first.length;
+  const out = new Uint32Array(bins).fill(EMPTY);
+  const chosen = filter.program;
+  const logMin = Math.log(Math.max(agg.minLanes, 1));
+  const span = Math.log(Math.max(agg.maxLanes, 1)) - logMin;
+  for (let b = 0; b < bins; b++) {
+    const f = agg.first[b];
+    if (agg.masked[b]) {
+      out[b] = MASKED_COLOUR; // the selected program's masked-off lanes, where it accesses nothing
+      continue;
+    }
+    if (f === -1) continue;
+    let colour: number;
+    if (filter.mode === "heat") {
+      const t = span > 0 ? (Math.log(Math.max(agg.lanes[b], 1)) - logMin) / span : 0.6; // one value: mid-ramp
+      colour = HEAT[Math.max(0, Math.min(255, Math.round(t * 255)))];
+    } else {
+      // The selected program's own hue where it touches, so its footprint reads as one colour.
+      colour = chosen !== null && agg.mine[b] ? palette[chosen] : palette[f] ?? EMPTY;
+    }
+    if (chosen !== null && !agg.mine[b]) colour = dim(colour);
+    out[b] = colour;
+  }
+  return out;
+}
+
+export interface Marker {
+  row: number;
+  col: number;
+  colour: string;
+}
+
+export const SEVERITY_COLOUR: Record<string, string> = {
+  error: "#e03131",
+  warning: "#f08c00",
+  info: "#1c7ed6",
+};
+
+/** The leading-dims index of slice s (row-major over `lead`). */
+export function sliceIndex(lead: number[], s: number): number[] {
+  const out = new Array<number>(lead.length).fill(0);
+  for (let d = lead.length - 1; d >= 0; d--) {
+    out[d] = s % lead[d];
+    s = Math.floor(s / lead[d]);
+  }
+  return out;
+}
+
+/** The element range a bin stands for, inclusive, in the tensor's last two dims. */
+export function cellRange(view: TensorView, row: number, col: number): { r0: number; r1: number; c0: number; c1: number } {
+  const r0 = row * view.row_step;
+  const c0 = col * view.col_step;
+  return {
+    r0,
+    r1: Math.min(view.rows, r0 + view.row_step) - 1,
+    c0,
+    c1: Math.min(view.cols, c0 + view.col_step) - 1,
+  };
+}
+
+export function rangeText(view: TensorView, row: number, col: number): string {
+  const { r0, r1, c0, c1 } = cellRange(view, row, col);
+  const span = (a: number, b: number): string => (a === b ? `${a}` : `${a}..${b}`);
+  return view.shape.length <= 1 ? `elements ${span(c0, c1)}` : `rows ${span(r0, r1)}, cols ${span(c0, c1)}`;
+}
+
+export function asCells(packed: Packed): AccessCells {
+  const need = ["program", "bin", "kind", "site", "lanes"] as const;
+  for (const name of need) if (!packed[name]) throw new Error(`packed cells lack "${name}"`);
+  return {
+    program: packed.program as Uint32Array,
+    bin: packed.bin as Uint32Array,
+    kind: packed.kind as Uint8Array,
+    site: packed.site as Int32Array,
+    lanes: packed.lanes as Uint32Array,
+  };
+}
+
+export type Finding = TensorView["findings"][number];
+
+/** A heat ramp's CSS gradient stops: 6 samples from its low end to its high end. */
+export function heatStops(): string {
+  return Array.from({ length: 6 }, (_, i) => packedCss(HEAT[Math.round((i / 5) * 255)])).join(",");
+}
+
+/** No cells: what a card aggregates before its slice has loaded (or when it failed to). */
+export function emptyCells(): AccessCells {
+  return {
+    program: new Uint32Array(0),
+    bin: new Uint32Array(0),
+    kind: new Uint8Array(0),
+    site: new Int32Array(0),
+    lanes: new Uint32Array(0),
+  };
+}
+
+/** Findings on slice s (a finding with no slice belongs to a tensor with one slice). */
+export function findingsOnSlice(findings: Finding[], s: number): Finding[] {
+  return findings.filter((f) => (f.slice ?? 0) === s);
+}
+
+/** Outlines for the findings that have a bin, coloured by severity (purple for an unknown one). */
+export function findingMarkers(findings: Finding[]): Marker[] {
+  const markers: Marker[] = [];
+  for (const f of findings) {
+    if (f.bin) markers.push({ row: f.bin[0], col: f.bin[1], colour: SEVERITY_COLOUR[f.severity] ?? "#862e9c" });
+  }
+  return markers;
+}
+
+/** The slice picker's text as a slice: a whole number in [0, slices), 0 for anything unreadable. */
+export function clampSlice(text: string, slices: number): number {
+  return Math.max(0, Math.min(slices - 1, Math.floor(Number(text) || 0)));
+}
+
+/** The program box's text (launches of over 4096 programs) as a program: null (all) when empty,
+ * else a whole number in [0, count). The box is a number input: the browser hands over "" for
+ * text that is not a number. */
+export function clampProgram(text: string, count: number): number | null {
+  const raw = text.trim();
+  return raw === "" ? null : Math.max(0, Math.min(count - 1, Math.floor(Number(raw))));
+}
+
+/** The hover line under a grid: the bin's element range, then its lanes and first program (by
+ * (x,y,z)), or that nothing touched it. */
+export function hoverText(view: TensorView, agg: Aggregate, programs: [number, number, number][], row: number, col: number): string {
+  const b = row * view.bin_cols + col;
+  const first = agg.first[b];
+  let text = `${rangeText(view, row, col)} · `;
+  if (first < 0) text += "not touched";
+  else {
+    const xyz = programs[first] ?? [first, 0, 0];
+    text += `${fmt(agg.lanes[b])} lanes · program (${xyz.join(",")})${agg.multi[b] ? " and others" : ""}`;
+  }
+  return text;
+}
+
+/** One entry of a slice's cells: a program's accesses of one kind from one site in a bin. */
+export interface Touch {
+  program: number;
+  kind: number;
+  site: number;
+  lanes: number;
+}
+
+/** The entries of the cells that fall in one bin and pass the kind filter, in program order
+ * (then kind, then site). */
+export function touchesOf(cells: AccessCells | null, bin: number, filter: Filter): Touch[] {
+  if (!cells) return [];
+  const out: Touch[] = [];
+  for (let i = 0, n = cells.bin.length; i < n; i++) {
+    if (cells.bin[i] !== bin || !filter.kinds[cells.kind[i] % 3]) continue; // masked lanes: by their access's kind
+    out.push({ program: cells.program[i], kind: cells.kind[i], site: cells.site[i], lanes: cells.lanes[i] });
+  }
+  out.sort((a, b) => a.program - b.program || a.kind - b.kind || a.site - b.site);
+  return out;
+}
+
+/** The source lines the touches' sites point to, by file; with no site known, the kernel's own
+ * file (when the record carries its source) with no line. */
+export function linesByFile(launch: LaunchData, touches: Touch[]): Map<string, Set<number>> {
+  const byFile = new Map<string, Set<number>>();
+  for (const t of touches) {
+    const site = t.site >= 0 ? launch.sites[t.site] : undefined;
+    if (!site) continue;
+    if (!byFile.has(site.file)) byFile.set(site.file, new Set());
+    byFile.get(site.file)!.add(site.line);
+  }
+  if (!byFile.size && launch.sources[launch.file] !== undefined) byFile.set(launch.file, new Set());
+  return byFile;
+}
+
+/** A row of the findings table. */
+export interface FindingRow {
+  kind: string;
+  severity: string;
+  kernel: string;
+  tensor: string | null;
+  index: number[] | null;
+  program: [number, number, number] | null;
+  line: number | null;
+  message: string;
+}
+
+/** The findings table's rows: every check report's findings, or, with none, those the launch's
+ * tensors carry (with the launch's kernel and the tensor's name). */
+export function findingRows(checks: CheckData[], launch: LaunchData | null): FindingRow[] {
+  const rows: FindingRow[] = [];
+  for (const c of checks) for (const f of c.findings) rows.push(f);
+  if (!rows.length && launch) {
+    for (const t of launch.tensors) for (const f of t.findings) rows.push({ ...f, kernel: launch.kernel, tensor: t.name });
+  }
+  return rows;
+}
+
+/** A recorded launch with the record it is in. */
+export interface LaunchRef {
+  record: RecordRef;
+  launch: RecordRef["launches"][number];
+}
+
+/** The launch picker's label: "#index kernel grid (x,y,z) · N programs", prefixed with the
+ * record's name when there are several records. */
+export function launchLabel(ref: LaunchRef, many: boolean): string {
+  const l = ref.launch;
+  const prefix = many ? `${ref.record.name}: ` : "";
+  return `${prefix}#${l.index} ${l.kernel} grid (${l.grid.join(",")}) · ${l.programs} program${l.programs === 1 ? "" : "s"}`;
+}
+
+/** The first launch of `kernel` that recorded `tensor`, or -1. */
+export function launchWithTensor(refs: LaunchRef[], kernel: string, tensor: string): number {
+  return refs.findIndex((r) => r.launch.kernel === kernel && r.launch.tensors.includes(tensor));
+}
+
+/** The tensor's finding a findings-table row stands for: one on the grid (with a bin) with the
+ * same message and index, else the first on the grid with the same message; undefined if none. */
+export function findingOnGrid(findings: Finding[], message: string, index: number[] | null): Finding | undefined {
+  const same = (a: number[] | null, b: number[] | null): boolean => (a ?? []).join() === (b ?? []).join();
+  return findings.find((x) => x.bin && x.message === message && same(x.index, index)) ??
+    findings.find((x) => x.bin && x.message === message);
+}
