@@ -23,10 +23,10 @@ USER_SCRIPT = """
 import json, sys
 import deuteron
 import deuteron.explain
-from deuteron.process.program import Target
+from deuteron.process.program import Program
 
 checked = deuteron.check.run(sys.argv[1], "--rows", "8")
-explained = deuteron.explain.run(Target.script(sys.argv[2], "3"), targets=["cuda:90"])
+explained = deuteron.explain.run(Program.script(sys.argv[2], "3"), targets=["cuda:90"])
 doc = explained.report.as_json()
 print(json.dumps({
     "check": {
@@ -104,3 +104,14 @@ def test_library_entries_refuse_bad_input_with_one_error_type(tmp_path: Path) ->
 def test_every_user_error_is_a_deuteron_error(name: str) -> None:
     assert issubclass(getattr(errors, name), DeuteronError)
     assert deuteron.DeuteronError is DeuteronError
+
+
+def test_a_missing_triton_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pip install deuteron` alone has no Triton: run/check/explain say which extra brings it."""
+    import deuteron.triton as adapter
+
+    monkeypatch.setattr(adapter, "installed_version", lambda: "")
+    error = adapter.unsupported("interpreter (No module named 'triton')")
+    assert str(error) == "triton is not installed (needed for interpreter): pip install 'deuteron[triton]'"
+    monkeypatch.setattr(adapter, "installed_version", lambda: "3.5.0")
+    assert "triton 3.5.0 has no interpreter" in str(adapter.unsupported("interpreter"))

@@ -22,6 +22,11 @@ from deuteron.render.text import printable, say
 
 
 def add_parser(sub: Any) -> None:
+    """Registers ``deuteron check``: one argparse table, read top to bottom in the order ``-h`` shows it.
+
+    The target's words are split off before argparse sees them (:func:`deuteron.cli.program.split_target`),
+    so options here never collide with the target's own.
+    """
     p = sub.add_parser(
         "check",
         help="run a script, module or pytest in Triton's interpreter and check every kernel program",

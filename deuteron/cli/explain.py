@@ -22,6 +22,11 @@ STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
 
 
 def add_parser(sub: Any) -> None:
+    """Registers ``deuteron explain``: one argparse table, in the order ``-h`` shows it.
+
+    ``--device`` here names the peaks for ``--profile``, not the GPU the emulated driver answers for,
+    so this command does not take :func:`deuteron.cli.program.add_device_argument`.
+    """
     p = sub.add_parser(
         "explain",
         help="show what Triton's compiler made of each kernel a script launches, and what to change",
@@ -102,6 +107,12 @@ class _Spinner:
 
 
 def explain_command(args: argparse.Namespace) -> int:
+    """Run the target with capture, compile what it launched, print the report, write ``--json``.
+
+    Exit code: 2 when a kernel could not be explained, 1 when the program ended early or ``--json``
+    failed, else the target's own. A child the target forked returns at once: the report is the
+    parent's, and printing it twice would interleave two reports on one terminal.
+    """
     # The explainer's machinery is imported when it runs, so other commands start fast.
     from deuteron.explain.runner import run as explain_run
     from deuteron.render.explain_report import render

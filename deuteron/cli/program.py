@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from deuteron.process.program import Target
+from deuteron.process.program import Program
 from deuteron.triton.runtime import emulated_driver
 
 USAGE = "(script.py [args] | -m module [args] | pytest [args])"
@@ -16,8 +16,8 @@ def add_target_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs=argparse.REMAINDER, help="script.py and its arguments, or pytest and its")
 
 
-def parse_target(args: argparse.Namespace) -> Target:
-    return Target.parse(args.target, module=args.module)
+def parse_target(args: argparse.Namespace) -> Program:
+    return Program.parse(args.target, module=args.module)
 
 
 def split_target(

@@ -21,7 +21,7 @@ from deuteron.collect.context import ContextSpecError, parse_context
 from deuteron.collect.flags import flags
 from deuteron.collect.session import disabled_by
 from deuteron.formats.files import OutputError
-from deuteron.process.program import Target, exit_code, run_to_end
+from deuteron.process.program import Program, exit_code, run_to_end
 from deuteron.process.program import run as run_target
 from deuteron.process.signals import Deferred
 from deuteron.render.text import printable, say
@@ -29,6 +29,11 @@ from deuteron.triton import enable_interpreter_mode
 
 
 def add_parser(sub: Any) -> None:
+    """Registers ``deuteron run``: one argparse table, in the order ``-h`` shows it.
+
+    ``-c`` is checked here by :func:`_context`, so a bad context list fails before the target starts;
+    ``-n``, ``-b``, ``-c`` and ``-k`` are ``proton.start``'s name, backend, context and hook.
+    """
     p = sub.add_parser(
         "run",
         help="run a script, module or pytest and profile it",
@@ -88,6 +93,13 @@ def _context(value: str) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    """Profile the target and write its profile however it ends; returns the target's exit code.
+
+    Kept as one function because its order is the contract: everything that can fail (the backend,
+    the output paths) is checked before the target runs, the interpreter is switched on before the
+    target imports triton, and once the target has ended SIGINT and SIGTERM are only noted until the
+    files are on disk (while it runs they stop it as usual), so a Ctrl-C never leaves half a profile.
+    """
     target = parse_target(args)
     choose_device(args)
     which = disabled_by()
@@ -161,7 +173,7 @@ def _nothing_recorded(context: str) -> str:
     )
 
 
-def _run_unprofiled(target: Target) -> int:
+def _run_unprofiled(target: Program) -> int:
     try:
         return run_target(target)
     except SystemExit as exc:

@@ -63,6 +63,11 @@ def add_diff_parser(sub: Any) -> None:
 
 
 def _add_view_options(p: argparse.ArgumentParser) -> None:
+    """The options ``view`` and ``diff`` share, so the two commands cannot drift apart.
+
+    Names and meanings follow proton-viewer's (``-m``, ``-i``, ``-e``, ``-d``, ``-t``, ``-f``,
+    ``--print-sorted``) so its users' command lines work unchanged.
+    """
     p.add_argument(
         "-m", "--metrics", default=None, help="comma-separated metrics (default: time/ms, or the first one)"
     )
@@ -149,6 +154,11 @@ def run_view(args: argparse.Namespace, diff_path: str | None = None) -> int:
 
 
 def _view(args: argparse.Namespace, diff_path: str | None) -> int:
+    """``view`` and ``diff`` after argparse: read the profiles, build the view, print it.
+
+    One function so each combination (several ranks, ``--diff`` or ``-diff``, ``--advise`` with or
+    without ``--json``) is refused or handled in one place, before any output is printed.
+    """
     minus = getattr(args, "diff_profile", None)
     if minus and (diff_path or getattr(args, "diff", None)):
         raise DeuteronError("--diff and -diff/--diff-profile: give one of them")

@@ -342,6 +342,8 @@ class _Scope:
 
 
 class _TimedScope(_Scope):
+    """Proton's ``cpu_timed_scope``: a scope that also records its own CPU time as a metric."""
+
     __slots__ = ()
     timed = True
 

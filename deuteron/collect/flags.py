@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 @dataclass
 class ProfilerFlags:
+    """Proton's ``flags`` object, field for field: programs read and set these names directly.
+
+    One instance per process (:data:`flags`); the session API and ``deuteron run`` keep it current.
+    """
+
     profiling_on: bool = False
     instrumentation_on: bool = False
     command_line: bool = False

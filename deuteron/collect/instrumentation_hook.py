@@ -14,6 +14,12 @@ from deuteron.collect.modes import InstrumentationMode
 
 
 class InstrumentationHook(Hook):
+    """Proton's constructor and methods, all doing nothing (see the module's text).
+
+    Handing one to ``start(hook=...)`` is refused in one line; here it only needs to exist, so a
+    program that builds one before choosing a backend still imports and runs.
+    """
+
     priority = 0
 
     def __init__(self, mode: str | InstrumentationMode | None = "") -> None:

@@ -41,6 +41,13 @@ class LaunchListener(Protocol):
 
 
 class LaunchHook(Hook):
+    """The process's one launch hook (see the module's text), shared by every ``hook="triton"`` session.
+
+    ``__new__`` returns the same object with its filters and listeners kept, as Proton's does: code
+    configures ``LaunchHook()`` once and passes another ``LaunchHook()`` to ``start``. Context
+    variables, not attributes, carry the per-launch state, so threads and asyncio tasks never mix it.
+    """
+
     priority = 100  # first in, last out: other hooks run inside its metadata
     _instance: LaunchHook | None = None
 

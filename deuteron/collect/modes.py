@@ -18,6 +18,9 @@ GRANULARITIES = (
 
 
 class Optimize(Enum):
+    """Proton's instrumentation optimizations, by the words ``optimizations="time_shift,clock32"``
+    takes; ``str()`` gives the word back, for the mode's own ``str()``."""
+
     TIMESHIFT = "time_shift"
     SCHED_STORES = "sched_stores"
     SCHED_BARRIERS = "sched_barriers"
@@ -29,11 +32,17 @@ class Optimize(Enum):
 
 @dataclass(frozen=True)
 class BaseMode:
+    """Proton's base of every mode: its name, which starts the mode's ``str()``. Frozen, as in
+    Proton: a mode is a value, checked once when made."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class PCSampling(BaseMode):
+    """Proton's PC sampling mode; ``interval`` is checked when the mode is made, so a bad one fails
+    where it is written, not later at ``start`` (which refuses the mode anyway)."""
+
     name: str = field(default="pcsampling", init=False)
     interval: int = 1000
 
@@ -87,9 +96,13 @@ class InstrumentationMode(BaseMode):
 
 @dataclass(frozen=True)
 class Default(InstrumentationMode):
+    """Proton's ``default`` instrumentation mode: :class:`InstrumentationMode` with its name fixed."""
+
     name: str = field(default="default", init=False)
 
 
 @dataclass(frozen=True)
 class MMA(InstrumentationMode):
+    """Proton's ``mma`` instrumentation mode: :class:`InstrumentationMode` with its name fixed."""
+
     name: str = field(default="mma", init=False)

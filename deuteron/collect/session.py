@@ -20,6 +20,7 @@ from typing import Any
 
 from deuteron.collect import lanes, output
 from deuteron.collect.backends import Backend, KernelGroup, resolve
+from deuteron.collect.backends.port import Frameworks
 from deuteron.collect.context import ContextSource, ContextSpecError, LaunchPlaces, parse_context
 from deuteron.collect.context.jax.source import JaxContext
 from deuteron.collect.context.native import NativeContext
@@ -86,6 +87,14 @@ def _value_type(name: str, value: Any) -> str:
 
 
 class Session:
+    """One profiling session: a calling-context tree and what fills it, from ``start`` to ``finalize``.
+
+    It owns the context sources (shadow scopes or Python call paths, states, and the framework
+    contexts ``-c torch``/``jax``/``native`` asked for), the translation of context ids to tree nodes
+    that GPU backends report by (``contexts``), the backend, and Proton's data phases. Backends see
+    it only through :class:`~deuteron.collect.backends.port.SessionPort`; scopes reach it from the
+    API's hot path, so what a scope does here is kept to a few attribute reads and one call."""
+
     def __init__(
         self,
         sid: int,
@@ -144,6 +153,7 @@ class Session:
         self.jax: JaxContext | None = JaxContext(self.contexts) if "jax" in frameworks else None
         # the C/C++ frames of each launch, unwound by the CUPTI shim
         self.native: NativeContext | None = NativeContext(self.contexts) if "native" in frameworks else None
+        self.frameworks = Frameworks(torch=self.torch, jax=self.jax, native=self.native)
         # the sources that fill the launch entries' op column, each owning its range of values
         self._op_sources: list[LaunchPlaces] = [
             s for s in (self.jax, self.native, self.torch) if s is not None

@@ -23,6 +23,13 @@ AMD_CU = {"gfx9": (4, 8), "gfx1": (2, 16)}
 
 @dataclass
 class KernelAnalysis:
+    """Everything explain says about one compiled specialization, before any rendering.
+
+    Plain fields so the lints, the JSON and the views read one object, and :func:`analyse` stays
+    the one place that runs the tools. ``resources``, ``occupancy`` and ``mix`` are None where the
+    target cannot say (an AMD kernel has no SASS; an architecture outside :data:`ARCH_LIMITS`).
+    """
+
     spec: Specialization
     compiled: Compiled
     stages: dict[str, list[IRLine]]

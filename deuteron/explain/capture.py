@@ -142,6 +142,13 @@ class Capture:
         kw: dict[str, Any],
         warmup: bool,
     ) -> None:
+        """Key one launch for one target and count it under its :class:`Specialization`.
+
+        The key is all that makes Triton compile anew (kernel, target, signature, constexprs,
+        divisibility attrs, options), so launches share a specialization exactly when they would
+        share a compile. Binding runs outside the lock (launches may come from several threads);
+        only the table's update holds it. A warmup makes the specialization but is not a launch.
+        """
         backend = self._backend(target)
         bkey = (id(fn), target.name)
         binder = self._binders.get(bkey)

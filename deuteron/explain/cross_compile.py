@@ -18,6 +18,10 @@ _AT_RE = re.compile(r"^at (\d+):(\d+):")
 
 @dataclass
 class PassDump:
+    """One pass run, as MLIR's ``IR Dump Before`` log shows it: the IR the pass was given, on its
+    scope. The IR after is not stored: it is the next dump's (:func:`ir_after`), so a long pass
+    log is kept once, not twice."""
+
     index: int
     name: str  # "TritonGPURemoveLayoutConversions"
     scope: str  # "builtin.module" or "tt.func @name"
@@ -26,6 +30,12 @@ class PassDump:
 
 @dataclass
 class Compiled:
+    """One specialization compiled: Triton's ``asm`` by stage, its metadata and, if asked, the passes.
+
+    ``asm`` mixes text stages (str) with binaries (cubin, hsaco: bytes); :meth:`text` and
+    :meth:`binary` do the type check so no caller reads one as the other.
+    """
+
     spec: Specialization
     asm: dict[str, Any]
     metadata: dict[str, Any]

@@ -188,6 +188,12 @@ def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], tuple
 
 
 def _causes(a: KernelAnalysis, flow: _Flow, ptr: str | None, mask: str | None) -> list[str]:
+    """Why an access was not vectorized, one sentence per kernel argument to blame, with its fix.
+
+    Blamed: the arguments Triton did not specialize as 16-divisible that reach the pointer (its
+    alignment) or the mask (a vector straddles the mask's edge), found through the TTIR data flow;
+    one on both paths is named once. Empty when none is to blame: the caller then proposes hints.
+    """
     by_name = {arg.name: arg for arg in a.spec.args}
     out: list[str] = []
     via_ptr = flow.vector_args(ptr) if ptr else []
@@ -243,6 +249,13 @@ def _causes(a: KernelAnalysis, flow: _Flow, ptr: str | None, mask: str | None) -
 
 
 def _access_findings(a: KernelAnalysis, flow: _Flow) -> list[Finding]:
+    """``unvectorized-load``/``-store``: a ``tt.load``/``tt.store`` moving fewer bits per PTX access
+    than its tile allows (the last dimension, the elements a thread holds, 128 bits at most).
+
+    One rule, one loop: the TTIR gives the possible width, the PTX of the same source line the one
+    achieved. Gathers and accesses with no tensor of pointers (scalars, block pointers,
+    descriptors) are skipped, since no hint can vectorize them; one finding per line and kind.
+    """
     ttir, ptx = a.stages.get("ttir", []), a.stages.get("ptx", [])
     if not ttir or not ptx:
         return []

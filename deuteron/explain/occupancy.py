@@ -18,6 +18,9 @@ SHARED_RESERVED_PER_BLOCK = 1024
 
 @dataclass(frozen=True)
 class ArchLimits:
+    """One CUDA architecture's per-SM limits that occupancy depends on: resident warps and blocks,
+    shared memory per SM and the most one block may take. Registers are alike on all of them."""
+
     max_warps: int
     max_blocks: int
     shared_per_sm: int
@@ -38,6 +41,12 @@ ARCH_LIMITS: dict[int, ArchLimits] = {
 
 @dataclass(frozen=True)
 class Occupancy:
+    """How many blocks of one kernel fit on an SM, and which limit binds (``limiter``).
+
+    ``blocks_by`` keeps each limit's own count, so the report shows how far the others are: fewer
+    registers help only until the next limit binds. For AMD the compiler's estimate is the one entry.
+    """
+
     blocks_per_sm: int
     warps_per_sm: int
     max_warps_per_sm: int

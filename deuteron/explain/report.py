@@ -18,6 +18,12 @@ from deuteron.formats.files import source_text
 
 @dataclass
 class ExplainReport:
+    """Everything one explain run found, and the one place its JSON document is made.
+
+    The terminal report, ``--json``, the web UI and notebooks all read :meth:`as_json`, so they
+    cannot disagree; ``errors`` keeps the kernels that failed so the others are still reported.
+    """
+
     kernels: list[KernelAnalysis] = field(default_factory=list)
     costs: dict[str, KernelCost] = field(default_factory=dict)
     device: str | None = None

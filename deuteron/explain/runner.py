@@ -15,11 +15,10 @@ from deuteron.explain.errors import ExplainError
 from deuteron.explain.lints import lint
 from deuteron.explain.report import ExplainReport
 from deuteron.explain.roofline import kernel_costs, profile_device
-from deuteron.explain.targets import Target as GpuTarget
-from deuteron.explain.targets import default_target, parse_target
+from deuteron.explain.targets import Target, default_target, parse_target
 from deuteron.formats import hatchet
 from deuteron.model.devices import DeviceSpec, named_device
-from deuteron.process.program import Target, run_to_end
+from deuteron.process.program import Program, run_to_end
 
 # Named devices to judge a profile against when it carries no device table, by target.
 DEVICE_FOR = {"cuda:80": "a100", "cuda:89": "l40s", "cuda:90": "h100", "cuda:100": "b200"}
@@ -43,9 +42,9 @@ class ExplainRun:
 
 
 def run(
-    target: Target | str,
+    target: Program | str,
     *args: str,
-    targets: Sequence[str | GpuTarget] | None = None,
+    targets: Sequence[str | Target] | None = None,
     kernel: str | None = None,
     profile: str | os.PathLike[str] | None = None,
     device: str | None = None,
@@ -53,8 +52,8 @@ def run(
     note: Callable[[str], None] | None = None,
     progress: Progress | None = None,
 ) -> ExplainRun:
-    """Explain every kernel specialization ``target`` launches (a :class:`deuteron.process.program.Target`, or
-    a script path followed by its arguments).
+    """Explain every kernel specialization ``target`` launches (a
+    :class:`deuteron.process.program.Program`, or a script path followed by its arguments).
 
     ``targets``: GPU targets such as ``"cuda:90"`` (default: the local GPU, else cuda:90).
     ``kernel``: only kernels whose name contains it. ``profile``: a hatchet file whose kernel times
@@ -65,7 +64,7 @@ def run(
     ``report.errors`` while the others are still explained.
     """
     if isinstance(target, str):
-        target = Target.script(target, *args)
+        target = Program.script(target, *args)
     chosen = [parse_target(t) if isinstance(t, str) else t for t in targets] if targets is not None else None
     if chosen is not None and not chosen:
         raise ExplainError("--target: give at least one target, e.g. cuda:90")
@@ -83,8 +82,8 @@ def run(
 
 
 def _explain(
-    target: Target,
-    chosen: list[GpuTarget] | None,
+    target: Program,
+    chosen: list[Target] | None,
     kernel: str | None,
     profile: str | os.PathLike[str] | None,
     device: str | None,

@@ -39,6 +39,9 @@ TENSOR_CORE_OPS = (
 
 @dataclass(frozen=True)
 class Instruction:
+    """One SASS instruction: its offset, its text and the PTX line it came from (None before the
+    first line marker). The opcode is read from the text when asked: most are only counted."""
+
     offset: int
     text: str  # "LDG.E.128 R4, desc[UR10][R20.64]"
     ptx_line: int | None
@@ -57,6 +60,10 @@ class Instruction:
 
 @dataclass(frozen=True)
 class Resources:
+    """One kernel's ``cuobjdump -res-usage`` line: registers per thread, stack and local bytes per
+    thread (both hold spills), and static shared bytes (Triton's shared memory is dynamic: see
+    ``KernelAnalysis.shared_bytes``). For AMD: VGPRs and scratch bytes as ``stack``, the rest 0."""
+
     registers: int
     stack: int
     static_shared: int

@@ -19,6 +19,9 @@ Frame = tuple[str, int]  # (file, line)
 
 @dataclass(frozen=True)
 class IRLine:
+    """One line of an IR stage and the source frames it came from, innermost first, so ``--line``
+    finds an inlined helper's ops from the helper's line or its caller's."""
+
     number: int  # 1-based line in the stage's text
     text: str
     frames: tuple[Frame, ...]  # innermost first; empty when the line has no location

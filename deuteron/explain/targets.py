@@ -19,6 +19,12 @@ _HIP_WARP = {"gfx90a": 64, "gfx942": 64, "gfx950": 64, "gfx1100": 32, "gfx1200":
 
 @dataclass(frozen=True)
 class Target:
+    """A compilation target as explain names it (``cuda:90``, ``hip:gfx942``).
+
+    The warp size is kept because Triton's compiler needs it and the name does not say it for AMD
+    (CDNA is wave64, RDNA wave32). Frozen: one target is shared by every specialization made for it.
+    """
+
     backend: str  # "cuda" | "hip"
     arch: int | str  # 90 for cuda, "gfx942" for hip
     warp_size: int

@@ -26,6 +26,12 @@ _LARGEST_US = 1e15  # about 30 years in microseconds: beyond it a time is damage
 def to_json(
     events: Iterable[TraceEvent], pid: int = 0, lane_names: dict[int, str] | None = None
 ) -> dict[str, Any]:
+    """The trace document: the whole written format in one place, so it reads as one spec.
+
+    One ``X`` event per scope or kernel, in µs from the earliest start or launch (no ``ts`` is
+    negative); lanes named by ``thread_name`` events. A kernel with ``launched_from`` also gets a
+    tick on the launching lane and a flow arrow (``s`` to ``f``, ``bp: e``) from the tick to it.
+    """
     items = sorted(events, key=lambda e: e.start_ns)
     t0 = min([items[0].start_ns] + [e.launched_from[1] for e in items if e.launched_from]) if items else 0
     out: list[dict[str, Any]] = []

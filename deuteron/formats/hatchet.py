@@ -118,6 +118,12 @@ def read(path: str | os.PathLike[str]) -> Profile:
 
 
 def from_json(data: Any, where: str = "profile") -> Profile:
+    """A profile from a parsed hatchet document (ours, Proton's JSON or msgpack); hostile input fails
+    in one line. One loop, no recursion, with a fast path: a well-formed node costs a few class
+    checks and a dict copy; only an odd one (a missing key, a value out of range, a repeated frame,
+    merged into the first) takes the careful checks. Then the kinds: ours from the metadata,
+    Proton's inferred (a column its ROOT lacks is exclusive).
+    """
     if not isinstance(data, list) or not data:
         raise FormatError(f"{where}: not a hatchet profile (expected a JSON list [tree, device table])")
     devices = data[1] if len(data) > 1 else {}

@@ -26,6 +26,12 @@ LAUNCH_METADATA_STATE = "__proton_launch_metadata"
 
 
 class Node:
+    """One frame of the tree: the metrics recorded at it (exclusive) and its children by (name, type).
+
+    ``__slots__`` and no parent pointer, since a profile may hold millions of nodes. :meth:`child`
+    runs at every launch, and uses ``setdefault`` so two threads making one new frame get one node.
+    """
+
     __slots__ = ("name", "type", "metrics", "children")
 
     def __init__(self, name: str, type: str = FUNCTION) -> None:

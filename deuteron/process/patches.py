@@ -112,12 +112,21 @@ class CallbackPatch:
 
 @dataclass
 class _Group:
+    """One applied group: its patches, how many users hold it, and the patches applied so far, so a
+    patch that fails halfway undoes exactly those before it, in reverse."""
+
     patches: list[Patch]
     users: int = 0
     applied: list[Patch] = field(default_factory=list)
 
 
 class PatchManager:
+    """The process's table of applied groups (one instance, :data:`MANAGER`; see the module's text).
+
+    Counted per group so nested and concurrent users (a profile inside a check, two sessions) share
+    one application. The lock is reentrant, so a group's ``make`` may itself acquire another group.
+    """
+
     def __init__(self) -> None:
         self._groups: dict[str, _Group] = {}
         self._lock = threading.RLock()

@@ -30,7 +30,7 @@ class TargetError(DeuteronError, ValueError):
 
 
 @dataclass(frozen=True)
-class Target:
+class Program:
     """A program to run: ``kind`` is script, module or pytest; ``args`` its own argv after its name."""
 
     kind: str
@@ -38,19 +38,19 @@ class Target:
     args: tuple[str, ...] = ()
 
     @classmethod
-    def script(cls, path: str, *args: str) -> Target:
+    def script(cls, path: str, *args: str) -> Program:
         return cls.parse([path, *args])
 
     @classmethod
-    def module(cls, name: str, *args: str) -> Target:
+    def module(cls, name: str, *args: str) -> Program:
         return cls("module", name, tuple(args))
 
     @classmethod
-    def pytest(cls, *args: str) -> Target:
+    def pytest(cls, *args: str) -> Program:
         return cls("pytest", "pytest", tuple(args))
 
     @classmethod
-    def parse(cls, argv: Sequence[str], module: str | None = None) -> Target:
+    def parse(cls, argv: Sequence[str], module: str | None = None) -> Program:
         """From a command line's words: ``script.py [args]``, ``pytest [args]``, or ``-m module [args]``
         (``module`` given, ``argv`` its arguments). A missing script is a one-line error."""
         if module:
@@ -95,7 +95,7 @@ class Signalled(BaseException):
         self.signum = signum
 
 
-def run(target: Target) -> int:
+def run(target: Program) -> int:
     """Run the target in this process; its exit code (``SystemExit`` and signals are the caller's).
 
     The target gets its own ``sys.argv`` and its folder on ``sys.path``; the caller's are put back
@@ -108,7 +108,7 @@ def run(target: Target) -> int:
         sys.path[:] = path
 
 
-def _run(target: Target) -> int:
+def _run(target: Program) -> int:
     rest = list(target.args)
     if target.kind == "pytest":
         import pytest
@@ -182,7 +182,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_in_child)
 
 
-def run_to_end(target: Target, stops: tuple[tuple[type[BaseException], str], ...] = ()) -> tuple[int, str]:
+def run_to_end(target: Program, stops: tuple[tuple[type[BaseException], str], ...] = ()) -> tuple[int, str]:
     """Run the target however it ends, so the caller can still write what it collected.
 
     Returns (exit code, why it ended early or ""). ``stops`` are the caller's own control-flow

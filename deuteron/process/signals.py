@@ -20,6 +20,13 @@ WATCHED = (signal.SIGINT, signal.SIGTERM)
 
 
 class Deferred:
+    """A ``with`` block in which SIGINT and SIGTERM are noted, not obeyed (see the module's text).
+
+    ``received`` keeps the signals in order and :attr:`exit_code` the code a shell would report;
+    ``redeliver=False`` is for the commands, which return that code themselves rather than be killed
+    by the old handler once the block ends; the API's writes redeliver, so a program still stops.
+    """
+
     def __init__(self, redeliver: bool = True, note: str | None = None) -> None:
         self.redeliver = redeliver
         self.note = note  # said on stderr at the first signal, e.g. "finishing the profile first"

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.text import Text
 
 from deuteron.model.tree import KERNEL, STATE, Node, Profile
-from deuteron.render.text import _TABLE as _SAFE
+from deuteron.render.text import ESCAPES as _SAFE
 from deuteron.render.text import printable
 
 _STYLE = {KERNEL: "bold green", STATE: "magenta"}

@@ -63,6 +63,12 @@ def _render_ranking(console: Any, doc: dict[str, Any]) -> None:
 
 
 def _render_kernel(console: Any, k: dict[str, Any]) -> None:
+    """One kernel's block: header, resources and occupancy, SASS mix, profile, then the findings.
+
+    One function so the block reads top to bottom as it prints. Every string from the document goes
+    through ``printable`` and rich's ``escape``: names, paths and argument values come from the
+    user's program and may hold control characters or ``[`` (rich markup).
+    """
     from rich.markup import escape
 
     launches = k["launches"]

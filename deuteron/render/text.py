@@ -25,12 +25,12 @@ def _escape(code: int) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-_TABLE = {code: _escape(code) for code in (*_CONTROL, *_BIDI, *_SURROGATES)}
+ESCAPES = {code: _escape(code) for code in (*_CONTROL, *_BIDI, *_SURROGATES)}
 
 
 def printable(text: object) -> str:
     """``text`` (any object, as ``str()``) with every character that could act on a terminal escaped."""
-    return str(text).translate(_TABLE)
+    return str(text).translate(ESCAPES)
 
 
 def say(message: str) -> None:

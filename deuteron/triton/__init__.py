@@ -50,7 +50,11 @@ def proton_knob(name: str) -> object:
 
 def unsupported(what: str) -> TritonSupportError:
     """The error for a Triton that lacks ``what``."""
-    version = installed_version() or "(not installed)"
+    version = installed_version()
+    if not version:
+        return TritonSupportError(
+            f"triton is not installed (needed for {what.split(' (')[0]}): pip install 'deuteron[triton]'"
+        )
     return TritonSupportError(f"triton {version} has no {what}; supported: {SUPPORTED_TEXT}")
 
 

@@ -33,6 +33,10 @@ COPY_OPS = ("aten::copy_", "aten::_to_copy")
 
 @dataclass
 class Finding:
+    """One analysis that found something: its kind, a title with the numbers and thresholds, and
+    the rows of evidence as plain dicts, so ``--json`` and the web UI show them as they are. Not
+    :class:`deuteron.model.finding.Finding`: a profile's analysis has no severity and no source line."""
+
     kind: str  # idle, backward, fusion, copies
     title: str
     evidence: list[dict[str, Any]] = field(default_factory=list)

@@ -20,6 +20,12 @@ from deuteron.view import processors
 
 @dataclass
 class ViewOptions:
+    """One view's settings, as ``deuteron view``'s options name them (proton-viewer's, mostly).
+
+    A dataclass rather than argparse's namespace, so the web UI and library callers ask for a view
+    as the command does; the defaults are the command's.
+    """
+
     metrics: list[str] | None = None  # None: time/ms, or the profile's first metric
     include: str | None = None  # keep only call paths through frames matching this regex
     exclude: str | None = None  # drop frames matching this regex and everything below

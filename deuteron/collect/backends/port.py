@@ -33,6 +33,58 @@ class KernelGroup:
     op: int = 0  # the torch context's place of the launch (a trie id); 0 for none
 
 
+class RecordedTable(Protocol):
+    """A framework context whose tables travel with a recorded drain (``table``), so that a replay
+    without the framework (``replay``) files kernels where the live run did."""
+
+    def table(self) -> Any: ...
+
+    def replay(self, table: Any) -> None: ...
+
+
+class OpProbe(RecordedTable, Protocol):
+    """The torch context, as the CUPTI shim needs it: the C function it asks for each launch's place."""
+
+    def probe_address(self) -> int: ...
+
+
+class NativeFrames(RecordedTable, Protocol):
+    """The native context: it reads the C/C++ call paths the shim unwound, through ``reader``."""
+
+    reader: Callable[[int], list[tuple[int, ...]]] | None
+
+
+class LatePlaces(RecordedTable, Protocol):
+    """The JAX context: it places kernels when their records arrive (matched to an executable's
+    schedule), not at launch."""
+
+    def assign(
+        self,
+        names: list[str],
+        graph_ids: Any,
+        correlations: Any,
+        starts: Any,
+        launch_ts: Any,
+        thread: Any,
+        ctx: Any,
+    ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Frameworks:
+    """The framework contexts of one session, the one way a backend reaches them (a backend never
+    imports a framework: these are protocols of what it needs of each)."""
+
+    torch: OpProbe | None = None
+    jax: LatePlaces | None = None
+    native: NativeFrames | None = None
+
+    def recorded(self) -> dict[str, RecordedTable]:
+        """The contexts present, by the key their table has in a recorded drain's metadata."""
+        found: dict[str, RecordedTable | None] = {"torch": self.torch, "jax": self.jax, "native": self.native}
+        return {name: context for name, context in found.items() if context is not None}
+
+
 class SessionPort(Protocol):
     """What a backend may ask of the session it records for."""
 
@@ -41,6 +93,7 @@ class SessionPort(Protocol):
     hook: str | None
     context: str
     contexts: LaunchContexts
+    frameworks: Frameworks
     context_listener: Callable[[int, int], None] | None
 
     def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None: ...

@@ -49,6 +49,13 @@ def parse_context(spec: str) -> tuple[str, tuple[str, ...]]:
 
 
 class ContextSource(Protocol):
+    """One link of a session's chain: ``name`` (as in ``context=``) and :meth:`locate`.
+
+    :meth:`locate` runs on the launching thread at every launch placed in Python (and every scope
+    opened under ``python``), so sources take no lock: their state is per thread, or a cache whose
+    races under the GIL only build the same node twice.
+    """
+
     name: str
 
     def locate(self, base: Node) -> Node:

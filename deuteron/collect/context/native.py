@@ -33,6 +33,10 @@ _MACHINERY = ("libcupti", "libcuda.", "libcudart", "libpython", "libc.so", "libc
 
 
 class _DlInfo(ctypes.Structure):
+    """glibc's ``Dl_info``, which ``dladdr`` fills: the library a return address falls in and the
+    nearest exported symbol. Fields in ``<dlfcn.h>``'s order and types; ctypes cannot read the header.
+    """
+
     _fields_ = [
         ("dli_fname", ctypes.c_char_p),
         ("dli_fbase", ctypes.c_void_p),

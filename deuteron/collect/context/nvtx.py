@@ -23,6 +23,13 @@ OFF = ("0", "false", "no", "off")
 
 
 class _State:
+    """The module's mutable state, one object so the patched functions read it at call time.
+
+    ``users`` counts sessions (patched for the first, restored after the last); ``waiting`` undoes
+    the import hook while torch is not imported yet; ``tls`` keeps, per open range on each thread,
+    whether it opened a scope, so a range pushed before profiling pops without closing one of ours.
+    """
+
     def __init__(self) -> None:
         self.users = 0
         self.enter: Callable[..., Any] | None = None

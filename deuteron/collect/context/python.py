@@ -37,6 +37,14 @@ def _skipped_dirs() -> tuple[str, ...]:
 
 
 class PythonContext:
+    """The launching thread's Python call path as nodes below the root (rules in the module's text).
+
+    Paths are cached by their (code object, line) pairs, so a launch from a hot loop costs one frame
+    walk and one dict look-up, not a node per frame. The cache is shared by threads without a lock:
+    a race builds the same node twice, which :meth:`Node.child` makes harmless. :meth:`node_for`
+    applies the same rules to paths the CUPTI shim captured in C.
+    """
+
     name = "python"
 
     def __init__(self, root: Node, max_depth: int = 128) -> None:

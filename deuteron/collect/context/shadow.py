@@ -17,6 +17,13 @@ class ScopeMismatchError(DeuteronError, RuntimeError):
 
 
 class ShadowContext:
+    """The open scopes of each thread (see the module's text), the chain's first link under ``shadow``.
+
+    Kept under ``python`` too, where scopes still close by their stack but are placed by the Python
+    path. The stack is a plain list in a ``threading.local``: :meth:`stack` is one look-up on the
+    scope hot path, and threads never share one.
+    """
+
     name = "shadow"
 
     def __init__(self, root: Node) -> None:

@@ -19,31 +19,11 @@ from deuteron.formats.files import regular_file
 from deuteron.model.finding import CheckReport
 from deuteron.model.tree import Profile
 from deuteron.render.web.accesses import RecordView, empty_cells
+from deuteron.render.web.explain import explain_data
 from deuteron.render.web.profile import profile_data
 from deuteron.render.web.timeline import trace_events, trace_ref
 
 KINDS = ("profile", "trace", "record", "check", "explain")
-# What the page reads of an explain report's kernel, for reports that lack some of it.
-EXPLAIN_DEFAULTS: dict[str, Any] = {
-    "name": "?",
-    "target": "?",
-    "file": "",
-    "line": 0,
-    "num_warps": None,
-    "num_stages": None,
-    "num_ctas": None,
-    "args": [],
-    "launches": 0,
-    "grids": [],
-    "registers": None,
-    "spills": None,
-    "shared_bytes": None,
-    "occupancy": None,
-    "sass": None,
-    "findings": [],
-    "source_text": None,
-    "stage_text": {},
-}
 JSON_TYPE = "application/json"
 PACKED_TYPE = "application/octet-stream"
 
@@ -168,26 +148,8 @@ class WebData:
         self.added.append(("check", self.checks[-1][1]))
 
     def add_explain(self, document: dict[str, Any], source: str) -> None:
-        self._add_explain(document, source)
+        self.explains.append(explain_data(document, source))
         self.added.append(("explain", self.explains[-1]))
-
-    def _add_explain(self, document: dict[str, Any], source: str) -> None:
-        kernels = []
-        for k in document.get("kernels", []):
-            if isinstance(k, dict):
-                k = {**EXPLAIN_DEFAULTS, **k}
-                if not isinstance(k["stage_text"], dict):
-                    k["stage_text"] = {}
-                kernels.append(k)
-        self.explains.append(
-            {
-                "name": os.path.basename(source),
-                "source": source,
-                "device": document.get("device"),
-                "errors": [str(e) for e in document.get("errors", [])],
-                "kernels": kernels,
-            }
-        )
 
     def _records(self) -> list[RecordView]:
         """Records see every check report given, wherever it came on the command line."""

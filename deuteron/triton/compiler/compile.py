@@ -23,6 +23,10 @@ from deuteron.triton import quiet_compile_notice
 
 @dataclass
 class CompileResult:
+    """One compile's output in plain types: the ``asm`` dict by stage, the metadata as a dict
+    (Triton gives a namedtuple or an object, by version) and the pass log ("" unless asked), so
+    :mod:`deuteron.explain` never holds Triton's own objects."""
+
     asm: dict[str, Any]
     metadata: dict[str, Any]
     pass_log: str  # the IR dumps, when passes were asked for

@@ -21,6 +21,10 @@ from deuteron.triton.interpreter.mends.compile_time import StaticAssertFailed
 
 
 class _State:
+    """The module's mutable state, one object so the patched ``_bench`` reads it at call time:
+    the scopes to enter around each benchmark (one per profiler that asked; none, and the patch
+    only passes the call on) and the undo of the wait for Triton's import."""
+
     __slots__ = ("scopes", "waiting")
 
     def __init__(self) -> None:

@@ -102,6 +102,10 @@ def device(name: str) -> EmulatedDevice:
 
 
 class _State:
+    """The module's mutable state, one object so the driver reads it at each call: the GPU answered
+    for, whether the line on stderr was said (once per process), and the option that picks another
+    GPU, which that line names (``--device``, or explain's ``--target``)."""
+
     __slots__ = ("device", "said", "option")
 
     def __init__(self) -> None:
@@ -216,6 +220,9 @@ class _DeviceInterface:
 
 
 class _Utils:
+    """The driver's ``utils``, of which scripts call only ``get_device_properties`` (tutorial 02
+    sizes its grid from it), reached as ``driver.active.utils.get_device_properties(0)``."""
+
     @staticmethod
     def get_device_properties(*_: Any) -> dict[str, int]:
         _say_once()

@@ -2,9 +2,9 @@
 kernel records without the GIL, :mod:`.records` decodes its buffers in bulk, :mod:`.join` matches
 kernels to the contexts of their launches, :mod:`.library` finds libcupti."""
 
-from deuteron.collect.backends.cupti.backend import (
+from deuteron.collect.backends.cupti.backend import CuptiBackend
+from deuteron.collect.backends.cupti.library import (
     CONFLICT_FIX,
-    CuptiBackend,
     CuptiConflictError,
     loaded_library,
     unavailable_reason,

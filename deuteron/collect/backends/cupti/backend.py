@@ -1,6 +1,6 @@
 """GPU timing through CUPTI: every kernel, timed by the GPU, filed under its launch's context.
 
-The native shim (``_shim.c``) records launches and kernel records without the GIL; this
+The native shim (``shim.c``) records launches and kernel records without the GIL; this
 module hands them to the session in bulk at flush time, grouped and by context id (the session
 turns ids into tree nodes): a background thread drains them when they pile up (bounded memory
 on long runs), and ``stop`` drains the rest after synchronising the devices.
@@ -29,9 +29,17 @@ from typing import Any
 
 import numpy as np
 
-from deuteron.collect.backends.cupti import library, records
+from deuteron.collect.backends.cupti import records
 from deuteron.collect.backends.cupti.join import UNMATCHED, Batch, Join
 from deuteron.collect.backends.cupti.late import late_placement
+from deuteron.collect.backends.cupti.library import (
+    CONFLICT_FIX,
+    CuptiConflictError,
+    conflict_message,
+    loaded_library,
+    shim,
+    unavailable_reason,
+)
 from deuteron.collect.backends.cupti.sharing import SharedContexts
 from deuteron.collect.backends.port import BackendError, KernelGroup, SessionPort, benchmark_scope
 from deuteron.collect.deferred import (
@@ -57,19 +65,6 @@ DRAIN_KERNELS = int(os.environ.get("DEUTERON_DRAIN_KERNELS", "100000"))
 DRAIN_ENTRIES = int(os.environ.get("DEUTERON_DRAIN_ENTRIES", "400000"))
 RECORD_ENV = "DEUTERON_CUPTI_RECORD"  # a folder: raw drains are saved there as fixtures
 
-try:
-    from deuteron.collect.backends.cupti import _shim
-except ImportError as _exc:  # the optional extension was not built
-    _shim = None  # type: ignore[assignment]
-    _IMPORT_ERROR: str | None = str(_exc)
-else:
-    _IMPORT_ERROR = None
-
-_loaded_from: tuple[str, Path] | None = None
-_reason_cache: str | None = None
-_checked = False
-
-
 def _api_flags() -> int:
     """Which callbacks to enable: driver launches, their runtime twins, graph-node resources.
 
@@ -87,75 +82,16 @@ def _api_flags() -> int:
     return flags
 
 
-class CuptiConflictError(BackendError):
-    """Another CUPTI client holds the process; the message names it and the way out."""
-
-
-def _load() -> str | None:
-    """Load libcupti once; None on success, else why not (each candidate's error)."""
-    global _loaded_from
-    if _loaded_from is not None:
-        return None
-    tried = []
-    for source, path in library.candidates():
-        try:
-            _shim.load(str(path))
-        except OSError as exc:
-            tried.append(f"{path} ({source}): {exc}")
-            continue
-        _loaded_from = (source, path)
-        return None
-    if not tried:
-        return (
-            "libcupti was not found (looked at $DEUTERON_CUPTI_LIB, the triton wheel, the "
-            "nvidia-cuda-cupti wheel and the CUDA toolkit); set DEUTERON_CUPTI_LIB=/path/to/libcupti.so"
-        )
-    return "libcupti could not be loaded: " + "; ".join(tried)
-
-
-def unavailable_reason() -> str | None:
-    """Why the CUPTI backend cannot run here, or None if it can (checked once per process)."""
-    global _checked, _reason_cache
-    if _checked:
-        return _reason_cache
-    if _shim is None:
-        _reason_cache = (
-            f"the native CUPTI shim is not built ({_IMPORT_ERROR}); reinstall with a C compiler "
-            "present: pip install -e ."
-        )
-    else:
-        devices = _shim.cuda_devices()
-        if isinstance(devices, str):
-            _reason_cache = f"no NVIDIA GPU: {devices}"
-        elif devices == 0:
-            _reason_cache = "no NVIDIA GPU: the driver reports no CUDA devices"
-        else:
-            _reason_cache = _load()
-    _checked = True
-    return _reason_cache
-
-
-def loaded_library() -> tuple[str, Path] | None:
-    return _loaded_from
-
-
-def _conflict_message() -> str | None:
-    """Name a CUPTI client that cannot share the process, from what the process shows."""
-    if os.environ.get("NSYS_PROFILING_SESSION_ID") or "libToolsInjection" in os.environ.get("LD_PRELOAD", ""):
-        return "Nsight Systems (nsys) is tracing CUDA in this process"
-    if "libToolsInjection" in os.environ.get("CUDA_INJECTION64_PATH", ""):
-        return "an Nsight tool is injected into this process (CUDA_INJECTION64_PATH)"
-    return None
-
-
-CONFLICT_FIX = (
-    "CUPTI serves one client per process. Stop the other profiler (torch.profiler, Proton, "
-    "Nsight Systems) before starting Deuteron, or run Deuteron alone; DEUTERON_DISABLE=1 turns "
-    "Deuteron off and leaves the script running"
-)
-
-
 class CuptiBackend:
+    """Kernels timed by the GPU through CUPTI, for one session or several sharing one subscription.
+
+    CUPTI serves one subscriber per process, so the first session's backend is the ``engine`` that
+    holds it; a later session's backend attaches to it (``attached``) and ``sharing`` gives each
+    thread's slot one id per combination of the sessions' contexts. The C shim does the per-launch
+    work without the GIL; this class drains its buffers in bulk (a background thread when they pile
+    up, and at ``flush``/``stop``), joins kernels to launches (``join``) and hands each session its
+    groups by context id. ``live`` is False when replaying a recorded drain without a GPU."""
+
     name = "cupti"
     _active: CuptiBackend | None = None
 
@@ -187,6 +123,9 @@ class CuptiBackend:
     # --- lifecycle ---------------------------------------------------------------------------------
 
     def start(self, session: SessionPort) -> None:
+        """Subscribe to CUPTI for ``session``, or attach it to the subscription another session
+        holds. A refusal (another CUPTI client, missing privileges) is one line naming the likely
+        other profiler; the replay buffer is reserved first, so its zeroing kernel is not filed."""
         reason = unavailable_reason()
         if reason is not None:
             raise BackendError(f"the cupti backend is unavailable: {reason}")
@@ -195,7 +134,7 @@ class CuptiBackend:
             engine._attach(session)
             self.engine = engine
             return
-        conflict = _conflict_message()
+        conflict = conflict_message()
         if conflict:
             raise CuptiConflictError(f"{conflict}. {CONFLICT_FIX}")
         python = session.context == "python"
@@ -207,12 +146,12 @@ class CuptiBackend:
         mode = 1 if python else 0
         reserve_replay_buffer()  # before CUPTI starts: its zeroing kernel is not the program's
         try:
-            _shim.start(mode, ROOT_CTX, _api_flags())
-        except _shim.CuptiError as exc:
+            shim.start(mode, ROOT_CTX, _api_flags())
+        except shim.CuptiError as exc:
             what, code, text = exc.args[0], exc.args[1], exc.args[2]
             if code in (39, 15, 35):  # multiple subscribers, not initialised, insufficient privileges
                 other = (
-                    _conflict_message() or "another CUPTI client (torch.profiler, Proton, Nsight) is active"
+                    conflict_message() or "another CUPTI client (torch.profiler, Proton, Nsight) is active"
                 )
                 raise CuptiConflictError(
                     f"{what} failed: {text} (CUPTI error {code}): {other}. {CONFLICT_FIX}"
@@ -221,12 +160,11 @@ class CuptiBackend:
                 f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})"
             ) from None
         CuptiBackend._active = self
-        torch_context = getattr(session, "torch", None)
-        _shim.set_op_probe(torch_context.probe_address() if torch_context is not None else 0)
-        native_context = getattr(session, "native", None)
+        torch_context, native_context = session.frameworks.torch, session.frameworks.native
+        shim.set_op_probe(torch_context.probe_address() if torch_context is not None else 0)
         if native_context is not None:
-            native_context.reader = _shim.native_paths
-        _shim.set_native(native_context is not None)
+            native_context.reader = shim.native_paths
+        shim.set_native(native_context is not None)
         self._calibrate_clock()
         self._listen(session)
         self._unfile = autotune.file_benchmarks_under(self._benchmark_scope)
@@ -253,14 +191,14 @@ class CuptiBackend:
         self._stop.set()
         if self._flusher is not None:
             self._flusher.join()
-        failures = _shim.synchronize()
+        failures = shim.synchronize()
         if failures:
             warnings.warn(
                 f"deuteron: {failures} device(s) failed to synchronise; their last kernels may be missing",
                 stacklevel=2,
             )
         try:
-            _shim.stop()
+            shim.stop()
         finally:  # whatever was recorded is filed, even when stopping CUPTI failed
             self._teardown()
             self._drain()
@@ -275,8 +213,8 @@ class CuptiBackend:
         engine = self.engine
         if CuptiBackend._active is not engine:
             return
-        _shim.synchronize()
-        _shim.flush(True)
+        shim.synchronize()
+        shim.flush(True)
         engine._drain()
 
     def set_active(self, session: SessionPort, active: bool) -> None:
@@ -285,8 +223,8 @@ class CuptiBackend:
         engine = self.engine
         if CuptiBackend._active is not engine:
             return
-        engine.sharing.set_active(session.id, active, _shim.timestamp())
-        _shim.set_paused(not any(s.active for s in engine.attached))
+        engine.sharing.set_active(session.id, active, shim.timestamp())
+        shim.set_paused(not any(s.active for s in engine.attached))
 
     # --- sessions sharing the subscription ---------------------------------------------------------
 
@@ -303,12 +241,12 @@ class CuptiBackend:
         if session not in self.attached:
             self.attached.append(session)
         self.sharing.join(session.id, ROOT_CTX, session.context_ids)
-        session.context_listener = _shim.set_context
+        session.context_listener = shim.set_context
         if session.hook == "triton":
             LaunchHook().subscribe(self)
 
     def _shared_listener(self, session: SessionPort) -> Callable[[int, int], None]:
-        sharing, sid, set_context = self.sharing, session.id, _shim.set_context
+        sharing, sid, set_context = self.sharing, session.id, shim.set_context
 
         def on_context(ctx: int, state: int) -> None:
             slot, slot_state = sharing.slot_for(sid, ctx, state)
@@ -329,7 +267,7 @@ class CuptiBackend:
         on_context = session.context_listener
         assert on_context is not None
         on_context(ROOT_CTX, 0)  # this thread's slot now stands for every session's context
-        _shim.set_paused(False)
+        shim.set_paused(False)
 
     def _leave(self, session: SessionPort) -> None:
         session.context_listener = None
@@ -340,8 +278,8 @@ class CuptiBackend:
             LaunchHook().unsubscribe(self)
 
     def _teardown(self) -> None:
-        _shim.set_op_probe(0)
-        _shim.set_native(False)
+        shim.set_op_probe(0)
+        shim.set_native(False)
         if self._unfile is not None:
             self._unfile()
             self._unfile = None
@@ -354,7 +292,7 @@ class CuptiBackend:
         best = None
         for _ in range(5):
             a = time.perf_counter_ns()
-            c = _shim.timestamp()
+            c = shim.timestamp()
             b = time.perf_counter_ns()
             if best is None or b - a < best[0]:
                 best = (b - a, c - (a + b) // 2)
@@ -378,7 +316,7 @@ class CuptiBackend:
                 found = self.metas[interned] = self._next_meta()
                 self.meta_table[found] = (name, metrics)
             mid = found
-        _shim.set_pending(mid)
+        shim.set_pending(mid)
 
     def launch_exited(self) -> None:
         return None  # the shim attaches the id to the thread's next launch and then forgets it
@@ -392,8 +330,8 @@ class CuptiBackend:
     def _flush_loop(self) -> None:
         while not self._stop.wait(FLUSH_PERIOD_S):
             try:
-                _shim.flush(False)
-                kernels, entries = _shim.pending()
+                shim.flush(False)
+                kernels, entries = shim.pending()
                 if kernels >= DRAIN_KERNELS or entries >= DRAIN_ENTRIES:
                     self._drain()
             except Exception as exc:  # keep the run going; the final drain reports the rest
@@ -402,7 +340,7 @@ class CuptiBackend:
     def _drain(self) -> None:
         with self._lock:
             began = time.perf_counter()
-            raw_entries, raw_kernels, threads, paths, counters = _shim.drain()
+            raw_entries, raw_kernels, threads, paths, counters = shim.drain()
             self.counters = counters
             for index, ident in threads:
                 self.threads[index] = ident
@@ -440,15 +378,8 @@ class CuptiBackend:
             "metas": {str(k): (v[0], resolved(v[1])) for k, v in self.meta_table.items()},
             "offset": self.clock_offset,
         }
-        torch_context = getattr(session, "torch", None)
-        if torch_context is not None:
-            meta["torch"] = torch_context.table()
-        jax_context = getattr(session, "jax", None)
-        if jax_context is not None:
-            meta["jax"] = jax_context.table()
-        native_context = getattr(session, "native", None)
-        if native_context is not None:
-            meta["native"] = native_context.table()
+        for name, context in session.frameworks.recorded().items():
+            meta[name] = context.table()
         stem.with_suffix(".json").write_text(json.dumps(meta))
 
     def kernel_name(self, ptr: int) -> str:
@@ -496,6 +427,8 @@ class CuptiBackend:
     def _groups(
         self, session: SessionPort, keys: np.ndarray, counts: np.ndarray, times: np.ndarray
     ) -> list[KernelGroup | None]:
+        """The batch's groups as ``session`` sees them: shared context ids translated back to its
+        own, paused and empty groups as None (left out), metadata and torch places resolved."""
         groups: list[KernelGroup | None] = []
         reserved = (ROOT_CTX, UNMATCHED, NO_PYTHON_CTX)
         for row, count, total in zip(keys.tolist(), counts.tolist(), times.tolist(), strict=True):
@@ -540,7 +473,7 @@ class CuptiBackend:
     def _write_devices(self, session: SessionPort) -> None:
         for device in sorted(self.devices):
             try:
-                info = _shim.device_info(device)
+                info = shim.device_info(device)
             except OSError:
                 continue
             session.add_device(

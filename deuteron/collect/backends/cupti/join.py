@@ -49,6 +49,9 @@ class Batch:
 
 @dataclass
 class Counters:
+    """What the join could not place, by cause, over a session: written to the profile's metadata
+    so a user can tell "launched before profiling started" from a lost record."""
+
     kernels: int = 0
     unmatched: int = 0  # no launch record: launched before profiling started
     paused: int = 0  # launched while the session was deactivated; left out on purpose
@@ -58,6 +61,16 @@ class Counters:
 
 @dataclass
 class Join:
+    """Kernel records matched to the launches that made them, by CUPTI correlation id.
+
+    CUPTI delivers launches (API callbacks, recorded by the shim on the launching thread, with
+    that thread's context) and kernel records (asynchronously, from the activity buffers) apart;
+    a kernel's record may arrive drains after its launch. So launches wait in ``pending``, sorted by
+    correlation id, and are aged out by ``expire``. A CUDA graph's kernels carry the graph node
+    instead: the context where the node was captured (``graph_nodes``, through ``clones`` for
+    instantiated copies) goes with them. Everything is done on whole NumPy arrays per drain: a
+    drain may hold a million kernels, and a Python loop per kernel would cost seconds."""
+
     pending: np.ndarray = field(default_factory=lambda: np.empty(0, ENTRY_DTYPE))
     age: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
     # node -> (ctx, state, meta, op)
@@ -97,6 +110,15 @@ class Join:
         return self.graph_nodes.get(node)
 
     def match(self, kernels: np.ndarray, resolve: Resolve | None = None) -> Batch:
+        """One drain's kernels, each given its launch's context, state, metadata and torch place,
+        then grouped by all of these plus name and device (the session files one group at once).
+
+        In order: a binary search of each kernel's correlation id in the pending launches; for
+        kernels replayed from a graph, the context where their node was captured (a node captured
+        while the session was paused marks the kernel paused, as Proton leaves such kernels out);
+        matched launches leave ``pending`` except graph launches, whose kernels keep arriving; then
+        ``resolve`` (a framework that places kernels from the records themselves: JAX) may fill the
+        op column. One long function because every step reads and writes the same columns."""
         n = len(kernels)
         self.counters.kernels += n
         pend = self.pending

@@ -5,23 +5,27 @@ themselves. The backend only passes the records along; the framework's context s
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from deuteron.collect.backends.cupti.join import Resolve
+from deuteron.collect.backends.port import SessionPort
 
 
 class Names(Protocol):
+    """What the resolver needs of the CUPTI backend: kernel names by pointer, the clock offset, and
+    the sessions it files into (whose JAX context, if any, places the kernels)."""
+
     clock_offset: int
-    attached: list[Any]
+    attached: list[SessionPort]
 
     def kernel_name(self, ptr: int) -> str: ...
 
 
 def late_placement(backend: Names) -> Resolve | None:
     """The op column's resolver for the first attached session with a JAX context, or None."""
-    contexts = [getattr(session, "jax", None) for session in backend.attached]
+    contexts = [session.frameworks.jax for session in backend.attached]
     jax_context = next((c for c in contexts if c is not None), None)
     if jax_context is None:
         return None

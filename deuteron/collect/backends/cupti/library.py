@@ -1,4 +1,5 @@
-"""Finding libcupti at run time, in a fixed order, so the same build works with any CUDA.
+"""Finding and loading libcupti at run time, in a fixed order, so the same build works with any
+CUDA; and whether the CUPTI backend can run here at all (``unavailable_reason``), and why not.
 
 Order: ``DEUTERON_CUPTI_LIB``; a libcupti this process has already loaded (torch's kineto
 loads one at import, and two CUPTI copies in one process fight over the driver's single
@@ -12,6 +13,8 @@ import glob
 import importlib.util
 import os
 from pathlib import Path
+
+from deuteron.collect.backends.port import BackendError
 
 ENV = "DEUTERON_CUPTI_LIB"
 
@@ -66,3 +69,85 @@ def candidates() -> list[tuple[str, Path]]:
             seen.add(real)
             unique.append((source, path))
     return unique
+
+
+try:
+    from deuteron.collect.backends.cupti import _shim as shim
+except ImportError as _exc:  # the optional extension was not built
+    shim = None  # type: ignore[assignment]
+    _IMPORT_ERROR: str | None = str(_exc)
+else:
+    _IMPORT_ERROR = None
+
+_loaded_from: tuple[str, Path] | None = None
+_reason_cache: str | None = None
+_checked = False
+
+
+class CuptiConflictError(BackendError):
+    """Another CUPTI client holds the process; the message names it and the way out."""
+
+
+def _load() -> str | None:
+    """Load libcupti once; None on success, else why not (each candidate's error)."""
+    global _loaded_from
+    if _loaded_from is not None:
+        return None
+    tried = []
+    for source, path in candidates():
+        try:
+            shim.load(str(path))
+        except OSError as exc:
+            tried.append(f"{path} ({source}): {exc}")
+            continue
+        _loaded_from = (source, path)
+        return None
+    if not tried:
+        return (
+            "libcupti was not found (looked at $DEUTERON_CUPTI_LIB, the triton wheel, the "
+            "nvidia-cuda-cupti wheel and the CUDA toolkit); set DEUTERON_CUPTI_LIB=/path/to/libcupti.so"
+        )
+    return "libcupti could not be loaded: " + "; ".join(tried)
+
+
+def unavailable_reason() -> str | None:
+    """Why the CUPTI backend cannot run here, or None if it can (checked once per process)."""
+    global _checked, _reason_cache
+    if _checked:
+        return _reason_cache
+    if shim is None:
+        _reason_cache = (
+            f"the native CUPTI shim is not built ({_IMPORT_ERROR}); reinstall with a C compiler "
+            "present: pip install -e ."
+        )
+    else:
+        devices = shim.cuda_devices()
+        if isinstance(devices, str):
+            _reason_cache = f"no NVIDIA GPU: {devices}"
+        elif devices == 0:
+            _reason_cache = "no NVIDIA GPU: the driver reports no CUDA devices"
+        else:
+            _reason_cache = _load()
+    _checked = True
+    return _reason_cache
+
+
+def loaded_library() -> tuple[str, Path] | None:
+    """Where libcupti was loaded from (the candidate's source and path), once it was."""
+    return _loaded_from
+
+
+def conflict_message() -> str | None:
+    """Name a CUPTI client that cannot share the process, from what the process shows."""
+    if os.environ.get("NSYS_PROFILING_SESSION_ID") or "libToolsInjection" in os.environ.get("LD_PRELOAD", ""):
+        return "Nsight Systems (nsys) is tracing CUDA in this process"
+    if "libToolsInjection" in os.environ.get("CUDA_INJECTION64_PATH", ""):
+        return "an Nsight tool is injected into this process (CUDA_INJECTION64_PATH)"
+    return None
+
+
+CONFLICT_FIX = (
+    "CUPTI serves one client per process. Stop the other profiler (torch.profiler, Proton, "
+    "Nsight Systems) before starting Deuteron, or run Deuteron alone; DEUTERON_DISABLE=1 turns "
+    "Deuteron off and leaves the script running"
+)

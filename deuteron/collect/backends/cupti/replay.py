@@ -31,14 +31,8 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
         backend.threads = {int(k): v for k, v in meta["threads"].items()}
         backend.meta_table = {int(k): (v[0], v[1]) for k, v in meta["metas"].items()}
         backend.clock_offset = meta["offset"]
-        torch_context = getattr(session, "torch", None)
-        if meta.get("torch") and torch_context is not None:
-            torch_context.replay(meta["torch"])
-        jax_context = getattr(session, "jax", None)
-        if meta.get("jax") and jax_context is not None:
-            jax_context.replay(meta["jax"])
-        native_context = getattr(session, "native", None)
-        if meta.get("native") and native_context is not None:
-            native_context.replay(meta["native"])
+        for name, context in session.frameworks.recorded().items():
+            if meta.get(name):
+                context.replay(meta[name])
         backend.ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
     return backend

@@ -46,6 +46,13 @@ class Member:
 
 
 class SharedContexts:
+    """The shared ids of the sessions on one subscription (one per CUPTI backend), both ways.
+
+    :meth:`slot_for` runs at every context change of a shared session (a scope's enter and exit), so
+    a known combination is one dict look-up without the lock; the lock only guards making a new id.
+    Each thread keeps its own view of where every session is, since slots are per thread.
+    """
+
     def __init__(self) -> None:
         self.members: dict[int, Member] = {}
         self.owner: int | None = None  # whose own ids the slots held before sharing began

@@ -52,6 +52,12 @@ def kernel_name(instruction: str) -> str:
 
 @dataclass(frozen=True)
 class Instruction:
+    """One HLO instruction that may launch a kernel: only what placing its kernel needs.
+
+    Frozen and plain strings, so an :class:`Executable`'s table is written with a recorded run and
+    read back (:meth:`Executable.from_table`) where JAX is not installed.
+    """
+
     name: str  # as in the HLO text, e.g. ``gemm_fusion_dot.17``
     opcode: str  # fusion, custom-call, copy, ...
     op_name: str  # the JAX op_name metadata ("" when none)

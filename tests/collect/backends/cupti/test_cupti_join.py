@@ -457,18 +457,18 @@ def test_candidates_order_and_dedupe(tmp_path: Path, monkeypatch: pytest.MonkeyP
 @pytest.fixture
 def unchecked(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """Forget the once-per-process availability check (restored after the test)."""
-    monkeypatch.setattr(cupti, "_checked", False)
-    monkeypatch.setattr(cupti, "_reason_cache", None)
-    monkeypatch.setattr(cupti, "_loaded_from", None)
+    monkeypatch.setattr(library, "_checked", False)
+    monkeypatch.setattr(library, "_reason_cache", None)
+    monkeypatch.setattr(library, "_loaded_from", None)
     return monkeypatch
 
 
 def test_unavailable_on_this_machine(unchecked: pytest.MonkeyPatch) -> None:
-    reason = cupti.unavailable_reason()
+    reason = library.unavailable_reason()
     if reason is None:
         pytest.skip("the CUPTI backend can run here")
-    assert ("NVIDIA" if cupti._shim is not None else "shim") in reason
-    assert cupti.unavailable_reason() is reason  # checked once
+    assert ("NVIDIA" if library.shim is not None else "shim") in reason
+    assert library.unavailable_reason() is reason  # checked once
     with pytest.raises(BackendError) as info:
         resolve("cupti")
     assert reason in str(info.value) and "--backend interpreter" in str(info.value)
@@ -492,10 +492,10 @@ def test_unavailable_reason_per_cause(
     expected: str | None,
 ) -> None:
     shim = None if devices is None else SimpleNamespace(cuda_devices=lambda: devices, load=load)
-    unchecked.setattr(cupti, "_shim", shim)
+    unchecked.setattr(library, "shim", shim)
     unchecked.setattr(library, "candidates", lambda: [(f"${library.ENV}", Path("/x/libcupti.so"))] * found)
-    reason = cupti.unavailable_reason()
+    reason = library.unavailable_reason()
     if expected is None:
-        assert reason is None and cupti.loaded_library() == ("$DEUTERON_CUPTI_LIB", Path("/x/libcupti.so"))
+        assert reason is None and library.loaded_library() == ("$DEUTERON_CUPTI_LIB", Path("/x/libcupti.so"))
     else:
-        assert reason is not None and reason.startswith(expected) and cupti.loaded_library() is None
+        assert reason is not None and reason.startswith(expected) and library.loaded_library() is None
