@@ -41,6 +41,7 @@ from deuteron.collect.api import (  # noqa: E402
     start,
 )
 from deuteron.model.errors import DeuteronError  # noqa: E402
+from deuteron.process.program import Program  # noqa: E402  (what check.run and explain.run run)
 from deuteron.rocm import configure_runtime  # noqa: E402
 from deuteron.state import enter_state, exit_state, metadata_state, state  # noqa: E402
 from deuteron.version import __version__
@@ -50,6 +51,7 @@ __all__ = [
     "CheckFailed",
     "DEFAULT_PROFILE_NAME",
     "DeuteronError",
+    "Program",
     "activate",
     "check",
     "configure_runtime",

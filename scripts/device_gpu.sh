@@ -28,7 +28,7 @@ for ctx in ("shadow", "python"):
 PY
 fi
 if has tests; then
-  DEUTERON_TEST_GPU=1 timeout ${TTIMEOUT:-400} python3 -m pytest tests/gpu -q -p no:cacheprovider --tb=short 2>&1 | tail -${TAILN:-40}
+  DEUTERON_TEST_GPU=1 timeout ${TTIMEOUT:-400} python3 -m pytest -m gpu tests -q -p no:cacheprovider --tb=short 2>&1 | tail -${TAILN:-40}
 fi
 if has record; then
   rm -rf /tmp/rec && mkdir -p /tmp/rec
@@ -49,14 +49,14 @@ if has torch; then
   DEUTERON_CUPTI_RECORD=/tmp/rect/cupti_torch python3 scripts/record_torch_fixture.py 2>&1 | tail -3
   python3 -m deuteron view fixture.hatchet -m time/us,count,cpu_time/ms -d 7 | head -${TAILN:-60}
   tar czf $OUT/torch_fixture.tgz -C /tmp/rect .
-  DEUTERON_TEST_GPU=1 timeout 400 python3 -m pytest tests/gpu/test_torch_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
+  DEUTERON_TEST_GPU=1 timeout 400 python3 -m pytest tests/collect/context/torch/test_torch_context_gpu.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
 fi
 if has jax; then
   rm -rf /tmp/recj && mkdir -p /tmp/recj
   DEUTERON_CUPTI_RECORD=/tmp/recj/cupti_jax python3 scripts/record_jax_fixture.py 2>&1 | tail -3
   python3 -m deuteron view fixture.hatchet -m time/us,count -d 8 | head -${TAILN:-60}
   tar czf $OUT/jax_fixture.tgz -C /tmp/recj .
-  timeout 400 python3 -m pytest tests/gpu/test_jax_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
+  timeout 400 python3 -m pytest tests/collect/context/jax/test_jax_context_gpu.py -q -p no:cacheprovider --tb=short 2>&1 | tail -30
   for r in 1 2 3; do for m in plain shadow jax; do  # interleaved rounds: steady-state step time
     if [ $m = plain ]; then o=$(python3 benchmarks/jax_steps.py --steps 400 2>&1 | tail -1)
     else o=$(python3 -m deuteron run -b cupti -c $m -n /tmp/jb_$m benchmarks/jax_steps.py --steps 400 2>&1 | grep us_per); fi
@@ -68,7 +68,7 @@ if has native; then
   DEUTERON_CUPTI_RECORD=/tmp/recn/cupti_native python3 scripts/record_native_fixture.py 2>&1 | tail -3
   python3 -m deuteron view fixture.hatchet -m time/us,count -d 24 | head -${TAILN:-60}
   tar czf $OUT/native_fixture.tgz -C /tmp/recn .
-  DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/gpu/test_native_context.py -q -p no:cacheprovider --tb=short 2>&1 | tail -10
+  DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/collect/context/test_native_context_gpu.py -q -p no:cacheprovider --tb=short 2>&1 | tail -10
 fi
 if has bench; then
   python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}
@@ -76,16 +76,16 @@ fi
 if has check; then
   # deuteron check on the GPU machine's Triton 3.6 and NumPy: the CPU suite, CUDA tensors, the overhead.
   python3 -c "import triton, numpy, torch; print('triton', triton.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
-  timeout 300 python3 -m pytest tests/test_check.py -q -p no:cacheprovider 2>&1 | tail -5
-  DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/gpu/test_check_cuda.py -q -p no:cacheprovider 2>&1 | tail -5
+  timeout 300 python3 -m pytest tests/check/test_check.py -q -p no:cacheprovider 2>&1 | tail -5
+  DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/check/test_check_cuda_gpu.py -q -p no:cacheprovider 2>&1 | tail -5
   timeout 400 python3 benchmarks/check_overhead.py --launches ${LAUNCHES:-6} --no-check 2>&1 | tail -8
 fi
 if has explain; then
   # deuteron explain with real launches: driver-reported registers/spills/shared vs ours, the CPU suite on
   # the GPU machine's Triton, and the speed benchmark.
   python3 -c "import triton, torch; print('triton', triton.__version__, 'torch', torch.__version__, torch.cuda.get_device_name())"
-  DEUTERON_TEST_GPU=1 timeout 300 python3 -m pytest tests/gpu/test_explain_gpu.py -q -p no:cacheprovider 2>&1 | tail -15
-  timeout 400 python3 -m pytest tests/test_explain.py tests/test_explain_parsers.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|passed|failed" | tail -30
+  DEUTERON_TEST_GPU=1 timeout 300 python3 -m pytest tests/explain/test_explain_gpu.py -q -p no:cacheprovider 2>&1 | tail -15
+  timeout 400 python3 -m pytest tests/explain/test_explain.py tests/explain/test_explain_parsers.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|passed|failed" | tail -30
   python3 -m deuteron explain --json $OUT/explain_matmul.json tests/explain_corpus/matmul.py 2>&1 | tail -12
   timeout 400 python3 benchmarks/explain_speed.py --runs ${RUNS:-3} 2>&1 | tail -8
 fi
@@ -93,7 +93,7 @@ if has real; then
   # Real kernels on a real GPU: the check corpus and the libdevice/bf16 suites on the machine's Triton,
   # Triton's own tutorials (copied under $SHARED/tutorials, never committed) under check, run and explain.
   python3 -c "import triton, numpy, torch; print('triton', triton.__version__, 'numpy', numpy.__version__, 'torch', torch.__version__)"
-  timeout 300 python3 -m pytest tests/test_check_patterns.py tests/test_bf16.py tests/test_libdevice.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|error|passed|failed" | tail -${TAILN:-30}
+  timeout 300 python3 -m pytest tests/check/test_check_patterns.py tests/triton/interpreter/mends/test_bf16.py tests/triton/interpreter/mends/test_libdevice.py -q -p no:cacheprovider --tb=short 2>&1 | grep -E "^E |Error|error|passed|failed" | tail -${TAILN:-30}
   T=$(realpath "${SHARED:-../shared}/tutorials"); W=$(mktemp -d)
   for t in 08-grouped-gemm; do
     ( cd "$W" && /usr/bin/time -f "$t check: %e s" timeout 240 python3 -m deuteron check --json "$OUT/$t.check.json" "$T/$t.py" 2>&1 | tail -15; python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print({k: r[k] for k in (\"launches\", \"programs\", \"kernels\", \"summary\")})" "$OUT/$t.check.json" )

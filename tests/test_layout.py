@@ -142,7 +142,9 @@ def test_no_import_cycles() -> None:
     assert cycles == []
 
 
+# Proton's surface: the top-level modules, and the top-level package of Proton's hooks.
 TOP_LEVEL = {m for m, p in MODULES.items() if p.parent == PACKAGE and p.name != "__init__.py"}
+TOP_LEVEL |= {m for m in MODULES if m == "deuteron.hooks" or m.startswith("deuteron.hooks.")}
 TOP_LEVEL_PACKAGES = {m for m, p in MODULES.items() if p.parent.parent == PACKAGE and p.name == "__init__.py"}
 ALLOWED_TOP_LEVEL = {"deuteron.errors", "deuteron.version"}
 # Top-level modules and packages named after Proton's (``triton.profiler.<name>``): thin shells.

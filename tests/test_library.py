@@ -23,10 +23,9 @@ USER_SCRIPT = """
 import json, sys
 import deuteron
 import deuteron.explain
-from deuteron.process.program import Program
 
 checked = deuteron.check.run(sys.argv[1], "--rows", "8")
-explained = deuteron.explain.run(Program.script(sys.argv[2], "3"), targets=["cuda:90"])
+explained = deuteron.explain.run(deuteron.Program.script(sys.argv[2], "3"), targets=["cuda:90"])
 doc = explained.report.as_json()
 print(json.dumps({
     "check": {

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 from deuteron.cli import check, explain, run, serve, view
 from deuteron.cli.program import split_target
 from deuteron.model.errors import DeuteronError
-from deuteron.render.text import printable
+from deuteron.process.terminal import printable
 from deuteron.version import __version__
 
 

@@ -18,7 +18,7 @@ from deuteron.cli.program import USAGE, add_device_argument, add_target_argument
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.finding import SEVERITIES
 from deuteron.process.signals import Deferred
-from deuteron.render.text import printable, say
+from deuteron.process.terminal import printable, say
 
 
 def add_parser(sub: Any) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from deuteron.cli.program import USAGE, add_target_arguments, parse_target
 from deuteron.explain.errors import ExplainError
 from deuteron.formats.files import OutputError, check_writable
-from deuteron.render.text import say
+from deuteron.process.terminal import say
 
 if TYPE_CHECKING:
     from deuteron.explain.report import ExplainReport

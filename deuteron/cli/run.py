@@ -24,7 +24,7 @@ from deuteron.formats.files import OutputError
 from deuteron.process.program import Program, exit_code, run_to_end
 from deuteron.process.program import run as run_target
 from deuteron.process.signals import Deferred
-from deuteron.render.text import printable, say
+from deuteron.process.terminal import printable, say
 from deuteron.triton import enable_interpreter_mode
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from deuteron.formats.files import check_writable
 from deuteron.model.errors import DeuteronError
-from deuteron.render.text import say
+from deuteron.process.terminal import say
 
 EXAMPLES = """\
 examples:

@@ -11,9 +11,9 @@ from typing import Any
 from deuteron.formats import hatchet
 from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import DERIVED_HELP
+from deuteron.process.terminal import printable, say
 from deuteron.render.console import render_profile
 from deuteron.render.json_tree import render_json
-from deuteron.render.text import printable, say
 from deuteron.view import advise, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, list_metrics
 

@@ -21,11 +21,13 @@ from typing import Any, TypeVar, cast
 from deuteron.collect import registry
 from deuteron.collect.context import nvtx
 from deuteron.collect.flags import flags
+from deuteron.collect.hook_manager import Hook, HookManager
+from deuteron.collect.instrumentation_hook import InstrumentationHook
+from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.output import OUTPUT_FORMATS
 from deuteron.collect.session import Session, SessionError, disabled
-from deuteron.hooks import Hook, HookManager, InstrumentationHook, LaunchHook
 from deuteron.model.tree import Profile
-from deuteron.render.text import printable, say
+from deuteron.process.terminal import printable, say
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -17,7 +17,7 @@ from deuteron.formats.files import OutputError, atomic_write
 from deuteron.model.trace import TraceEvent
 from deuteron.model.tree import Profile
 from deuteron.process.signals import Deferred
-from deuteron.render.text import say
+from deuteron.process.terminal import say
 from deuteron.version import __version__
 
 OUTPUT_FORMATS = ("hatchet", "hatchet_msgpack", "chrome_trace")

@@ -10,7 +10,7 @@ from typing import IO
 from deuteron.explain.analysis import KernelAnalysis
 from deuteron.explain.cross_compile import ir_after
 from deuteron.explain.stages import IRLine, at_line, source_line
-from deuteron.render.text import printable
+from deuteron.process.terminal import printable
 
 
 def render_stage(a: KernelAnalysis, stage: str, line: int | None, file: IO[str]) -> int:

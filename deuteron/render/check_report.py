@@ -8,7 +8,7 @@ import os
 from typing import IO
 
 from deuteron.model.finding import CheckReport, Finding
-from deuteron.render.text import printable
+from deuteron.process.terminal import printable
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 

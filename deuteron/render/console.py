@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.text import Text
 
 from deuteron.model.tree import KERNEL, STATE, Node, Profile
-from deuteron.render.text import ESCAPES as _SAFE
-from deuteron.render.text import printable
+from deuteron.process.terminal import ESCAPES as _SAFE
+from deuteron.process.terminal import printable
 
 _STYLE = {KERNEL: "bold green", STATE: "magenta"}
 

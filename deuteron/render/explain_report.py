@@ -11,7 +11,7 @@ import linecache
 import os
 from typing import IO, Any
 
-from deuteron.render.text import printable
+from deuteron.process.terminal import printable
 
 _STYLE = {"warning": "bold yellow", "info": "bold cyan"}
 

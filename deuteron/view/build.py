@@ -14,7 +14,7 @@ from deuteron.model.devices import DeviceSpec, device_from_table_row, named_devi
 from deuteron.model.errors import MetricError
 from deuteron.model.metrics import DERIVED_HELP, PROPERTY_METRICS, TIME, MetricSpec, parse_metric
 from deuteron.model.tree import LAUNCH_METADATA_STATE, Node, Profile
-from deuteron.render.text import printable
+from deuteron.process.terminal import printable
 from deuteron.view import processors
 
 

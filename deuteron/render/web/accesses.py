@@ -18,7 +18,7 @@ import numpy as np
 
 from deuteron.model.access import TensorArg
 from deuteron.model.access import element_index as model_element_index
-from deuteron.model.finding import CheckReport
+from deuteron.model.finding import CheckReport, Finding
 from deuteron.render.web.packed import pack
 
 MAX_BINS = 512  # cells a side: about a screen's worth
@@ -195,8 +195,23 @@ def empty_cells() -> bytes:
     return pack({"program": z, "bin": z, "site": z.astype("<i4"), "lanes": z, "kind": z.astype("u1")})
 
 
+def _in_launch(f: Finding, launch: dict[str, Any], tensor: dict[str, Any]) -> bool:
+    """Whether finding ``f``'s example was seen in this record launch: joined by the launch index
+    both carry (the kernel's name must agree too, or the report is of another run). A finding from
+    a report without launch indices (deuteron-check v1) falls back to the kernel's name and, where
+    the finding gives it, the shape of its tensor."""
+    if f.kernel != launch.get("kernel"):
+        return False
+    if f.launch is not None:
+        return bool(f.launch == launch.get("index"))
+    shape = f.details.get("shape") if isinstance(f.details, dict) else None
+    return not (isinstance(shape, list) and shape != list(tensor["shape"]))
+
+
 class RecordView:
-    """One access record, answered launch by launch (each computed once, on first request)."""
+    """One access record, answered launch by launch (each computed once, on first request, under a
+    lock: the server's threads and its warm-up share the cache). Findings of the check reports
+    given beside it land on the launch and tensor their example names."""
 
     def __init__(
         self,
@@ -331,14 +346,12 @@ class RecordView:
         return data, cells
 
     def _findings(self, launch: dict[str, Any], tensor: dict[str, Any], lay: Layout) -> list[dict[str, Any]]:
+        """The findings whose example lies in this launch's ``tensor``, placed on its grid."""
         out = []
         for report in self.checks:
             for f in report.findings:
-                if f.kernel != launch.get("kernel") or f.tensor != tensor["name"]:
+                if not _in_launch(f, launch, tensor) or f.tensor != tensor["name"]:
                     continue
-                shape = f.details.get("shape") if isinstance(f.details, dict) else None
-                if isinstance(shape, list) and shape != list(tensor["shape"]):
-                    continue  # the same kernel and argument name in a launch of another shape
                 slice_, cell = None, None
                 index = f.index if isinstance(f.index, list) else None
                 if index is not None and len(index) == len(tensor["shape"]) and index:

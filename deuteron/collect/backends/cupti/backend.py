@@ -54,7 +54,7 @@ from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
 from deuteron.model.metrics import COUNT, TIME
 from deuteron.model.trace import KernelSpans
-from deuteron.render.text import say
+from deuteron.process.terminal import say
 from deuteron.triton.runtime import autotune
 
 ROOT_CTX = 1
