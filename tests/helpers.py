@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from deuteron.model.tree import Node, Profile
@@ -106,3 +114,48 @@ def json_kernel_paths(tree: dict[str, Any], path: tuple[str, ...] = ()) -> dict[
         for key, count in json_kernel_paths(child, here).items():
             out[key] = out.get(key, 0) + count
     return out
+
+
+@contextlib.contextmanager
+def serving(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, printed: list[str] | None = None
+) -> Iterator[str]:
+    """``deuteron serve --no-browser --port 0 ARGS`` in a fresh process; yields its address.
+    ``printed``, when given, receives what the server printed once it stops: its first line
+    (stdout) and its stderr."""
+    from tests.conftest import REPO
+
+    full_env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
+    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.update(env or {})
+    # stderr goes to a file: a server that says much can never block on a full pipe.
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "deuteron", "serve", "--no-browser", "--port", "0", *args],
+            cwd=cwd,
+            env=full_env,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+        )
+        line = ""
+        try:
+            assert proc.stdout is not None
+            line = proc.stdout.readline()
+            match = re.search(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{16}/", line)
+            if not match:
+                proc.kill()
+                proc.wait()
+                errors.seek(0)
+                raise AssertionError(f"deuteron serve did not start: {line!r} {errors.read()[-2000:]}")
+            yield match.group(0)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if printed is not None:
+                errors.seek(0)
+                printed.extend([line, errors.read()])

@@ -37,7 +37,6 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,10 +44,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_cli
+from tests.helpers import serving
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 GPU_MARK = "<!-- gpu -->"
-SERVE_URL = re.compile(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{16}/")
 TOKEN = re.compile(r"/[A-Za-z0-9_-]{16}/")
 NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
@@ -210,45 +209,15 @@ def run_page(page: str, gpu: bool, tmp_path: Path) -> None:
 def _serve_once(args: list[str], folder: Path, extra_env: dict[str, str]) -> tuple[str, str]:
     """A server command: it starts, answers its page and its index, and stops. Returns what it
     printed (stdout, stderr)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra_env)
-    with tempfile.TemporaryFile(mode="w+") as errors:  # a file: a chatty server never blocks on a pipe
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "deuteron", "serve", "--no-browser", "--port", "0", *args],
-            cwd=folder,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
-        )
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            match = SERVE_URL.search(line)
-            if not match:
-                proc.kill()
-                proc.wait()
-                errors.seek(0)
-                pytest.fail(
-                    f"deuteron serve {' '.join(args)} did not start: {line!r} {errors.read()[-2000:]}"
-                )
-            url = match.group(0)
-            with urllib.request.urlopen(url, timeout=60) as reply:
-                assert reply.status == 200 and b"<html" in reply.read().lower()
-            with urllib.request.urlopen(url + "api/index.json", timeout=60) as reply:
-                index = json.loads(reply.read())
-            kinds = ("profiles", "traces", "records", "checks", "explains")
-            assert any(index.get(k) for k in kinds), (args, index)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        errors.seek(0)
-        return line, errors.read()
+    printed: list[str] = []
+    with serving(*args, cwd=folder, env=extra_env, printed=printed) as url:
+        with urllib.request.urlopen(url, timeout=60) as reply:
+            assert reply.status == 200 and b"<html" in reply.read().lower()
+        with urllib.request.urlopen(url + "api/index.json", timeout=60) as reply:
+            index = json.loads(reply.read())
+        kinds = ("profiles", "traces", "records", "checks", "explains")
+        assert any(index.get(k) for k in kinds), (args, index)
+    return printed[0], printed[1]
 
 
 @pytest.mark.parametrize("page", CPU_PAGES)

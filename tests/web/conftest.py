@@ -4,19 +4,14 @@ record with its check report, and an explain report."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import re
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO, run_cli
+from tests.helpers import serving  # noqa: F401 - the web tests import it from here
 from tests.web.browser import browser, watched  # noqa: F401 - fixtures for the browser tests
 
 # A tiled copy with a deliberate bug, over a 3-D tensor and a transposed (strided) view: every
@@ -87,36 +82,3 @@ def web_inputs(tmp_path_factory: pytest.TempPathFactory) -> WebInputs:
         path = getattr(found, field)
         assert os.path.isfile(path), f"{path} was not written; files: {sorted(os.listdir(folder))}"
     return found
-
-
-@contextlib.contextmanager
-def serving(*args: str, cwd: Path) -> Iterator[str]:
-    """``deuteron serve --no-browser --port 0 ARGS`` in a fresh process; yields its address."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    # stderr goes to a file: a server that says much can never block on a full pipe.
-    with tempfile.TemporaryFile(mode="w+") as errors:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "deuteron", "serve", "--no-browser", "--port", "0", *args],
-            cwd=cwd,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=errors,
-            text=True,
-        )
-        try:
-            assert proc.stdout is not None
-            line = proc.stdout.readline()
-            match = re.search(r"http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{16}/", line)
-            if not match:
-                proc.kill()
-                proc.wait()
-                errors.seek(0)
-                raise AssertionError(f"deuteron serve did not start: {line!r} {errors.read()[-2000:]}")
-            yield match.group(0)
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
