@@ -14,6 +14,7 @@ import triton
 import triton.language as tl
 
 import deuteron
+import deuteron.viewer  # Proton's viewer module, as `import triton.profiler.viewer`
 from deuteron.collect.session import SessionError
 from deuteron.hooks import Hook, HookManager, InstrumentationHook, LaunchHook
 from deuteron.view.build import ViewOptions, build

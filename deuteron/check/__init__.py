@@ -15,8 +15,10 @@ Kernels must be defined with ``TRITON_INTERPRET=1`` set before ``import triton``
 
 The journey: :mod:`.guard` (attached to the interpreter: which tensor each lane addresses) ->
 :mod:`.checker` (one check's listener) -> :mod:`.memory` (:mod:`.bounds`, :mod:`.races`,
-:mod:`.coverage` over :mod:`.shadow`) and :mod:`.nan` -> :mod:`.findings` (grouped) ->
-``CheckReport``; :mod:`.recorder` keeps the accesses for ``--record``; :mod:`.session` is the entry.
+:mod:`.coverage` over :mod:`.shadow_memory`) and :mod:`.nan` -> :mod:`.findings` (grouped) ->
+``CheckReport``; :mod:`.recorder` keeps the accesses for ``--record``; :mod:`.api` is the entry.
+Each access travels the whole way as one ``model.access.Access`` record (the guard hands on parts
+of it, narrowed to the lanes it judged).
 """
 
 from deuteron.check.api import CheckFailed, CheckRun, CheckSession
@@ -24,7 +26,7 @@ from deuteron.check.errors import CheckError
 from deuteron.check.findings import KINDS, SEVERITY_OF, FindingLimitReached
 from deuteron.model.finding import CheckReport
 from deuteron.model.finding import CheckReport as Report
-from deuteron.process.program import Target
+from deuteron.process.program import Program
 
 # ``deuteron.check(...)`` opens a check around a block, ``deuteron.check.run(...)`` checks a whole
 # program: one name for the one verb.
@@ -41,7 +43,7 @@ __all__ = [
     "CheckSession",
     "FindingLimitReached",
     "Report",
-    "Target",
+    "Program",
     "check",
     "run",
 ]

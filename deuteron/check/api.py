@@ -18,7 +18,7 @@ from deuteron.check.locks import LockWaitsForever
 from deuteron.check.recorder import DEFAULT_LIMIT, AccessRecorder
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.finding import SEVERITIES, CheckReport
-from deuteron.process.program import Target, run_to_end
+from deuteron.process.program import Program, run_to_end
 from deuteron.triton import enable_interpreter_mode
 
 FAIL_FAST_STOP = "stopped at the first error (--fail-fast)"
@@ -147,20 +147,20 @@ class CheckSession:
 
     @staticmethod
     def run(
-        target: Target | str,
+        target: Program | str,
         *args: str,
         checks: Iterable[str] = KINDS,
         fail_fast: bool = False,
         record: str | Path | None = None,
         record_limit: int = DEFAULT_LIMIT,
     ) -> CheckRun:
-        """Run ``target`` (a :class:`Target`, or a script path followed by its arguments) in Triton's
+        """Run ``target`` (a :class:`Program`, or a script path followed by its arguments) in Triton's
         interpreter and check every program of every launch; never raises for findings.
 
         ``deuteron.check.run("train.py", "--steps", "2").report.findings``
         """
         if isinstance(target, str):
-            target = Target.script(target, *args)
+            target = Program.script(target, *args)
         session = CheckSession(
             checks=checks, fail_fast=fail_fast, raise_on=None, record=record, record_limit=record_limit
         )

@@ -13,7 +13,7 @@ import numpy as np
 
 from deuteron.check.findings import Findings
 from deuteron.check.shadow_memory import SHOWN, show
-from deuteron.model.access import ACCESS_NAMES, LaunchInfo, TensorArg, describe_index, element_index
+from deuteron.model.access import ACCESS_NAMES, Access, LaunchInfo, TensorArg, describe_index, element_index
 
 Program = tuple[int, int, int] | None
 
@@ -40,17 +40,18 @@ def _neighbour(launch: LaunchInfo, address: int, owner: int) -> str:
     return ""
 
 
-def outside(
-    findings: Findings,
-    launch: LaunchInfo,
-    program: Program,
-    seq: int,
-    kind: int,
-    addresses: np.ndarray,
-    lanes: np.ndarray,
-    tensor_index: int,
-    site: int,
-) -> None:
+def _lanes(access: Access) -> list[int]:
+    """The first lanes of the part, as flat positions in the access (for a finding's details)."""
+    if access.mask is None:
+        return list(range(min(SHOWN, access.addresses.size)))
+    return np.flatnonzero(access.mask)[:SHOWN].tolist()
+
+
+def outside(findings: Findings, launch: LaunchInfo, program: Program, seq: int, access: Access) -> None:
+    """Lanes of ``access`` outside the allocation of their tensor (``access.tensor``, one int; -1:
+    a pointer of no known origin that points into no live tensor), as one finding in the terms of
+    that tensor: its shape and strides, the lanes' indices, and whose memory they land in."""
+    kind, addresses, site, tensor_index = access.kind, access.addresses, access.site, int(access.tensor)
     what = ACCESS_NAMES[kind]
     if tensor_index < 0:
         shown = ", ".join(f"{int(a):#x}" for a in np.unique(addresses)[:4])
@@ -66,7 +67,7 @@ def outside(
             details={
                 "access": what,
                 "addresses": [int(a) for a in addresses[:SHOWN]],
-                "lanes": lanes[:SHOWN].tolist(),
+                "lanes": _lanes(access),
             },
         )
         return
@@ -96,7 +97,7 @@ def outside(
             "index": index[0] if index else None,
             "indices": index,
             "element_offsets": offsets[:SHOWN].tolist(),
-            "lanes": lanes[:SHOWN].tolist(),
+            "lanes": _lanes(access),
             "valid_offsets": [int(first), int(last)],
             "shape": list(tensor.shape),
             "strides": list(tensor.strides),
@@ -105,17 +106,9 @@ def outside(
     )
 
 
-def off_view(
-    findings: Findings,
-    launch: LaunchInfo,
-    program: Program,
-    seq: int,
-    kind: int,
-    addresses: np.ndarray,
-    lanes: np.ndarray,
-    tensor_index: int,
-    site: int,
-) -> None:
+def off_view(findings: Findings, launch: LaunchInfo, program: Program, seq: int, access: Access) -> None:
+    """Lanes of ``access`` inside their tensor's allocation but off its view, as one finding."""
+    kind, addresses, site, tensor_index = access.kind, access.addresses, access.site, int(access.tensor)
     what = ACCESS_NAMES[kind]
     tensor = launch.tensors[tensor_index]
     area = launch.storages[tensor.storage]
@@ -138,7 +131,7 @@ def off_view(
             "indices": index,
             "element_offsets": offsets[:SHOWN].tolist(),
             "memory_offsets": in_memory[:SHOWN].tolist(),
-            "lanes": lanes[:SHOWN].tolist(),
+            "lanes": _lanes(access),
             "shape": list(tensor.shape),
             "strides": list(tensor.strides),
         },

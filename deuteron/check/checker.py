@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
 
@@ -12,12 +13,14 @@ from deuteron.check.memory import MemoryChecks
 from deuteron.check.nan import NanOrigins
 from deuteron.check.recorder import AccessRecorder
 from deuteron.check.shadow_memory import tensor_near
-from deuteron.model.access import MASKED, STORE, LaunchInfo
+from deuteron.model.access import STORE, Access, LaunchInfo
 from deuteron.triton.interpreter.mends.compile_time import StaticAssertFailed
 
 
 class Checker:
-    """Implements the adapter's AccessListener; counts launches and programs for the report."""
+    """One check's listener (a :class:`~deuteron.model.access.AccessListener`): feeds every enabled
+    check and the recorder from the guard's events, and counts launches and programs for the
+    report. One per check, so nested checks with different settings share the guard's events."""
 
     def __init__(
         self, findings: Findings, checks: Iterable[str] = KINDS, recorder: AccessRecorder | None = None
@@ -63,70 +66,59 @@ class Checker:
         if self.recorder is not None:
             self.recorder.program(seq, pid)
 
-    def access(
-        self,
-        kind: int,
-        addresses: np.ndarray,
-        storage: int | np.ndarray,
-        element_size: int,
-        site: int,
-        values: np.ndarray | None,
-        lanes: np.ndarray | None,
-        tensor: int | np.ndarray = -1,
-    ) -> None:
-        if isinstance(storage, np.ndarray):  # lanes in several tensors (rare): one allocation at a time
+    def access(self, access: Access) -> None:
+        storage = access.storage
+        if isinstance(storage, np.ndarray):  # lanes in several tensors (rare): one allocation at a time,
+            # each with the part's mask whole (the lock and NaN checks compare it with the addresses)
+            tensor = access.tensor
             owners = tensor if isinstance(tensor, np.ndarray) else np.full(storage.shape, tensor)
             for s in np.unique(storage):
                 here = storage == s
                 self._access(
-                    kind, addresses[here], int(s), element_size, site, values, lanes, int(owners[here][0])
+                    replace(
+                        access,
+                        addresses=access.addresses[here],
+                        storage=int(s),
+                        tensor=int(owners[here][0]),
+                    )
                 )
         else:
-            self._access(kind, addresses, storage, element_size, site, values, lanes, int(tensor))
+            self._access(access)
 
-    def _access(
-        self,
-        kind: int,
-        addresses: np.ndarray,
-        storage: int,
-        element_size: int,
-        site: int,
-        values: np.ndarray | None,
-        lanes: np.ndarray | None,
-        tensor: int,
-    ) -> None:
-        self.memory.access(kind, addresses, storage, element_size, site)
+    def _access(self, access: Access) -> None:
+        """One allocation's lanes of an access: to the memory checks, the lock tracker (a store of
+        0 may release a lock), the NaN origins (a store of a non-finite value) and the recorder."""
+        self.memory.access(access)
+        kind, values, lanes, addresses = access.kind, access.values, access.mask, access.addresses
         if kind == STORE and values is not None and self.memory.locks.held:
             shown = np.broadcast_to(values, lanes.shape)[lanes] if lanes is not None else values.reshape(-1)
             if shown.size == addresses.size:
                 self.memory.locks.stored(addresses, shown)
         launch = self.launch
         if kind == STORE and self.nan is not None and self.nan.origins and launch is not None:
+            tensor = int(access.tensor)  # one allocation's lanes: one tensor
             owner = (
                 launch.tensors[tensor]
                 if tensor >= 0
-                else tensor_near(launch, launch.storages[storage], int(addresses[0]))
+                else tensor_near(launch, launch.storages[int(access.storage)], int(addresses[0]))
             )
-            self.nan.stored(values, lanes, owner.name, site)
+            self.nan.stored(access, owner.name)
         if self.recorder is not None:
-            self.recorder.access(kind, addresses, storage, site)
+            self.recorder.access(access)
 
-    def masked(self, kind: int, addresses: np.ndarray, storage: int, site: int) -> None:
-        """Masked-off lanes inside their tensor's storage: only the access record keeps them."""
+    def masked(self, access: Access) -> None:
+        """Masked-off lanes inside their tensor's storage (``access.kind`` is the kind plus MASKED):
+        only the access record keeps them."""
         if self.recorder is not None:
-            self.recorder.access(kind + MASKED, addresses, storage, site)
+            self.recorder.access(access)
 
-    def out_of_bounds(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
-    ) -> None:
+    def out_of_bounds(self, access: Access) -> None:
         if self.bounds:  # the lanes are masked off either way: memory safety is not optional
-            self.memory.out_of_bounds(kind, addresses, lanes, tensor, element_size, site)
+            self.memory.out_of_bounds(access)
 
-    def outside_view(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
-    ) -> None:
+    def outside_view(self, access: Access) -> None:
         if self.views:
-            self.memory.outside_view(kind, addresses, lanes, tensor, element_size, site)
+            self.memory.outside_view(access)
 
     def atomic_result(
         self,

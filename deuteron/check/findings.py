@@ -12,7 +12,7 @@ from typing import Any
 
 from deuteron.model.access import LaunchInfo, Site
 from deuteron.model.finding import Finding, severity_rank
-from deuteron.triton.interpreter.adapter import Abort
+from deuteron.triton.interpreter.sanitizer import Abort
 
 KINDS = ("out-of-bounds", "race", "lock", "store-coverage", "nan", "assert", "outside-view")
 SEVERITY_OF = {
@@ -80,6 +80,7 @@ class Findings:
                 details=details or {},
                 programs=0,
                 index=index if index is not None else _index((details or {}).get("index")),
+                launch=launch.index,
             )
             self._groups[key] = group
             self._seen[key] = set()

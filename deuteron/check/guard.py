@@ -34,7 +34,9 @@ import numpy as np
 from deuteron.check.errors import CheckError
 from deuteron.model.access import (
     ADDRESS_MASK,
+    MASKED,
     TAG_SHIFT,
+    Access,
     AccessListener,
     LaunchInfo,
     SiteTable,
@@ -42,14 +44,18 @@ from deuteron.model.access import (
     TensorArg,
     element_index,
 )
-from deuteron.triton.interpreter import adapter as interpreter
-from deuteron.triton.interpreter import sites
+from deuteron.triton.interpreter import adapter
 
 _MASK = np.uint64(ADDRESS_MASK)
 _SHIFT = np.uint64(TAG_SHIFT)
 
 
 class Guard:
+    """The one sanitizer attached to the interpreter (:data:`GUARD`): it tags each launch's tensor
+    arguments, judges every access's lanes against the tensor its pointer came from, masks off
+    what lies outside, and hands the parts of each access on to every attached checker. One, because
+    the interpreter takes one sanitizer and nested checks must all hear the same events."""
+
     def __init__(self) -> None:
         self.listeners: list[AccessListener] = []
         # Listeners that also keep masked-off lanes (a checker with an access recorder).
@@ -76,7 +82,7 @@ class Guard:
         if self.launch is not None:
             raise CheckError("a check cannot start while an interpreted launch is running")
         if not self.listeners:
-            interpreter.attach(self)
+            adapter.attach(self)
         self.listeners.append(listener)
         if getattr(listener, "keeps_masked", False):
             self.masked_listeners.append(listener)
@@ -92,7 +98,7 @@ class Guard:
                 self.masked_listeners.remove(listener)
         if not self.listeners:
             self.launch = self.prepared = None
-            interpreter.detach()
+            adapter.detach()
 
     # --- the interpreter's events ------------------------------------------------------------------
 
@@ -156,27 +162,22 @@ class Guard:
         for listener in self.listeners:
             listener.program_begin(self.seq, pid)
 
-    def access(
-        self, kind: int, addrs: np.ndarray, mask: np.ndarray | None, esize: int, values: np.ndarray | None
-    ) -> np.ndarray | None:
+    def access(self, access: Access) -> np.ndarray | None:
         """Judge the active lanes of one access; return the lanes to keep, or None for all of them."""
         launch = self.launch
         if launch is None:
             return None
+        addresses, mask = access.addresses, access.mask
         m: np.ndarray | None = None
         if mask is not None:
-            m = mask if mask.shape == addrs.shape else np.broadcast_to(mask, addrs.shape)
-            active = addrs[m]
+            m = mask if mask.shape == addresses.shape else np.broadcast_to(mask, addresses.shape)
+            active = addresses[m]
         else:
-            active = addrs.reshape(-1)
-        site = -1
+            active = addresses.reshape(-1)
         if m is not None and self.masked_listeners:
-            site = sites.current_site()
-            self._masked(kind, addrs[~m], launch, site)
+            self._masked(access, m, launch)
         if active.size == 0:
             return None
-        if site == -1:
-            site = sites.current_site()
         lo, hi = int(active.min()), int(active.max())
         tag = lo >> TAG_SHIFT
         real = active & _MASK
@@ -184,19 +185,22 @@ class Guard:
             t = tag - 1
             tensor = launch.tensors[t]
             area = launch.storages[tensor.storage]
+            esize = access.element_size
             if (lo & ADDRESS_MASK) >= area.start and (hi & ADDRESS_MASK) + esize <= area.start + area.nbytes:
                 if not self._covers(t):
-                    self._off_view(kind, real, np.arange(active.size), t, esize, site, m)
+                    self._off_view(access, real, np.arange(active.size), t, m)
+                part = Access(access.kind, real, esize, access.site, m, access.values, tensor.storage, t)
                 for listener in self.listeners:
-                    listener.access(kind, real, tensor.storage, esize, site, values, m, t)
+                    listener.access(part)
                 return None
         tags = (active >> _SHIFT).astype(np.int64)
-        return self._judge_lanes(kind, real, tags, m, esize, site, values, addrs.shape)
+        return self._judge_lanes(access, real, tags, m)
 
-    def _masked(self, kind: int, off: np.ndarray, launch: LaunchInfo, site: int) -> None:
+    def _masked(self, access: Access, m: np.ndarray, launch: LaunchInfo) -> None:
         """Masked-off lanes whose pointers fall inside the storage of the tensor they came from,
         for listeners that keep them (the access record, for the web UI's program view). Lanes
         masked off because they point outside are left out: there is nothing there to draw."""
+        off = access.addresses[~m]
         if off.size == 0:
             return
         tag = (off >> _SHIFT).astype(np.int64)
@@ -210,25 +214,30 @@ class Guard:
         ends = np.array([s.start + s.nbytes for s in launch.storages], dtype=np.uint64)
         safe = np.maximum(storage, 0)
         inside = known & (real >= starts[safe]) & (real < ends[safe])
+        positions = np.flatnonzero(~m)
         for s in np.unique(storage[inside]).tolist():
-            lanes = real[inside & (storage == s)]
+            here = inside & (storage == s)
+            part = Access(
+                access.kind + MASKED,
+                real[here],
+                access.element_size,
+                access.site,
+                _lanes(m.shape, positions[here]),
+                None,
+                int(s),
+                tag[here] - 1,
+            )
             for listener in self.masked_listeners:
-                listener.masked(kind, lanes, int(s), site)
+                listener.masked(part)
 
     def _judge_lanes(
-        self,
-        kind: int,
-        real: np.ndarray,
-        tags: np.ndarray,
-        m: np.ndarray | None,
-        esize: int,
-        site: int,
-        values: np.ndarray | None,
-        shape: tuple[int, ...],
+        self, access: Access, real: np.ndarray, tags: np.ndarray, m: np.ndarray | None
     ) -> np.ndarray:
         """Lane by lane: each against the tensor its pointer came from (or, untagged, the live ones)."""
         launch = self.launch
         assert launch is not None
+        kind, esize, site, values = access.kind, access.element_size, access.site, access.values
+        shape = access.addresses.shape
         owner = tags - 1  # tensor index per lane; -1: no known origin
         garbage = owner >= len(launch.tensors)  # high bits set by arithmetic, not by a tag of ours
         owner[garbage] = -2
@@ -246,19 +255,21 @@ class Guard:
         safe = np.maximum(storage, 0)
         inside = known & (real >= starts[safe]) & (real + np.uint64(esize) <= ends[safe])
         flat_positions = np.flatnonzero(m) if m is not None else np.arange(real.size)
-        keep = np.zeros(shape, dtype=bool)
-        keep.reshape(-1)[flat_positions[inside]] = True
+        keep = _lanes(shape, flat_positions[inside])
         for t in np.unique(owner[~inside]).tolist():
             bad = ~inside & (owner == t)
+            lanes = _lanes(shape, flat_positions[bad])
+            part = Access(kind, real[bad], esize, site, lanes, values, -1, int(t))
             for listener in self.listeners:
-                listener.out_of_bounds(kind, real[bad], flat_positions[bad], int(t), esize, site)
+                listener.out_of_bounds(part)
         if inside.any():
             for t in np.unique(owner[inside]).tolist():
                 if not self._covers(int(t)):
                     lanes = np.flatnonzero(inside & (owner == t))
-                    self._off_view(kind, real[lanes], lanes, int(t), esize, site, m)
+                    self._off_view(access, real[lanes], lanes, int(t), m)
+            part = Access(kind, real[inside], esize, site, keep, values, storage[inside], owner[inside])
             for listener in self.listeners:
-                listener.access(kind, real[inside], storage[inside], esize, site, values, keep, owner[inside])
+                listener.access(part)
         return keep
 
     def _covers(self, t: int) -> bool:
@@ -277,16 +288,10 @@ class Guard:
         return covers
 
     def _off_view(
-        self,
-        kind: int,
-        real: np.ndarray,
-        lanes: np.ndarray,
-        t: int,
-        esize: int,
-        site: int,
-        m: np.ndarray | None,
+        self, access: Access, real: np.ndarray, lanes: np.ndarray, t: int, m: np.ndarray | None
     ) -> None:
-        """Tell the checkers about lanes inside tensor ``t``'s allocation but off its view."""
+        """Tell the checkers about lanes inside tensor ``t``'s allocation but off its view. ``real``
+        holds some active lanes' real addresses, ``lanes`` their places among the active lanes."""
         launch = self.launch
         assert launch is not None
         tensor = launch.tensors[t]
@@ -297,9 +302,20 @@ class Guard:
             return
         off = ~found[1] | (diff % tensor.element_size != 0)
         if off.any():
-            flat_positions = np.flatnonzero(m) if m is not None else np.arange(real.size)
+            shape = access.addresses.shape
+            flat_positions = np.flatnonzero(m) if m is not None else np.arange(int(np.prod(shape)))
+            part = Access(
+                access.kind,
+                real[off],
+                access.element_size,
+                access.site,
+                _lanes(shape, flat_positions[lanes[off]]),
+                access.values,
+                tensor.storage,
+                t,
+            )
             for listener in self.listeners:
-                listener.outside_view(kind, real[off], flat_positions[lanes[off]], t, esize, site)
+                listener.outside_view(part)
 
     def _resolve(self, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The tensor each untagged address lies in (an argument's allocation, else a live tensor of
@@ -407,6 +423,7 @@ class Guard:
         cmp: np.ndarray | None,
         val: np.ndarray,
         old: np.ndarray,
+        site: int,
     ) -> None:
         """An atomic ran: its active lanes, as real addresses and the tensor each came from."""
         if self.launch is None:
@@ -420,7 +437,6 @@ class Guard:
         tagged = lanes(addresses)
         tensors = (tagged >> _SHIFT).astype(np.int64) - 1
         real = tagged & _MASK
-        site = sites.current_site()
         for listener in self.listeners:
             listener.atomic_result(
                 op, real, tensors, None if cmp is None else lanes(cmp), lanes(val), lanes(old), site
@@ -446,6 +462,13 @@ class Guard:
 
 # The one guard: the interpreter takes one sanitizer, and every check shares it.
 GUARD = Guard()
+
+
+def _lanes(shape: tuple[int, ...], positions: np.ndarray) -> np.ndarray:
+    """The lanes at these flat positions, as a bool mask of the access's shape."""
+    lanes = np.zeros(shape, dtype=bool)
+    lanes.reshape(-1)[positions] = True
+    return lanes
 
 
 def _tensor_like(value: Any) -> bool:

@@ -1,11 +1,9 @@
 """The memory checks of one launch at a time: out-of-bounds, races between programs and store
-coverage, fed from one stream of accesses through one shadow per allocation (see :mod:`.shadow`)."""
+coverage, fed from one stream of accesses through one shadow per allocation (see :mod:`.shadow_memory`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
 
 from deuteron.check import bounds
 from deuteron.check import coverage as coverage_check
@@ -13,11 +11,12 @@ from deuteron.check import races as race_check
 from deuteron.check.findings import Findings
 from deuteron.check.locks import Locks
 from deuteron.check.shadow_memory import Shadow
-from deuteron.model.access import ATOMIC, LOAD, LaunchInfo
+from deuteron.model.access import ATOMIC, LOAD, Access, LaunchInfo
 
 
 class MemoryChecks:
-    """Consumes one launch's accesses at a time; raises findings into ``findings``."""
+    """Consumes one launch's accesses at a time; raises findings into ``findings``. The three
+    memory checks live together because they read one shadow per allocation, filled once."""
 
     def __init__(
         self, findings: Findings, races: bool = True, coverage: bool = True, locks: bool = True
@@ -42,14 +41,18 @@ class MemoryChecks:
         self.seq = seq
         self.locks.program(seq)
 
-    def access(self, kind: int, addresses: np.ndarray, storage: int, element_size: int, site: int) -> None:
+    def access(self, access: Access) -> None:
+        """Lanes of one allocation (``access.storage``, one int): reads buffered for the race
+        check, writes checked against earlier writers of this launch and recorded for coverage."""
         if not (self.races or self.coverage):
             return
+        kind, addresses, site = access.kind, access.addresses, access.site
+        storage = int(access.storage)
         if storage >= len(self.shadows):  # an allocation reached through a pointer array, mid-launch
             assert self.launch is not None
             self.shadows.extend(Shadow(area) for area in self.launch.storages[len(self.shadows) :])
         shadow = self.shadows[storage]
-        span = max(1, element_size // shadow.area.granule)
+        span = max(1, access.element_size // shadow.area.granule)
         locks = self.locks
         if locks.active and shadow.guards is None and self.races:
             shadow.start_guards()  # from now on each cell remembers the lock its accesses held
@@ -86,21 +89,15 @@ class MemoryChecks:
         if shadow.guards is not None:
             shadow.guard(idx, locks.current)
 
-    def out_of_bounds(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
-    ) -> None:
+    def out_of_bounds(self, access: Access) -> None:
         launch = self.launch
         assert launch is not None
-        bounds.outside(self.findings, launch, self._program(), self.seq, kind, addresses, lanes, tensor, site)
+        bounds.outside(self.findings, launch, self._program(), self.seq, access)
 
-    def outside_view(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
-    ) -> None:
+    def outside_view(self, access: Access) -> None:
         launch = self.launch
         assert launch is not None
-        bounds.off_view(
-            self.findings, launch, self._program(), self.seq, kind, addresses, lanes, tensor, site
-        )
+        bounds.off_view(self.findings, launch, self._program(), self.seq, access)
 
     def _program(self) -> tuple[int, int, int] | None:
         return self.pids[self.seq] if 0 <= self.seq < len(self.pids) else None

@@ -16,13 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from deuteron.check.findings import Findings
-from deuteron.model.access import LaunchInfo
+from deuteron.model.access import Access, LaunchInfo
 
 _KEPT = 8  # births remembered per program
 
 
 @dataclass
 class _Origin:
+    """A birth of NaN or Inf from finite inputs, kept until the program stores one (or not)."""
+
     op: str
     site: int
     produced: str
@@ -45,6 +47,9 @@ def _finite_lanes(inputs: tuple[np.ndarray, ...], shape: tuple[int, ...]) -> np.
 
 
 class NanOrigins:
+    """The NaN-origin check of one launch at a time: births remembered per program (the first
+    ``_KEPT``), blamed when the same program stores a non-finite value (see the module's text)."""
+
     def __init__(self, findings: Findings) -> None:
         self.findings = findings
         self.launch: LaunchInfo | None = None
@@ -94,11 +99,12 @@ class NanOrigins:
             return None
         return self.origins[0]
 
-    def stored(
-        self, values: np.ndarray | None, lanes: np.ndarray | None, tensor: str, store_site: int
-    ) -> None:
+    def stored(self, access: Access, tensor: str) -> None:
+        """A store of the running program to ``tensor`` (its name): if it writes a non-finite value
+        through an active lane, report the birth that made it (once per program)."""
         if not self.origins or self.reported or self.launch is None:
             return
+        values, lanes, store_site = access.values, access.mask, access.site
         if values is None or values.dtype.kind != "f":
             return
         full = values if lanes is None else np.broadcast_to(values, lanes.shape)

@@ -53,6 +53,9 @@ def store_store(
 def load_store(
     findings: Findings, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]], shadow: Shadow
 ) -> None:
+    """At the end of a launch: elements one program stored and another read, one finding per pair
+    of (read line, store line). Found from the shadow's first and last reader of each written cell,
+    so the cost follows the cells written, not the reads made."""
     reads = shadow.reads
     if reads is None or shadow.writes is None:
         return

@@ -10,9 +10,11 @@ import numpy as np
 
 from deuteron.formats import access_record
 from deuteron.formats.files import source_text
-from deuteron.model.access import MASKED, LaunchInfo, SiteTable
+from deuteron.model.access import MASKED, Access, LaunchInfo, SiteTable
 
 DEFAULT_LIMIT = 4_000_000
+
+
 def kernel_sources(files: set[str]) -> dict[str, str]:
     """The text of each kernel source file, so the record shows the lines its sites name even
     where the file is gone or changed."""
@@ -21,6 +23,9 @@ def kernel_sources(files: set[str]) -> dict[str, str]:
 
 
 class AccessRecorder:
+    """Every access of every checked launch, as rows and lane offsets (the ``--record`` file's
+    arrays), within a lane budget so a long run cannot fill memory; written once at the end."""
+
     def __init__(self, limit: int = DEFAULT_LIMIT) -> None:
         self.limit = limit
         self.launches: list[dict[str, Any]] = []
@@ -66,10 +71,13 @@ class AccessRecorder:
         self.seq = seq
         self.programs.append(list(pid))
 
-    def access(self, kind: int, addresses: np.ndarray, storage: int, site: int) -> None:
+    def access(self, access: Access) -> None:
+        """One allocation's lanes of an access (``access.storage``, one int), masked-off ones with
+        ``kind + MASKED``: a row, and their offsets while the lane budget lasts."""
         launch = self.launch
         if launch is None:
             return
+        kind, addresses, storage, site = access.kind, access.addresses, int(access.storage), access.site
         n = int(addresses.size)
         count = 0
         # Masked-off lanes have a budget of their own: they never crowd out real accesses.

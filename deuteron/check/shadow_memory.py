@@ -57,6 +57,10 @@ def _expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 class Shadow:
+    """One allocation's shadow for one launch: last writer and its line per cell, atomics, the
+    first and last reader (buffered until the allocation is written) and, once locks are seen, the
+    lock each cell's accesses held. Slots: it is touched on every access."""
+
     __slots__ = (
         "area",
         "cells",
@@ -83,7 +87,6 @@ class Shadow:
         self.runs: list[_Runs] = []
         self.run_count = 0
         self.first_site = -1
-
 
     @property
     def rmin(self) -> Paged | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from deuteron.triton.runtime import launch_hooks as launch_hook
+from deuteron.triton.runtime import launch_hooks
 
 
 class Hook:
@@ -96,7 +96,7 @@ class HookManager:
             hook.activate()
             HookManager.active_hooks.append(hook)
             HookManager._sort()
-        launch_hook.install_heads(
+        launch_hooks.install_heads(
             HookManager.enter, HookManager.exit, HookManager.init_handle, HookManager.destroy_handle
         )
 
@@ -110,7 +110,7 @@ class HookManager:
                 hook.deactivate()
                 HookManager.active_hooks.remove(hook)
         if not HookManager.active_hooks:
-            launch_hook.remove_heads()
+            launch_hooks.remove_heads()
 
     @staticmethod
     def register(hook: Hook, session: int) -> None:
@@ -126,7 +126,7 @@ class HookManager:
                 hook.deactivate()
             HookManager.active_hooks.clear()
             HookManager.session_hooks.clear()
-            launch_hook.remove_heads()
+            launch_hooks.remove_heads()
             return
         if session not in HookManager.session_hooks:
             return

@@ -1,9 +1,12 @@
-"""``deuteron check --json``: the findings and counts of one check, format ``deuteron-check`` v1.
+"""``deuteron check --json``: the findings and counts of one check, format ``deuteron-check`` v2.
 
 ``{"format", "version", "findings": [{"kind", "severity", "kernel", "file", "line", "column",
 "program": [x, y, z] | null, "tensor", "index": [i, j, ...] | null (the example lane in the tensor's
-view), "tests": [pytest ids], "message", "programs", "launches", "details"}],
+view), "launch": n | null (the example's launch, as the access record's launches number it),
+"tests": [pytest ids], "message", "programs", "launches", "details"}],
 "launches", "programs", "failed_launches", "kernels": {name: launches}, "summary": {severity: n}}``
+
+Version 1 (read too) had no ``launch``: its findings read back with ``launch`` None.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from deuteron.formats.files import atomic_write
 from deuteron.model.finding import SEVERITIES, CheckReport, Finding
 
 FORMAT = "deuteron-check"
-VERSION = 1
+VERSION = 2
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
+    """One finding as the format writes it (the web UI's check data uses it too)."""
     return {
         "kind": f.kind,
         "severity": f.severity,
@@ -32,6 +36,7 @@ def finding_json(f: Finding) -> dict[str, Any]:
         "program": list(f.program) if f.program is not None else None,
         "tensor": f.tensor,
         "index": f.index,
+        "launch": f.launch,
         "tests": f.tests,
         "message": f.message,
         "programs": f.programs,
@@ -89,6 +94,9 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
             raise FormatError(f"{path}: finding {i} has a damaged index")
         if not isinstance(tests, list) or not all(isinstance(t, str) for t in tests):
             raise FormatError(f"{path}: finding {i} has a damaged tests list")
+        launch = f.get("launch")  # absent in version 1
+        if launch is not None and not _count(launch):
+            raise FormatError(f"{path}: finding {i} has a damaged launch")
         out.append(
             Finding(
                 kind=f["kind"],
@@ -105,6 +113,7 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
                 launches=int(f["launches"]) if _count(f.get("launches")) else 1,
                 index=index,
                 tests=tests,
+                launch=launch,
             )
         )
     counts = [data.get(k, 0) for k in ("launches", "programs", "failed_launches")]

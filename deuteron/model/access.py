@@ -1,7 +1,8 @@
 """A kernel launch as the sanitizer sees it: its tensors and their allocations, the source sites of
 its accesses, and the stream of events a checker hears (every program's loads, stores, atomics and
-non-finite values). Produced from Triton's interpreter by ``deuteron.triton.interpreter.adapter`` and
-``deuteron.check.guard``; consumed by the checks and the access recorder.
+non-finite values). Produced from Triton's interpreter by ``deuteron.triton.interpreter.sanitizing`` and
+``deuteron.check.guard``; consumed by the checks and the access recorder. One :class:`Access` record
+carries each load, store or atomic the whole way.
 """
 
 from __future__ import annotations
@@ -108,7 +109,12 @@ class StorageArea:
 
 @dataclass
 class LaunchInfo:
-    index: int
+    """One checked launch as every check sees it: its tensors and their allocations, its grid, and
+    the table its events' site ids index. Mutable because it is described before the launch runs
+    (``grid`` and ``index`` are set when it starts) and grows when a pointer read from memory leads
+    to a tensor that is not an argument (:meth:`add`)."""
+
+    index: int  # the check's count of launches, from 1; findings and the access record name it
     kernel: str
     file: str
     grid: tuple[int, int, int]
@@ -132,48 +138,70 @@ class LaunchInfo:
         return len(self.tensors) - 1
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Access:
+    """One global load, store or atomic of one program: the one record of an access event, from
+    the interpreter's hook to the checks and the access recorder.
+
+    Why one record: the event crosses five hops (interpreter -> guard -> checker -> memory checks,
+    NaN origins, recorder), and each field keeps this one name and meaning all the way. The
+    interpreter makes it once per access, as it saw it (``storage`` and ``tensor`` not known yet,
+    ``addresses`` still carrying their provenance tags). The guard judges its lanes and hands on
+    *parts* of it, records of the same kind narrowed to some lanes: the lanes inside their tensor's
+    allocation (``AccessListener.access``), those out of bounds, those off the view, and the
+    masked-off ones a recorder keeps. Frozen, so a part can never be changed behind a check's back;
+    ``eq=False`` because its fields are arrays (identity is the only sensible equality).
+
+    - ``kind``: LOAD, STORE or ATOMIC; masked-off lanes are ``kind + MASKED`` (the recorder's codes).
+    - ``addresses``: as reported, the tagged pointers in the access's shape; in a part, the real
+      addresses of that part's lanes, flat, in lane order.
+    - ``element_size``: bytes per lane.
+    - ``site``: an id into the launch's ``sites`` (-1: no user frame was found).
+    - ``mask``: as reported, the kernel's mask (bool, broadcastable to the access's shape); in a
+      part the guard hands on, where that part's lanes sit in the access (bool, the access's
+      shape; the checker's split of a part by allocation keeps it whole). None: every lane.
+    - ``values``: what a store writes (floats decoded from bf16 bits), in the access's shape or
+      broadcastable to it; None for loads and atomics. Parts carry the whole access's values.
+    - ``storage``: the allocation the lanes lie in (an index into ``launch.storages``), one int for
+      all of them or an array, one per lane; -1 where not known or outside every allocation.
+    - ``tensor``: the tensor each lane's pointer came from (an index into ``launch.tensors``), one int
+      or an array; -1 where unknown.
+    """
+
+    kind: int
+    addresses: np.ndarray
+    element_size: int
+    site: int = -1
+    mask: np.ndarray | None = None
+    values: np.ndarray | None = None
+    storage: int | np.ndarray = -1
+    tensor: int | np.ndarray = -1
+
+
 class AccessListener(Protocol):
     """What a checker hears, in order: launch_begin, then per program program_begin followed
-    by its accesses and non-finite values, then launch_end. Addresses are the active lanes only;
-    ``site`` is an id into ``launch.sites`` (-1: unknown)."""
+    by its accesses and non-finite values, then launch_end. Accesses are parts of an
+    :class:`Access` the guard has judged: real addresses of active lanes only."""
 
     def launch_begin(self, launch: LaunchInfo) -> None: ...
 
     def program_begin(self, seq: int, pid: tuple[int, int, int]) -> None: ...
 
-    def access(
-        self,
-        kind: int,
-        addresses: np.ndarray,
-        storage: int | np.ndarray,
-        element_size: int,
-        site: int,
-        values: np.ndarray | None,
-        lanes: np.ndarray | None,
-        tensor: int | np.ndarray = -1,
-    ) -> None:
-        """Lanes inside allocations. ``storage`` and ``tensor`` (the tensor each lane's pointer came
-        from, -1 unknown) are one int for all lanes or an array, one per lane."""
+    def access(self, access: Access) -> None:
+        """Lanes inside allocations. ``access.storage`` and ``access.tensor`` are one int for all
+        lanes or an array, one per lane; ``access.mask`` marks them in the access."""
         ...
 
-    def out_of_bounds(
-        self,
-        kind: int,
-        addresses: np.ndarray,
-        lanes: np.ndarray,
-        tensor: int,
-        element_size: int,
-        site: int,
-    ) -> None:
-        """Lanes outside the allocation of the tensor their pointer came from (``tensor``), or, for
-        a pointer of no known origin (-1), outside every live allocation. Masked off already."""
+    def out_of_bounds(self, access: Access) -> None:
+        """Lanes outside the allocation of the tensor their pointer came from (``access.tensor``, one
+        int), or, for a pointer of no known origin (-1), outside every live allocation. Masked off
+        already."""
         ...
 
-    def outside_view(
-        self, kind: int, addresses: np.ndarray, lanes: np.ndarray, tensor: int, element_size: int, site: int
-    ) -> None:
-        """Lanes inside their tensor's allocation but not on the view's elements (padding, another
-        row of a slice). Memory-safe, so not masked; usually a wrong stride or mask."""
+    def outside_view(self, access: Access) -> None:
+        """Lanes inside their tensor's allocation (``access.tensor``, one int) but not on the view's
+        elements (padding, another row of a slice). Memory-safe, so not masked; usually a wrong
+        stride or mask."""
         ...
 
     def atomic_result(

@@ -19,6 +19,10 @@ SEVERITIES = ("error", "warning", "info")
 
 @dataclass
 class Finding:
+    """One grouped problem at one place in the user's source, with one worked example: the
+    program, tensor, lane index and launch it was first seen in. Mutable because the sanitizer
+    keeps counting into it (``programs``, ``launches``, ``tests``) as more hits arrive."""
+
     kind: str
     severity: str
     message: str
@@ -34,6 +38,9 @@ class Finding:
     launches: int = 1
     index: list[int] | None = None  # the example lane as an index into ``tensor`` (its view's shape)
     tests: list[str] = field(default_factory=list)  # pytest ids of the tests that hit it (first few)
+    # The launch of the example (LaunchInfo.index, as the access record numbers launches); None where
+    # unknown (explain's findings, a check report written before deuteron-check v2).
+    launch: int | None = None
 
 
 def severity_rank(severity: str) -> int:

@@ -178,10 +178,10 @@ def test_read_buffer_folds_when_it_outgrows_the_shadow():
     memory.program(0)
     addresses = np.arange(4096, 4096 + 64, 4, dtype=np.uint64)
     for _ in range(70000 // 16 + 2):  # past 4*16 + 65536 lanes: folds at least once
-        memory.access(adapter.LOAD, addresses, 0, 4, -1)
+        memory.access(adapter.Access(adapter.LOAD, addresses, 4, -1, storage=0))
     assert memory.shadows[0].rmin is not None and memory.shadows[0].pending_lanes < 70000
     memory.program(1)
-    memory.access(adapter.STORE, addresses[:1], 0, 4, -1)
+    memory.access(adapter.Access(adapter.STORE, addresses[:1], 4, -1, storage=0))
     memory.finish()
     (race,) = [f for f in findings.all() if f.kind == "race"]
     assert race.kind == "race" and race.program == (1, 0, 0) and race.details["other_program"] == [0, 0, 0]

@@ -124,13 +124,17 @@ def test_races_across_pages_of_a_large_allocation(monkeypatch: pytest.MonkeyPatc
     memory.begin(launch, [(0, 0, 0), (1, 0, 0)])
     memory.program(0)
     for block in range(20):  # 20 reads of 4096 consecutive cells each, all before any write
-        memory.access(access.LOAD, _addresses(launch, np.arange(4096) + block * 50_000_000), 0, 1, read_at)
-    memory.access(access.STORE, _addresses(launch, np.array([900_000_000])), 0, 1, store_a)
+        lanes = _addresses(launch, np.arange(4096) + block * 50_000_000)
+        memory.access(access.Access(access.LOAD, lanes, 1, read_at, storage=0))
+    stray = _addresses(launch, np.array([900_000_000]))
+    memory.access(access.Access(access.STORE, stray, 1, store_a, storage=0))
     shadow = memory.shadows[0]
     assert shadow.runs and shadow.memory() < 2 << 20  # compacted: runs, not lanes
     memory.program(1)
-    memory.access(access.STORE, _addresses(launch, np.array([900_000_000])), 0, 1, store_a)
-    memory.access(access.STORE, _addresses(launch, np.array([150_000_100])), 0, 1, store_b)
+    memory.access(access.Access(access.STORE, stray, 1, store_a, storage=0))
+    memory.access(
+        access.Access(access.STORE, _addresses(launch, np.array([150_000_100])), 1, store_b, storage=0)
+    )
     memory.finish()
     found = findings.all()
     races = sorted(

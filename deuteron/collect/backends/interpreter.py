@@ -19,13 +19,13 @@ from deuteron.collect.backends.port import SessionPort, benchmark_scope
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.model.metrics import BYTES, COUNT, FLOPS, TIME
 from deuteron.triton import enable_interpreter_mode
-from deuteron.triton.interpreter import adapter as interpreter
+from deuteron.triton.interpreter import adapter
 from deuteron.triton.runtime import autotune
 
 _sessions: list[SessionPort] = []
 
 
-def launch_metrics(record: interpreter.LaunchRecord) -> dict[str, Any]:
+def launch_metrics(record: adapter.LaunchRecord) -> dict[str, Any]:
     metrics: dict[str, Any] = {
         COUNT: 1,
         TIME: record.end_ns - record.start_ns,
@@ -66,7 +66,7 @@ class _Listener:
 _LISTENER = _Listener()
 
 
-def _dispatch(record: interpreter.LaunchRecord) -> None:
+def _dispatch(record: adapter.LaunchRecord) -> None:
     sessions = [s for s in _sessions if s.active]
     if not sessions:
         return
@@ -94,7 +94,7 @@ class InterpreterBackend:
 
     def start(self, session: SessionPort) -> None:
         enable_interpreter_mode()
-        interpreter.install(_dispatch)
+        adapter.install(_dispatch)
         if not _sessions:
             _unfile.append(autotune.file_benchmarks_under(_benchmark_scope))
         if session not in _sessions:
@@ -110,7 +110,7 @@ class InterpreterBackend:
         if not _sessions:
             while _unfile:
                 _unfile.pop()()
-            interpreter.uninstall()
+            adapter.uninstall()
 
     def flush(self, session: SessionPort) -> None:
         return None

@@ -273,6 +273,9 @@ class RecordView:
             return self.cache[i]
 
     def _compute(self, i: int) -> tuple[dict[str, Any], dict[tuple[int, int], bytes]]:
+        """Launch ``i``'s data: each tensor's layout, its packed cells slice by slice (every recorded
+        lane placed in its view, in chunks so the temporaries stay small), the lanes in its storage
+        that no view covers, and the findings that land on it."""
         launch = self.header["launches"][i]
         rows = self.rows_sorted[self.bounds[i] : self.bounds[i + 1]]
         sites = self.header["sites"]

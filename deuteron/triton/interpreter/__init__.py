@@ -1,4 +1,5 @@
-"""Triton's interpreter as Deuteron uses it: events out (launch records with bytes and flops for
-profiling; programs and accesses for the sanitizer, whose protocol is :mod:`.sanitizer`) and source
-sites of accesses (:mod:`.sites`). What the interpreter lacks or gets wrong is mended in
-:mod:`.mends`, one module per mend."""
+"""Triton's interpreter as Deuteron uses it: events out, launch records with bytes and flops for
+profiling (:mod:`.profiling`) and programs and accesses for the sanitizer (:mod:`.sanitizing`; its
+protocol is :mod:`.sanitizer`), wired into the interpreter by :mod:`.adapter`, where listeners
+``install`` and ``attach``; and source sites of accesses (:mod:`.sites`). What the interpreter lacks
+or gets wrong is mended in :mod:`.mends`, one module per mend."""

@@ -1,4 +1,5 @@
-"""What a sanitizer attached to Triton's interpreter hears (see :mod:`.interpreter`'s ``attach``)."""
+"""What a sanitizer attached to Triton's interpreter hears (see :mod:`.adapter`'s ``attach``), and
+the one exception it may raise to stop a launch."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from deuteron.model.access import SiteTable
+from deuteron.model.access import Access, SiteTable
+
+
+class Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised by a sanitizer to stop the launch; it reaches the caller itself, not as InterpreterError."""
 
 
 class Sanitizer(Protocol):
@@ -42,15 +47,9 @@ class Sanitizer(Protocol):
 
     def program_begin(self, pid: tuple[int, int, int]) -> None: ...
 
-    def access(
-        self,
-        kind: int,
-        addresses: np.ndarray,
-        mask: np.ndarray | None,
-        element_size: int,
-        values: np.ndarray | None,
-    ) -> np.ndarray | None:
-        """Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
+    def access(self, access: Access) -> np.ndarray | None:
+        """One load, store or atomic as the interpreter saw it (tagged addresses, the kernel's
+        mask). Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
         ...
 
     def atomic_result(
@@ -61,9 +60,10 @@ class Sanitizer(Protocol):
         cmp: np.ndarray | None,
         val: np.ndarray,
         old: np.ndarray,
+        site: int,
     ) -> None:
         """What an atomic did, after it ran: ``op`` ("cas", "xchg", "add", ...), its (tagged)
-        addresses, the lanes that ran, its operands and the values it found."""
+        addresses, the lanes that ran, its operands, the values it found and its source site."""
         ...
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...

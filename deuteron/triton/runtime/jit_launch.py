@@ -27,8 +27,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from deuteron.process.patches import MANAGER, AttributePatch, CallbackPatch, Patch
-from deuteron.triton.interpreter.mends import bf16, libdevice
-from deuteron.triton.interpreter.mends import scalars as mends
+from deuteron.triton.interpreter.mends import bf16, libdevice, scalars
 
 GROUP = "jit.interpreted_launch"
 _lock = threading.RLock()
@@ -64,7 +63,7 @@ def _patches() -> list[Patch]:
         AttributePatch(knobs.runtime, "interpret", True),
         CallbackPatch(patch_language, lambda: scope.pop().restore()),
         # what makes GPU code run in the interpreter at all, as under `deuteron run` and `check`
-        *mends.patches(interpreter),
+        *scalars.patches(interpreter),
         *libdevice.patches(interpreter),
         *bf16.patches(interpreter),
     ]

@@ -48,6 +48,9 @@ def encode(values: np.ndarray) -> np.ndarray:
 
 
 def patches(interp: Any) -> list[Patch]:
+    """The builder's float ops, casts, reductions and scans done on bf16 values rather than their
+    uint16 bits (the interpreter keeps bf16 as bits and would add them as integers): operands
+    decoded to float32, results rounded back to bf16 where the op's result is bf16."""
     import triton.language as tl
 
     builder = interp.interpreter_builder

@@ -34,6 +34,9 @@ def mend(interp: Any) -> list[Patch]:
     depth = {"calls": 0, "launches": 0}
 
     class Unchanged:
+        """A scope with nothing to restore: a device call from a module this launch has already
+        patched the language for (one shared instance; no state)."""
+
         def restore(self) -> None:
             pass
 

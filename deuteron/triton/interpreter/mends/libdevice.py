@@ -73,6 +73,9 @@ def _wrapper(name: str, definition: Callable[..., Any], semantic: Any) -> Callab
 
 
 def patches(interp: Any) -> list[Patch]:
+    """``tl.extra.libdevice`` computed with NumPy: the libdevice modules' functions replaced by
+    wrappers (in the modules, and in the globals of kernel modules that bound one by name, put back
+    on restore), and the builder's extern elementwise calls answered from :mod:`.libdevice_math`."""
     builder = interp.interpreter_builder
     semantic = getattr(interp, "interpreter_semantic", None)
     np_dtype = getattr(interp, "_get_np_dtype", None)

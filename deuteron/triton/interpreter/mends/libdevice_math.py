@@ -372,6 +372,8 @@ def _recip(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.
 
 
 def _table() -> dict[str, Impl]:
+    """Every libdevice function we compute, by name: one table, so what is supported can be read
+    (and tested) in one place."""
     t: dict[str, Impl] = {
         # integers and bits
         "clz": _clz,

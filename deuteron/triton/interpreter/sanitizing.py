@@ -1,0 +1,347 @@
+"""The sanitizer's side of Triton's interpreter: what a :class:`.sanitizer.Sanitizer` hears of each
+launch, program, access, atomic, non-finite value and failed assert, and how its answer is obeyed.
+
+Two parts. The guarded memory operations (:func:`guarded`, :func:`guarded_store`,
+:func:`guarded_rmw`, :func:`guarded_cas`) are called from the builder wrappers of :mod:`.adapter`'s
+``interpreter`` group while a launch is checked: each reports one :class:`~deuteron.model.access.Access`
+and gives Triton real (untagged) pointers and the lanes the sanitizer keeps. The ``interpreter.sanitizer``
+group (:func:`sanitizer_patches`, applied only while a sanitizer listens, so profiling does not pay
+for it) follows the launch's programs and host tensors, tags each tensor argument's pointer with
+its provenance (``model.access.TAG_SHIFT``), and checks every float result for NaN and Inf.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from deuteron.model.access import ADDRESS_MASK, ATOMIC, STORE, TAG_SHIFT, Access
+from deuteron.process.patches import AttributePatch, Patch, WrapPatch
+from deuteron.triton.interpreter import sites
+from deuteron.triton.interpreter.mends import atomics, bf16, compile_time
+from deuteron.triton.interpreter.profiling import element_bytes
+from deuteron.triton.interpreter.sanitizer import Abort, Sanitizer
+
+# Wrapped only while a sanitizer listens, so profiling does not pay for them.
+WRAPPED = ("set_grid_dim", "set_grid_idx")
+# The float producers whose results are checked for NaN/Inf, and the op name a finding shows
+# (None: the numpy function the op applies, its last argument). The first four every supported
+# Triton has; the others are wrapped where present.
+FLOAT_OPS: dict[str, str | None] = {
+    "binary_op": None,
+    "unary_op": None,
+    "ternary_op": None,
+    "create_fma": "fma",
+    "create_rsqrt": "rsqrt",
+    "cast_impl": "cast",  # a cast to a narrower float can overflow to inf
+    "create_fp_to_fp": "cast",
+}
+FLOAT_OPS_REQUIRED = ("binary_op", "unary_op", "ternary_op", "create_fma")
+
+
+class Checking:
+    """Who checks, and where the launch in progress stands (one instance, :data:`STATE`): read by
+    every wrapped builder method, so kept to three slots."""
+
+    __slots__ = ("sanitizer", "checking", "pending")
+
+    def __init__(self) -> None:
+        self.sanitizer: Sanitizer | None = None
+        self.checking = False  # the running launch is being checked
+        self.pending = False  # host tensors described to the sanitizer; pointers not made yet
+
+
+STATE = Checking()
+
+_ADDRESS = np.uint64(ADDRESS_MASK)
+
+
+def _int1() -> Any:
+    import triton.language as tl
+
+    return tl.int1
+
+
+def untagged(handle: Any) -> Any:
+    """A pointer handle with its provenance tags stripped: the real addresses, for Triton. (A copy:
+    the kernel may use the same pointers again. Built without re-validating what Triton made.)"""
+    out = object.__new__(type(handle))
+    out.__dict__.update(handle.__dict__)
+    out.data = handle.data & _ADDRESS
+    if "attr" in out.__dict__:
+        out.attr = {}  # as a handle made afresh would have
+    return out
+
+
+def guarded(
+    kind: int, ptrs: Any, mask: Any, values: np.ndarray | None, site: int | None = None
+) -> tuple[Any, Any]:
+    """Tell the sanitizer about an access (made at ``site``; None: find it now); the real pointers,
+    and the lanes it keeps as the mask."""
+    sanitizer = STATE.sanitizer
+    if sanitizer is None:
+        return ptrs, mask
+    if site is None:
+        site = sites.current_site()
+    mask_data = None if mask is None else mask.data
+    keep = sanitizer.access(Access(kind, ptrs.data, element_bytes(ptrs), site, mask_data, values))
+    real = untagged(ptrs)
+    if keep is None:
+        return real, mask
+    return real, type(ptrs)(keep, mask.dtype if mask is not None else _int1())
+
+
+def guarded_store(ptrs: Any, value: Any, mask: Any) -> tuple[Any, Any, Any]:
+    """A store, guarded: its pointers, value and mask as Triton should see them."""
+    stored = float_values(value)  # bf16 decoded, so a NaN stored as bits is still one
+    ptrs, mask = guarded(STORE, ptrs, mask, stored if stored is not None else value.data)
+    if value.dtype.is_ptr():  # a pointer stored to memory is a real address, not a tagged one
+        value = untagged(value)
+    return ptrs, value, mask
+
+
+def guarded_rmw(
+    orig_rmw: Callable[..., Any],
+    builder: Any,
+    op: Any,
+    ptr: Any,
+    val: Any,
+    mask: Any,
+    rest: tuple[Any, ...],
+    kw: dict[str, Any],
+) -> Any:
+    """An atomic read-modify-write, guarded; the sanitizer hears what it found in memory."""
+    sanitizer = STATE.sanitizer
+    if sanitizer is None:
+        return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
+    tagged = ptr.data
+    site = sites.current_site()
+    ptr, mask = guarded(ATOMIC, ptr, mask, None, site)
+    out = orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
+    sanitizer.atomic_result(
+        atomics.op_name(op), tagged, None if mask is None else mask.data, None, val.data, out.data, site
+    )
+    return out
+
+
+def guarded_cas(
+    orig_cas: Callable[..., Any],
+    builder: Any,
+    ptr: Any,
+    cmp: Any,
+    val: Any,
+    rest: tuple[Any, ...],
+    kw: dict[str, Any],
+) -> Any:
+    """An atomic compare-and-swap, guarded. CAS has no mask: it runs on the kept lanes only; the
+    others answer "swapped" (cmp), so a spin lock on a bad address moves on instead of hanging."""
+    sanitizer = STATE.sanitizer
+    if sanitizer is None:
+        return orig_cas(builder, ptr, cmp, val, *rest, **kw)
+    tagged = ptr.data
+    site = sites.current_site()
+    keep = sanitizer.access(Access(ATOMIC, tagged, element_bytes(ptr), site))
+    ptr = untagged(ptr)
+    if keep is not None:
+        out = atomics.partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
+    else:
+        out = orig_cas(builder, ptr, cmp, val, *rest, **kw)
+    sanitizer.atomic_result("cas", tagged, keep, cmp.data, val.data, out.data, site)
+    return out
+
+
+def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
+    """Run one launch: errors as its caller should see them, and a checked launch's end told to
+    the sanitizer (with the error, if any)."""
+    s = STATE
+    error: BaseException | None = None
+    try:
+        return orig_run(fn, *args, grid=grid, warmup=False, **kwargs)
+    except Exception as exc:
+        # The interpreter wraps whatever a program raised in InterpreterError(repr(e)); a
+        # sanitizer's Abort must reach the caller as itself.
+        cause = exc.__cause__
+        error = cause if isinstance(cause, Abort) else exc
+        if compile_time.from_static_assert(cause):
+            error = compile_time.StaticAssertFailed(f"tl.static_assert failed in {fn.fn.__name__}: {cause}")
+        if error is not exc:
+            raise error from None
+        raise
+    finally:
+        checking, sanitizer = s.checking, s.sanitizer
+        s.checking = False
+        s.pending = False
+        if checking and sanitizer is not None:
+            sanitizer.launch_end(error)
+
+
+def device_copies(
+    interp: Any, args_dev: Any, kwargs_dev: dict[str, Any], args_hst: Any, kwargs_hst: dict[str, Any]
+) -> dict[int, tuple[int, int]]:
+    """Device storage address -> (bytes, host copy's address) for each device tensor argument the
+    interpreter copied to the host (walked as its ``_restore_args_dev`` walks them)."""
+    found: dict[int, tuple[int, int]] = {}
+    unwrap = getattr(interp, "_unwrap_tensor", lambda t: t)
+
+    def visit(dev: Any, hst: Any) -> None:
+        if hasattr(dev, "data_ptr"):
+            try:
+                dev, hst = unwrap(dev), unwrap(hst)
+                if dev.is_cpu:
+                    return
+                dev_storage, hst_storage = dev.untyped_storage(), hst.untyped_storage()
+                found[int(dev_storage.data_ptr())] = (int(dev_storage.nbytes()), int(hst_storage.data_ptr()))
+            except Exception:  # something tensor-like that is not a torch tensor
+                return
+        elif isinstance(dev, tuple) and isinstance(hst, tuple):
+            for d, h in zip(dev, hst, strict=False):
+                visit(d, h)
+        elif hasattr(dev, "base") and hasattr(dev, "block_shape"):  # a TensorDescriptor
+            visit(dev.base, getattr(hst, "base", None))
+
+    for dev, hst in zip(args_dev, args_hst, strict=False):
+        visit(dev, hst)
+    for key, dev in kwargs_dev.items():
+        visit(dev, kwargs_hst.get(key))
+    return found
+
+
+def sanitizer_patches(interp: Any) -> list[Patch]:
+    """The ``interpreter.sanitizer`` group: the launch's host tensors and programs reported, tensor
+    arguments' pointers tagged with their provenance (and integers made pointers tagged by the
+    sanitizer, pointers made integers untagged), ``tl.device_assert`` made a finding instead of an
+    exception, and every float producer's result checked for NaN and Inf."""
+    builder = interp.interpreter_builder
+    cls = type(builder)
+    executor = interp.GridExecutor
+    orig_init_args = executor._init_args_hst
+    orig_dim, orig_idx = cls.set_grid_dim, cls.set_grid_idx
+    orig_int_to_ptr, orig_ptr_to_int = cls.create_int_to_ptr, cls.create_ptr_to_int
+    rewritten = interp.InterpretedFunction.rewritten_fn
+    s = STATE
+
+    def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
+        result = orig_init_args(self, args_dev, kwargs)
+        sanitizer = s.sanitizer
+        if sanitizer is not None:
+            s.pending = True
+            copies = device_copies(interp, args_dev, kwargs, result[0], result[1])
+            sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table(), copies)
+        return result
+
+    def tagging(orig_cvt: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """A tensor argument's pointer, tagged with its tensor's index (wraps whatever converts
+        arguments when the sanitizer's group is applied: the base group's mends included)."""
+
+        def _implicit_cvt(arg: Any) -> Any:
+            out = orig_cvt(arg)
+            sanitizer = s.sanitizer
+            if sanitizer is not None and s.pending and hasattr(arg, "data_ptr"):
+                tag = sanitizer.tag_of(arg)
+                handle = getattr(out, "handle", None)
+                data = getattr(handle, "data", None)
+                if tag and handle is not None and isinstance(data, np.ndarray):
+                    handle.data = data | np.uint64(tag << TAG_SHIFT)
+            return out
+
+        return _implicit_cvt
+
+    def create_int_to_ptr(value: Any, dst_type: Any) -> Any:
+        out = orig_int_to_ptr(builder, value, dst_type)
+        sanitizer = s.sanitizer
+        if s.checking and sanitizer is not None:
+            out = type(out)(sanitizer.tag_addresses(out.data), out.dtype)
+        return out
+
+    def create_ptr_to_int(value: Any, dst_type: Any) -> Any:
+        out = orig_ptr_to_int(builder, value, dst_type)
+        if s.checking:  # the kernel's integers are real addresses, never tagged ones
+            mask = np.array(ADDRESS_MASK).astype(out.data.dtype)
+            out = type(out)(out.data & mask, out.dtype)
+        return out
+
+    def set_grid_dim(nx: int, ny: int, nz: int) -> None:
+        orig_dim(builder, nx, ny, nz)
+        if not s.pending or s.sanitizer is None:
+            return
+        sites.note_rewritten(rewritten)
+        s.sanitizer.launch_begin((int(nx), int(ny), int(nz)))
+        s.checking = True
+
+    def set_grid_idx(x: int, y: int, z: int) -> None:
+        orig_idx(builder, x, y, z)
+        sanitizer = s.sanitizer
+        if s.checking and sanitizer is not None:
+            sanitizer.program_begin((int(x), int(y), int(z)))
+
+    orig_assert = getattr(cls, "create_assert", None)
+
+    def create_assert(condition: Any, message: Any, *rest: Any) -> Any:
+        sanitizer = s.sanitizer
+        if not s.checking or sanitizer is None or orig_assert is None:
+            return orig_assert(builder, condition, message, *rest) if orig_assert is not None else None
+        failing = ~np.asarray(getattr(condition, "data", condition), dtype=bool)
+        if failing.any():
+            sanitizer.assert_failed(str(message), failing, sites.current_site())
+        return None  # a finding, not an exception: the launch goes on and is checked to the end
+
+    patches: list[Patch] = [
+        AttributePatch(builder, "set_grid_dim", set_grid_dim),
+        AttributePatch(builder, "set_grid_idx", set_grid_idx),
+        AttributePatch(builder, "create_int_to_ptr", create_int_to_ptr),
+        AttributePatch(builder, "create_ptr_to_int", create_ptr_to_int),
+        # tl.device_assert only reaches the builder with debug on. The integer-overflow asserts that
+        # debug would also add stay off (they fire on intentional wrap-around, e.g. Philox); without
+        # debug they only cost time.
+        AttributePatch(builder.options, "debug", True),
+        AttributePatch(builder.options, "sanitize_overflow", False),
+    ]
+    if orig_assert is not None:
+        patches.append(AttributePatch(builder, "create_assert", create_assert))
+    for name, label in FLOAT_OPS.items():
+        if getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
+            patches.append(WrapPatch(builder, name, partial(finite_checked, label=label)))
+    patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
+    patches.append(WrapPatch(interp, "_implicit_cvt", tagging))
+    return patches
+
+
+def finite_checked(current: Callable[..., Any], label: str | None) -> Callable[..., Any]:
+    """Wrap a float-producing builder method: its result is checked while a launch is checked."""
+
+    def op(*args: Any) -> Any:
+        out = current(*args)
+        if STATE.checking:
+            check_result(label, args, out)
+        return out
+
+    return op
+
+
+def check_result(label: str | None, args: tuple[Any, ...], out: Any) -> None:
+    """Tell the sanitizer about an op's non-finite result, with its inputs as floats."""
+    sanitizer = STATE.sanitizer
+    values = float_values(out)
+    if sanitizer is None or values is None or np.isfinite(values).all():
+        return
+    name = label or str(getattr(args[-1], "__name__", "op"))
+    inputs = []
+    for a in args:
+        if isinstance(getattr(a, "data", None), np.ndarray):
+            decoded = float_values(a)
+            inputs.append(decoded if decoded is not None else a.data)
+    sanitizer.nonfinite(name, tuple(inputs), values, sites.current_site())
+
+
+def float_values(h: Any) -> np.ndarray | None:
+    """A handle's values as floats: float arrays as they are, bf16 (kept as uint16 bits) decoded;
+    None for anything else (integers, fp8 bit patterns)."""
+    data = h.data
+    if data.dtype.kind == "f":
+        return data
+    if bf16.is_bf16(h):
+        return bf16.decode(data)
+    return None
