@@ -191,7 +191,7 @@ def test_launch_metadata_gets_the_record_a_compiled_launch_gets(tmp_path):  # ty
         "assert not missing, missing\n"
         "print('ok', len(seen))\n"
     )
-    proc = run_cli("run", "-k", "triton", "job.py", cwd=tmp_path)
+    proc = run_cli("run", "-b", "interpreter", "-k", "triton", "job.py", cwd=tmp_path)  # a GPU too
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ok "), proc.stdout
     assert "TRITON_DEFAULT_FP_FUSION" not in proc.stderr
