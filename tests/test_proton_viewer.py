@@ -96,15 +96,19 @@ def _values(text: str) -> dict[str, str]:
 )
 def test_deuteron_view_shows_proton_viewers_numbers(proton_fixtures: Path, options: list[str]) -> None:
     """Frame by frame, on Proton's own files from an H200: the same frames and the same values
-    (proton-viewer's NaN is our "-"; one frame's value may differ only past 3 significant digits)."""
+    (proton-viewer's NaN is our "-"; one frame's value may differ only past 3 significant digits).
+    proton-viewer prints C++ kernel names mangled, ``deuteron view`` demangled: frames are matched
+    by the whole demangled name (``--full-names``; the short form would merge distinct kernels)."""
+    from deuteron.model.names import display_name
     from tests.conftest import run_cli
 
     for name in ("proton_shadow_hook.hatchet", "proton_python.hatchet"):
         path = str(proton_fixtures / name)
         theirs = proton_viewer(*options, path)
-        ours = run_cli("view", *options, path, cwd=proton_fixtures.parent)
+        ours = run_cli("view", "--full-names", *options, path, cwd=proton_fixtures.parent)
         assert theirs.returncode == 0 and ours.returncode == 0, (theirs.stderr[-500:], ours.stderr)
-        t, o = _values(theirs.stdout), _values(ours.stdout)
+        t = {display_name(frame, full=True): value for frame, value in _values(theirs.stdout).items()}
+        o = _values(ours.stdout)
         assert t.keys() == o.keys(), (name, options)
         for frame, value in t.items():
             mine = o[frame]

@@ -140,6 +140,12 @@ def explain_command(args: argparse.Namespace) -> int:
     if os.getpid() != owner:
         return result.exit_code  # a child the target forked: the report is the parent's
     report = result.report
+    if args.profile:
+        from deuteron.explain.roofline import no_match
+
+        unmatched = no_match(report.costs, (a.spec.name for a in report.kernels), f"--profile {args.profile}")
+        if unmatched:
+            _note(unmatched)
     out = sys.stdout
     if args.stage or args.line is not None or args.passes or args.pass_name:
         _render_views(report, args, out)

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import signal
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from deuteron.cli.program import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
-from deuteron.collect import api
+from deuteron.collect import api, output
 from deuteron.collect.backends import NAMES as BACKENDS
 from deuteron.collect.backends import resolve
 from deuteron.collect.context import ContextSpecError, parse_context
@@ -123,17 +127,21 @@ def run_command(args: argparse.Namespace) -> int:
         for_command=True,
     )
     failure = ""
-    files = []
+    files: list[Path] = []
+    kept: list[Path] = []
     owner = os.getpid()
+    started_in = os.getcwd()
     live = api.current_profile(sid) if sid is not None else None
     # From here until the profile is on disk, SIGINT/SIGTERM outside the target are noted, not obeyed.
     with Deferred(redeliver=False, note="finishing the profile first") as late:
         try:
-            code, ended_by = run_to_end(target)
+            with _StderrTail() as tail:
+                code, ended_by = run_to_end(target)
         finally:  # a profile is never lost: also written when the module is missing
             if os.getpid() == owner:
                 try:
-                    files = api.finalize(sid, ",".join(formats))
+                    with output.keeping_earlier() as kept:  # an empty profile never replaces one
+                        files = api.finalize(sid, ",".join(formats))
                 except OutputError as exc:
                     failure = str(exc)
     if os.getpid() != owner:
@@ -149,28 +157,152 @@ def run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return late.exit_code
-    if ended_by:
-        say(f"deuteron: {ended_by}; wrote the partial profile to {names}")
+    empty = live is not None and output.holds_nothing(live)
+    if not empty:
+        say(
+            f"deuteron: {ended_by}; wrote the partial profile to {names}"
+            if ended_by
+            else f"deuteron: wrote {names}"
+        )
+        return code
+    why = _why_empty(code, ended_by, args.context)
+    if kept:
+        shown = ", ".join(_named(p, args.name, started_in) for p in kept)
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept[0].stat().st_mtime))
+        say(f"deuteron: nothing was recorded ({why}); kept the earlier {shown} (written {when})")
     else:
-        say(f"deuteron: wrote {names}")
-    if live is not None and not any(n.metrics for n in live.root.walk()):
-        say(f"deuteron: {_nothing_recorded(args.context)}")
+        say(f"deuteron: nothing was recorded ({why}); wrote the empty profile to {names}")
+    hint = _hint(target, code, ended_by, args.context, tail.text())
+    if hint:
+        say(f"deuteron: {hint}")
     return code
 
 
-def _nothing_recorded(context: str) -> str:
-    """Why a profile came out empty, and what would fill it."""
+def _why_empty(code: int, ended_by: str, context: str) -> str:
+    """Why a profile came out empty: how the program ended when it failed, else what ran."""
+    if ended_by:
+        return f"{ended_by} before any kernel ran"
+    if code != 0:
+        return f"the program exited with code {code} before any kernel ran"
     if "torch" in context:
-        return "nothing was recorded: the program ran no kernel and no torch op while profiled"
+        return "the program ran no kernel and no torch op while profiled"
+    return "no kernel ran and no scope had metrics"
+
+
+def _hint(target: Program, code: int, ended_by: str, context: str, stderr: str) -> str:
+    """What would fill an empty profile, only where it fits: deuteron's own options given after
+    the script (the script's argparse refused them); ``-c torch`` for a program that imported
+    torch and ran to its end without a kernel. Nothing after any other failure: the program's own
+    error is the news."""
+    if code != 0 or ended_by:
+        moved, rest = _misplaced(target.args, stderr)
+        if not moved:
+            return ""
+        words = sys.argv[2:] if sys.argv[1:2] == ["run"] else []
+        head = (
+            words[: len(words) - len(target.args)]
+            if words[len(words) - len(target.args) :] == list(target.args)
+            else [target.name]
+        )
+        fixed = " ".join(shlex.quote(w) for w in ["deuteron", "run", *moved, *head, *rest])
+        return (
+            f"{moved[0]} came after the script name, so the script got it; "
+            f"deuteron's options go before the script name: {fixed}"
+        )
     if "jax" in context:
         return (
-            "nothing was recorded: -c jax places GPU kernels (add -b cupti on a machine with an "
-            "NVIDIA GPU); JAX on the CPU launches none"
+            "-c jax places GPU kernels (add -b cupti on a machine with an NVIDIA GPU); "
+            "JAX on the CPU launches none"
         )
-    return (
-        "nothing was recorded: no kernel ran and no scope had metrics. For a PyTorch script on "
-        "the CPU, add -c torch (CPU time and flops per nn.Module and op)"
-    )
+    if "torch" not in context and "torch" in sys.modules:
+        return "for a PyTorch script on the CPU, add -c torch (CPU time and flops per nn.Module and op)"
+    return ""
+
+
+# deuteron run's own options a script's argparse may refuse, and whether each takes a value
+# (-m and -h are left out: after the script they are far more likely the script's own).
+OWN_OPTIONS = {
+    "-n": True, "--name": True, "-b": True, "--backend": True, "-c": True, "--context": True,
+    "-k": True, "--hook": True, "--device": True, "--trace": False,
+}  # fmt: skip
+_USAGE_ERROR = re.compile(r"^\S.*: error: (.*)$", re.MULTILINE)
+
+
+def _misplaced(args: tuple[str, ...], stderr: str) -> tuple[list[str], list[str]]:
+    """(the words of deuteron's options that the script's argparse named in a usage error, the
+    script's other words); ([], ...) when stderr shows no such error."""
+    named = set()
+    for error in _USAGE_ERROR.findall(stderr):
+        for word in re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", error):
+            if word in OWN_OPTIONS:
+                named.add(word)
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        option = args[i].split("=", 1)[0]
+        if option in named:
+            takes_value = OWN_OPTIONS[option] and "=" not in args[i] and i + 1 < len(args)
+            moved.extend(args[i : i + 2] if takes_value else args[i : i + 1])
+            i += 2 if takes_value else 1
+        else:
+            rest.append(args[i])
+            i += 1
+    return moved, rest
+
+
+def _named(path: Path, name: str, started_in: str) -> str:
+    """A file as the user named it: relative while in the folder the run started in."""
+    if not os.path.isabs(name) and os.getcwd() == started_in:
+        return os.path.relpath(path, started_in)
+    return str(path)
+
+
+class _StderrTail:
+    """Keeps the last few thousand characters the program writes to ``sys.stderr`` (passing all
+    of it on), so an empty profile's message can tell an argparse usage error it caused."""
+
+    KEEP = 8192
+
+    def __init__(self) -> None:
+        self.inner: Any = None
+        self.proxy: Any = None
+
+    def __enter__(self) -> _StderrTail:
+        self.inner = sys.stderr
+        self.proxy = _Tee(self.inner, self.KEEP)
+        sys.stderr = self.proxy
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if sys.stderr is self.proxy:  # a program that set its own stderr keeps it
+            sys.stderr = self.inner
+
+    def text(self) -> str:
+        return "".join(self.proxy.kept) if self.proxy is not None else ""
+
+
+class _Tee:
+    """A stand-in for a text stream that remembers the tail of what is written; everything else is
+    the stream's own."""
+
+    def __init__(self, inner: Any, keep: int) -> None:
+        self._inner = inner
+        self._keep = keep
+        self.kept: list[str] = []
+        self._size = 0
+
+    def write(self, text: str) -> int:
+        n = self._inner.write(text)
+        if isinstance(text, str):
+            self.kept.append(text)
+            self._size += len(text)
+            while self._size > self._keep and len(self.kept) > 1:
+                self._size -= len(self.kept.pop(0))
+        return int(n) if n is not None else len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def _run_unprofiled(target: Program) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 from deuteron.formats import hatchet
 from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import DERIVED_HELP
+from deuteron.model.names import display_name
 from deuteron.process.terminal import printable, say
 from deuteron.render.console import render_profile
 from deuteron.render.json_tree import render_json
@@ -73,10 +74,17 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     )
     group = p.add_mutually_exclusive_group()
     group.add_argument(
-        "-i", "--include", metavar="REGEX", help="keep only call paths through frames matching REGEX"
+        "-i",
+        "--include",
+        metavar="REGEX",
+        help="keep only call paths through frames matching REGEX (a C++ kernel matches by its shown "
+        "short name, its full demangled name or its raw mangled name)",
     )
     group.add_argument(
-        "-e", "--exclude", metavar="REGEX", help="drop frames matching REGEX and everything below"
+        "-e",
+        "--exclude",
+        metavar="REGEX",
+        help="drop frames matching REGEX and everything below (names matched as -i matches them)",
     )
     p.add_argument(
         "-d",
@@ -96,6 +104,12 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         choices=sorted(processors.NAME_FORMATS),
         default="full",
         help="how much of a Python frame's name (path/file.py:line@function) to show, as proton-viewer",
+    )
+    p.add_argument(
+        "--full-names",
+        action="store_true",
+        help="show C++ kernels' full demangled names (default: short, vectorized_elementwise_kernel<…>; "
+        "the files keep the raw mangled names, --json prints those)",
     )
     p.add_argument(
         "--advise",
@@ -201,23 +215,24 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if args.json:
         render_json(view.tree, view.columns, sys.stdout)
     else:
-        render_profile(view.tree, view.columns, signed=view.signed)
+        full = bool(getattr(args, "full_names", False))
+        render_profile(view.tree, view.columns, signed=view.signed, full_names=full)
         if args.print_sorted:
-            _print_sorted(view.tree, view.columns[0])
+            _print_sorted(view.tree, view.columns[0], full)
         if args.advise:
             print()
-            for line in advise.render(findings).splitlines():
+            for line in advise.render(findings, full_names=full).splitlines():
                 print(printable(line))
     return 0
 
 
-def _print_sorted(tree: Any, column: str) -> None:
+def _print_sorted(tree: Any, column: str, full_names: bool = False) -> None:
     """proton-viewer's ``--print-sorted``: every frame but ROOT by the first column, largest first."""
     rows = []
     for n in tree.root.walk():
         value = n.metrics.get(column)
         if n is not tree.root and isinstance(value, (int, float)) and value == value:  # not NaN
-            rows.append((value, n.name))
+            rows.append((value, display_name(n.name, full_names)))
     rows.sort(key=lambda r: -r[0])
     print(f"Sorted frames by {printable(column)}")
     for value, name in rows:

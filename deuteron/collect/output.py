@@ -8,7 +8,9 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,27 @@ def paths(base: Path, formats: list[str]) -> list[Path]:
     return [base.with_name(base.name + "." + f) for f in formats]
 
 
+_keeping: ContextVar[list[Path] | None] = ContextVar("keeping_earlier", default=None)
+
+
+def holds_nothing(profile: Profile) -> bool:
+    """No kernel ran and no scope had metrics: the profile has no value anywhere."""
+    return not any(n.metrics for n in profile.root.walk())
+
+
+@contextmanager
+def keeping_earlier() -> Iterator[list[Path]]:
+    """While open, a :func:`write` of a profile that holds nothing writes no file where one of
+    its files exists already (an earlier run's profile is worth more than an empty one); the
+    list yielded gets the files so kept. ``deuteron run`` writes its profile inside one."""
+    kept: list[Path] = []
+    token = _keeping.set(kept)
+    try:
+        yield kept
+    finally:
+        _keeping.reset(token)
+
+
 def write(
     profile: Profile,
     formats: list[str],
@@ -64,9 +87,16 @@ def write(
 ) -> list[Path]:
     """Write ``base.hatchet`` and/or ``base.chrome_trace``; the trace's events are made only if asked.
 
-    SIGINT and SIGTERM wait until the files are on disk (then take effect). A file whose folder
+    Inside :func:`keeping_earlier`, an empty profile leaves existing files alone and writes
+    nothing. SIGINT and SIGTERM wait until the files are on disk (then take effect). A file whose folder
     cannot take it any more (removed by the program, say) is written to the temporary folder
     instead, and stderr says where; OutputError only when that fails too."""
+    kept = _keeping.get()
+    if kept is not None and holds_nothing(profile):
+        earlier = [p for p in paths(base, formats) if p.is_file()]
+        if earlier:
+            kept.extend(earlier)
+            return []
     written = []
     with Deferred(note="finishing the profile first"):
         for target, f in zip(paths(base, formats), formats, strict=True):

@@ -8,7 +8,7 @@ time the kernel spends beyond what its flops or bytes need at the device's peak.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from deuteron.model.devices import DeviceSpec, device_from_table_row
@@ -171,3 +171,21 @@ def kernel_costs(profile: Profile, device: DeviceSpec | None) -> dict[str, Kerne
 def ranked(costs: Iterable[KernelCost]) -> list[KernelCost]:
     """Largest opportunity first; ties by time, then by name so the order is stable."""
     return sorted(costs, key=lambda c: (-c.opportunity_ns, -c.time_ns, c.name))
+
+
+def _few(names: Iterable[str], most: int = 4) -> str:
+    names = sorted(set(names))
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def no_match(costs: Mapping[str, KernelCost], captured: Iterable[str], source: str) -> str | None:
+    """One line when the profile's kernels and the captured ones share no name (a profile of
+    another program, or of kernels renamed since): otherwise the ranking is silently empty.
+    None when at least one kernel matches or nothing was captured."""
+    launched = set(captured)
+    if not launched or launched & set(costs):
+        return None
+    if not costs:
+        return f"{source} holds no kernel, so no captured kernel ({_few(launched)}) is ranked"
+    return f"{source} matches no captured kernel: it has {_few(costs)}; the program launched {_few(launched)}"

@@ -16,6 +16,7 @@ import numpy as np
 from rich.console import Console
 from rich.text import Text
 
+from deuteron.model.names import display_name, is_mangled
 from deuteron.model.tree import KERNEL, STATE, Node, Profile
 from deuteron.process.terminal import ESCAPES as _SAFE
 from deuteron.process.terminal import printable
@@ -31,8 +32,9 @@ def format_value(value: Any) -> str:
     return f"{value:.3e}" if a and (a >= 1e7 or a < 1e-3) else f"{value:.3f}"
 
 
-def _walk(p: Profile) -> tuple[list[Node], list[str], list[str]]:
-    """Nodes in display order with their tree-branch prefixes and labels."""
+def _walk(p: Profile, full_names: bool = False) -> tuple[list[Node], list[str], list[str]]:
+    """Nodes in display order with their tree-branch prefixes and labels (a mangled C++ name as
+    its short form, or ``full_names`` its whole demangled text: :mod:`deuteron.model.names`)."""
     nodes: list[Node] = []
     branches: list[str] = []
     labels: list[str] = []
@@ -43,7 +45,10 @@ def _walk(p: Profile) -> tuple[list[Node], list[str], list[str]]:
         nodes.append(node)
         branches.append(branch)
         mark = node.metrics.get("diff")
-        name = node.name.translate(_SAFE)
+        name = node.name
+        if is_mangled(name):
+            name = display_name(name, full_names)
+        name = name.translate(_SAFE)
         labels.append(f"{name}  [{mark}]" if mark else name)
         kids = list(node.children.values())
         if kids:
@@ -99,9 +104,12 @@ def render_profile(
     file: IO[str] | None = None,
     signed: bool | Collection[str] = False,
     color: bool | None = None,
+    full_names: bool = False,
 ) -> None:
+    """The tree as text; kernels' C++ names short (``vectorized_elementwise_kernel<…>``) unless
+    ``full_names`` (the whole demangled name)."""
     out = file if file is not None else sys.stdout
-    nodes, branches, labels = _walk(p)
+    nodes, branches, labels = _walk(p, full_names)
     signs = set(columns) if signed is True else set(signed or ())
     formatted = [_format_column([n.metrics.get(c) for n in nodes], c in signs, c) for c in columns]
     widths = [max(len(c), *map(len, col)) for c, col in zip(columns, formatted, strict=True)]

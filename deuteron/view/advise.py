@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deuteron.model.metrics import CPU_TIME, TIME
+from deuteron.model.names import display_name
 from deuteron.model.tree import KERNEL, Node, Profile
 
 MODULE = re.compile(r"^(?P<path>\S+) \((?P<cls>[A-Za-z_][\w.]*)\)$")
@@ -73,6 +74,14 @@ def _paths(root: Node) -> list[tuple[tuple[str, ...], Node]]:
 
 def _show(path: tuple[str, ...]) -> str:
     return " > ".join(path)
+
+
+def _shown_path(path: str, full_names: bool) -> str:
+    """A path of :func:`_show` with each mangled C++ frame as the tree shows it (the JSON keeps
+    the recorded names)."""
+    if "_Z" not in path:
+        return path
+    return " > ".join(display_name(frame, full_names) for frame in path.split(" > "))
 
 
 def _is_module(name: str) -> bool:
@@ -219,8 +228,9 @@ def _copies(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> 
     )
 
 
-def render(findings: list[Finding]) -> str:
-    """The findings as text: one headline each, then its evidence, a line per item."""
+def render(findings: list[Finding], full_names: bool = False) -> str:
+    """The findings as text: one headline each, then its evidence, a line per item; the frames of a
+    path as ``deuteron view`` shows them (a C++ kernel short, or ``full_names`` demangled in full)."""
     if not findings:
         return "advice: nothing to flag (no idle GPU, outlying backward, unfused ops or waits found)"
     lines = []
@@ -230,5 +240,5 @@ def render(findings: list[Finding]) -> str:
             numbers = ", ".join(
                 f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in item.items() if k != "path"
             )
-            lines.append(f"    {item['path']}  ({numbers})")
+            lines.append(f"    {_shown_path(str(item['path']), full_names)}  ({numbers})")
     return "\n".join(lines)

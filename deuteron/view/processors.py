@@ -15,6 +15,7 @@ from typing import Any
 from deuteron.model.devices import DeviceSpec
 from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import INC, MetricSpec, compile_spec
+from deuteron.model.names import matches
 from deuteron.model.tree import Node, Profile
 
 
@@ -65,20 +66,22 @@ def _rebuild(
 
 
 def exclude(p: Profile, pattern: str) -> Profile:
-    """Drop every frame whose name matches ``pattern``, with everything below it."""
+    """Drop every frame whose name matches ``pattern``, with everything below it. A C++ kernel's
+    name matches as stored (mangled) or as shown (short or full demangled form)."""
     rx = _regex(pattern)
-    return _rebuild(p, lambda n, _depth: rx.match(n.name) is None)
+    return _rebuild(p, lambda n, _depth: not matches(rx.match, n.name))
 
 
 def include(p: Profile, pattern: str) -> Profile:
-    """Keep only the call paths that pass through a frame whose name matches ``pattern``."""
+    """Keep only the call paths that pass through a frame whose name matches ``pattern`` (a C++
+    kernel's name as stored, mangled, or as shown, short or full demangled)."""
     rx = _regex(pattern)
     on_path: set[int] = set()
 
     stack: list[tuple[Node, list[Node], bool]] = [(p.root, [], False)]
     while stack:
         n, ancestors, below_match = stack.pop()
-        hit = below_match or rx.match(n.name) is not None
+        hit = below_match or matches(rx.match, n.name)
         if hit:
             on_path.add(id(n))
             if not below_match:

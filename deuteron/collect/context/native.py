@@ -18,10 +18,10 @@ import ctypes.util
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from deuteron.collect.context import LaunchPlace
 from deuteron.collect.placement import LaunchContexts
+from deuteron.model.names import demangle
 from deuteron.model.tree import Node
 
 NATIVE_PLACE = 1 << 31  # the shim's flag on a launch's op column (torch's trie ids stay below it)
@@ -56,18 +56,6 @@ class Symbolizer:
             dladdr = ctypes.CDLL(ctypes.util.find_library("dl") or "libdl.so.2").dladdr
         dladdr.argtypes, dladdr.restype = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)], ctypes.c_int
         self._dladdr = dladdr
-        self._free = libc.free
-        self._free.argtypes = [ctypes.c_void_p]
-        self._demangler: Any = None
-        try:
-            # getattr: inside a class, a literal ``.__cxa_demangle`` would be name-mangled
-            demangle = getattr(ctypes.CDLL("libstdc++.so.6"), "__cxa_demangle")  # noqa: B009
-            status = ctypes.POINTER(ctypes.c_int)
-            demangle.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, status]
-            demangle.restype = ctypes.c_void_p
-            self._demangler = demangle
-        except (OSError, AttributeError):
-            pass
         self._python = {os.path.realpath(sys.executable)}
 
     def name(self, address: int) -> str | None:
@@ -96,17 +84,8 @@ class Symbolizer:
 
     def demangle(self, symbol: str) -> str:
         """A C++ symbol as its qualified name without the parameter list (shortened); a C one as is."""
-        if self._demangler is None or not symbol.startswith("_Z"):
-            return symbol
-        status = ctypes.c_int(1)
-        out = self._demangler(symbol.encode(), None, None, ctypes.byref(status))
-        if status.value != 0 or not out:
-            return symbol
-        try:
-            text = ctypes.string_at(out).decode("utf-8", "replace")
-        finally:
-            self._free(out)
-        return _shorten(text)
+        text = demangle(symbol)
+        return symbol if text is None else _shorten(text)
 
 
 def _shorten(text: str) -> str:

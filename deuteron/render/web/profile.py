@@ -1,6 +1,8 @@
 """A profile for the web UI (``ProfileData`` in ``frontend/src/types.ts``): the tree flattened into
 arrays, its columns derived exactly as ``deuteron view`` derives them (through
 :mod:`deuteron.view.build`), and, for a diff, the base profile's values on the union of both trees.
+Frame names are shown as ``deuteron view`` shows them (``names``: a C++ kernel's short name), with
+``full_names`` (demangled in full) and ``raw_names`` (as recorded) beside them, index for index.
 
 Big trees are cut on the server: nodes whose share of ROOT's first column is below
 ``threshold`` go, and the page says how many went."""
@@ -14,6 +16,7 @@ from typing import Any
 
 from deuteron.model.errors import MetricError
 from deuteron.model.metrics import PROPERTY_METRICS
+from deuteron.model.names import display_name
 from deuteron.model.tree import Node, Profile
 from deuteron.view import processors
 from deuteron.view.build import ViewOptions, build
@@ -150,7 +153,10 @@ def profile_data(
         "parent": parent,
         "name_id": name_id,
         "type_id": type_id,
-        "names": list(names),
+        # shown: a C++ kernel's short name; its full demangled and raw (recorded) names for details
+        "names": [display_name(n) for n in names],
+        "full_names": [display_name(n, full=True) for n in names],
+        "raw_names": list(names),
         "types": list(types),
         "values": [values[i] for i in used],
         "total_nodes": total,

@@ -1,6 +1,7 @@
 """A trace for the web UI: ``TraceRef`` (``frontend/src/types.ts``) and its events packed as typed
 arrays (:mod:`.packed`). Each event gets its nesting depth within its lane here, once, so the
-browser only draws."""
+browser only draws. Event names go as recorded (``names``), and as ``deuteron view`` shows them
+(``display_names``: a C++ kernel's short name) and demangled in full (``full_names``), index for index."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from deuteron.formats.chrome_trace import TraceColumns
+from deuteron.model.names import display_name
 from deuteron.render.web.packed import pack
 
 
@@ -59,7 +61,9 @@ def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], l
         "name": os.path.basename(source),
         "source": source,
         "lanes": [lanes[i] for i in order],
-        "names": c.names,
+        "names": c.names,  # as recorded (mangled C++ names too): the page's labels and hover
+        "display_names": [display_name(n) for n in c.names],  # as deuteron view shows them
+        "full_names": [display_name(n, full=True) for n in c.names],
         "cats": c.cats,
         "count": int(len(c.start)),
         "flows": int(len(c.flows)),
