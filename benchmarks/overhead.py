@@ -6,7 +6,7 @@ clocks or temperature hits every tool alike. Each process times plain steps and 
 profiled steps itself, so a ratio never compares two processes. The table shows the median
 ratio over the rounds, finalize time and profile size.
 
-    python benchmarks/overhead.py --workloads ../shared/workloads --rounds 5
+    python benchmarks/overhead.py --rounds 5   # workloads: benchmarks/workloads
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--workloads", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "workloads"
+        "--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads"
     )
     parser.add_argument("--only", default="launch_bound,gpu_bound", help="comma-separated workload names")
     parser.add_argument(

@@ -2,7 +2,7 @@
 process, round by round in a rotating order, each timing the same steps of the launch_bound
 workload; the ratio is the configuration's median step time over plain's.
 
-    python benchmarks/torch_gpu_cost.py --workloads ../shared/workloads --rounds 8 --steps 50
+    python benchmarks/torch_gpu_cost.py --rounds 8 --steps 50   # workloads: benchmarks/workloads
 
 Configurations:
 - ``plain``;
@@ -86,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workloads", type=Path, required=True)
+    parser.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads")
     parser.add_argument("--workload", default="launch_bound")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--steps", type=int, default=50)

@@ -15,7 +15,7 @@ print("after import torch, libcupti loaded:", L._loaded())
 print("candidates:", [(s, str(p)) for s, p in L.candidates()][:4])
 PY
   python3 - <<'PY'
-import sys; import os; sys.path.insert(0, os.environ.get("SHARED", "../shared") + "/workloads")
+import sys; import os; sys.path.insert(0, "benchmarks/workloads")
 import torch, deuteron, launch_bound as w
 w.setup("cuda"); w.step(); torch.cuda.synchronize()
 for ctx in ("shadow", "python"):
@@ -71,7 +71,7 @@ if has native; then
   DEUTERON_TEST_GPU=1 timeout 200 python3 -m pytest tests/collect/context/test_native_context_gpu.py -q -p no:cacheprovider --tb=short 2>&1 | tail -10
 fi
 if has bench; then
-  python3 benchmarks/overhead.py --workloads ${SHARED:-../shared}/workloads --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}
+  python3 benchmarks/overhead.py --rounds ${ROUNDS:-5} --only ${ONLY:-launch_bound,gpu_bound} --json $OUT/overhead.json ${TOOLS:+--tools "$TOOLS"} 2>&1 | tail -${TAILN:-40}
 fi
 if has check; then
   # deuteron check on the GPU machine's Triton 3.6 and NumPy: the CPU suite, CUDA tensors, the overhead.
