@@ -152,6 +152,7 @@ PROTON_SHELLS = {
     "deuteron.context", "deuteron.data", "deuteron.flags", "deuteron.hook", "deuteron.hooks",
     "deuteron.hooks.hook", "deuteron.hooks.launch", "deuteron.hooks.instrumentation", "deuteron.metric",
     "deuteron.mode", "deuteron.rocm", "deuteron.specs", "deuteron.state", "deuteron.viewer",
+    "deuteron.language",
 }  # fmt: skip
 
 

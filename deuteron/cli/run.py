@@ -50,7 +50,9 @@ def add_parser(sub: Any) -> None:
             "  deuteron run -c python,torch train.py   # the calling Python line, then the modules\n"
             "  deuteron run -c jax train_jax.py        # jitted function > named_scope path > HLO op\n"
             "  deuteron run -c python,native app.py    # the Python line, then each launch's C/C++ frames\n"
-            "  deuteron run -m mypkg.train             # a module, as python -m"
+            "  deuteron run -m mypkg.train             # a module, as python -m\n"
+            "  deuteron run -b instrumentation k.py    # the kernels' pl.scopes, per CTA and warp (GPU)\n"
+            "  deuteron run -b interpreter k.py        # pl.scopes per program, without a GPU"
         ),
         usage=f"deuteron run [options] {USAGE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -61,7 +63,20 @@ def add_parser(sub: Any) -> None:
         "--backend",
         default="auto",
         choices=BACKENDS,
-        help="auto (CUPTI on a usable NVIDIA GPU, else the interpreter), interpreter, cupti",
+        help=(
+            "auto (CUPTI on a usable NVIDIA GPU, else the interpreter), interpreter, cupti, instrumentation "
+            "(the kernels' pl.scopes per CTA and warp, on a GPU), cupti,instrumentation (both, same launches)"
+        ),
+    )
+    p.add_argument(
+        "--mode",
+        default=None,
+        metavar="MODE",
+        help=(
+            "Proton's instrumentation mode for -b instrumentation, e.g. default, "
+            "default:granularity=warp:buffer_size=4096, "
+            "default:sampling_strategy=selective:sampling_options=0,2"
+        ),
     )
     p.add_argument(
         "-c",
@@ -110,7 +125,8 @@ def run_command(args: argparse.Namespace) -> int:
     if which is not None:
         print(f"deuteron: {which} is set; running without profiling", file=sys.stderr)
         return _run_unprofiled(target)
-    backend = resolve(args.backend)  # fails early, with the reason, before the target runs
+    api.check_mode(args.mode, args.backend)
+    backend = resolve(args.backend, args.mode)  # fails early, with the reason, before the target runs
     if backend.name == "interpreter":
         enable_interpreter_mode()  # before the target imports triton
     command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target.name, *target.args]
@@ -125,6 +141,7 @@ def run_command(args: argparse.Namespace) -> int:
         command=command,
         outputs=formats,
         for_command=True,
+        mode=args.mode,
     )
     failure = ""
     files: list[Path] = []

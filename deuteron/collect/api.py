@@ -24,6 +24,8 @@ from deuteron.collect.flags import flags
 from deuteron.collect.hook_manager import Hook, HookManager
 from deuteron.collect.instrumentation_hook import InstrumentationHook
 from deuteron.collect.launch_hook import LaunchHook
+from deuteron.collect.modes import MODE_NAMES as INSTRUMENTATION_MODES
+from deuteron.collect.modes import InstrumentationMode
 from deuteron.collect.output import OUTPUT_FORMATS
 from deuteron.collect.session import Session, SessionError, disabled
 from deuteron.model.tree import Profile
@@ -68,10 +70,11 @@ def start(
     interpreter. The output file is checked now and its path fixed: a later ``chdir`` does not
     move it. Modes and hook objects Deuteron does not have yet are refused here, in one line."""
     fmt = _data_format(data)
-    flush_format = _check_mode(mode)
+    flush_format = check_mode(mode, backend or "auto")
     return start_session(
         DEFAULT_PROFILE_NAME if name is None else name,
         backend=backend or "auto",
+        mode=mode,
         context=context or "shadow",
         hook=hook,
         command=command,
@@ -92,13 +95,22 @@ def _data_format(data: str | None) -> str:
 PERIODIC_FLUSHING = "periodic_flushing"
 
 
-def _check_mode(mode: Any) -> str | None:
+def check_mode(mode: Any, backend: str = "auto") -> str | None:
     """The mode's flush format for ``periodic_flushing`` (each completed phase written to
-    ``NAME.part_<phase>.<format>`` and dropped from memory), None for the default mode. Proton's
-    other modes (PC sampling, instrumentation) are not in Deuteron yet: a clear refusal beats a
-    profile that silently lacks what was asked for."""
+    ``NAME.part_<phase>.<format>`` and dropped from memory), None for the default mode. The
+    instrumentation backend checks its own modes; PC sampling is not in Deuteron yet: a clear
+    refusal beats a profile that silently lacks what was asked for."""
     if mode is None or mode == "":
         return None
+    if "instrumentation" in str(backend):
+        return None
+    if isinstance(mode, InstrumentationMode) or (
+        isinstance(mode, str) and mode.split(":", 1)[0] in INSTRUMENTATION_MODES
+    ):
+        raise SessionError(
+            f"mode {str(mode).split(':', 1)[0]!r} instruments kernels: start with backend='instrumentation'"
+            " (or 'cupti,instrumentation' for kernel times too)"
+        )
     if isinstance(mode, str) and mode.split(":", 1)[0] == PERIODIC_FLUSHING:
         options = dict(_mode_option(part) for part in mode.split(":")[1:])
         unknown = set(options) - {"format"}
@@ -135,7 +147,10 @@ def _hooks(hook: Any) -> tuple[str | None, Hook | None]:
     if hook == "triton" or isinstance(hook, LaunchHook) or kind == "LaunchHook":
         return "triton", None
     if isinstance(hook, InstrumentationHook) or kind == "InstrumentationHook":
-        raise SessionError("instrumentation hooks are not supported by Deuteron yet; start without hook=")
+        raise SessionError(
+            "an InstrumentationHook is made by the backend: "
+            "start with backend='instrumentation' and mode=, not hook="
+        )
     if isinstance(hook, Hook):
         return None, hook
     raise SessionError(f"unknown hook {hook!r}; choose None, 'triton' or a deuteron.hooks.Hook object")
@@ -153,6 +168,7 @@ def start_session(
     default_format: str = "hatchet",
     flush_format: str | None = None,
     trace_shape: str = "deuteron",
+    mode: Any = None,
 ) -> int | None:
     """Open a session and make it active; the engine behind ``start()``, ``profile`` and
     ``deuteron run`` (``for_command``: the session is the command's own, numbered apart from the
@@ -174,6 +190,7 @@ def start_session(
             default_format=default_format,
             flush_format=flush_format,
             trace_shape=trace_shape,
+            mode=None if flush_format else mode,
         )
         if not for_command:
             _next_id += 1
@@ -473,10 +490,12 @@ class profile:
             self._wrap(func)
 
     def __enter__(self) -> profile:
-        flush_format = _check_mode(self.mode)
+        flush_format = check_mode(self.mode, str(self.options["backend"]))
         _data_format(self.data)
         outputs = tuple(f.strip() for f in (self.output_format or "").split(",") if f.strip())
-        self.session = start_session(self.name, outputs=outputs, flush_format=flush_format, **self.options)  # type: ignore[arg-type]
+        self.session = start_session(
+            self.name, outputs=outputs, flush_format=flush_format, mode=self.mode, **self.options  # type: ignore[arg-type]
+        )  # type: ignore[arg-type]
         self.result = current_profile(self.session) if self.session is not None else None
         return self
 

@@ -1,6 +1,6 @@
-"""Proton's profiling modes as objects (``deuteron.mode.PCSampling(interval=500)``), so code that
-builds them runs unchanged. Deuteron does not have these modes yet: ``start(mode=...)`` refuses
-every one of them with one line, rather than profiling without what was asked for."""
+"""Proton's profiling modes as objects (``deuteron.mode.Default(granularity="warp")``), so code that
+builds them runs unchanged. The instrumentation modes drive ``backend="instrumentation"``;
+``PCSampling`` is not in Deuteron yet and ``start(mode=...)`` refuses it with one line."""
 
 from __future__ import annotations
 
@@ -76,13 +76,23 @@ class InstrumentationMode(BaseMode):
             ("buffer_type", BUFFER_TYPES),
         ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"Unknown {name}: {getattr(self, name)}")
+                choices = ", ".join(allowed)
+                raise ValueError(f"Unknown {name}: {getattr(self, name)} (choose one of: {choices})")
+        if self.sampling_strategy == "selective":
+            ids = [w.strip() for w in self.sampling_options.split(",") if w.strip()]
+            if not ids or not all(w.isdigit() for w in ids):
+                raise ValueError(
+                    f"sampling_options must list the warps to keep, as 0,2; got {self.sampling_options!r}"
+                )
+        if self.buffer_size < 0:
+            raise ValueError(f"buffer_size must not be negative, not {self.buffer_size}")
         if isinstance(self.optimizations, str):
             words = [w.strip() for w in self.optimizations.split(",") if w.strip()]
-            try:
-                object.__setattr__(self, "optimizations", [Optimize(w) for w in words])
-            except ValueError as exc:
-                raise ValueError(f"Unknown optimization: {exc}") from None
+            known = [o.value for o in Optimize]
+            for word in words:
+                if word not in known:
+                    raise ValueError(f"Unknown optimization: {word} (choose from: {', '.join(known)})")
+            object.__setattr__(self, "optimizations", [Optimize(w) for w in words])
 
     def __str__(self) -> str:
         opts = ",".join(str(o) for o in self.optimizations)
@@ -106,3 +116,43 @@ class MMA(InstrumentationMode):
     """Proton's ``mma`` instrumentation mode: :class:`InstrumentationMode` with its name fixed."""
 
     name: str = field(default="mma", init=False)
+
+
+_KEYS = {
+    "metric_type", "sampling_strategy", "sampling_options", "granularity",
+    "buffer_strategy", "buffer_type", "buffer_size", "optimizations",
+}  # fmt: skip
+MODE_NAMES = ("default", "mma")
+
+
+def instrumentation_mode(mode: object) -> InstrumentationMode:
+    """Proton's instrumentation mode from what ``start(mode=...)`` took: a mode object, None or ""
+    (``default``), or a string ``"default:granularity=warp:buffer_size=4096"``. A wrong name, key or
+    value is a ValueError of one line naming the choices."""
+    if isinstance(mode, InstrumentationMode):
+        return mode
+    if mode is None or mode == "":
+        return Default()
+    if not isinstance(mode, str):
+        kind = type(mode).__name__
+        raise ValueError(f"an instrumentation mode is a string or a deuteron.mode object, not {kind}")
+    name, *parts = mode.split(":")
+    options: dict[str, object] = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep:
+            raise ValueError(f"malformed instrumentation option {part!r}; write it as key=value")
+        if key not in _KEYS:
+            choices = ", ".join(sorted(_KEYS))
+            raise ValueError(f"unknown instrumentation option {key!r}; choose from: {choices}")
+        options[key] = value
+    if "buffer_size" in options:
+        text = str(options["buffer_size"])
+        if not text.isdigit():
+            raise ValueError(f"buffer_size must be a whole number of bytes, not {text!r}")
+        options["buffer_size"] = int(text)
+    if name == "default":
+        return Default(**options)  # type: ignore[arg-type]
+    if name == "mma":
+        return MMA(**options)  # type: ignore[arg-type]
+    raise ValueError(f"unknown instrumentation mode {name!r}; choose one of: {', '.join(MODE_NAMES)}")

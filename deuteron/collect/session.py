@@ -38,9 +38,10 @@ from deuteron.collect.deferred import (
 from deuteron.collect.placement import LaunchContexts
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.errors import DeuteronError
+from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.metrics import CPU_TIME, EXC, split_kind
 from deuteron.model.trace import KernelSpans, TraceEvent, gpu_busy
-from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, plain_value
+from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, node_paths, plain_value
 from deuteron.triton import proton_knob
 from deuteron.view.processors import copy, keep_paths_to, merge
 
@@ -107,13 +108,15 @@ class Session:
         default_format: str = "hatchet",
         flush_format: str | None = None,
         trace_shape: str = "deuteron",
+        mode: Any = None,
     ) -> None:
         """``outputs``: the formats this session will write; their files are checked now, before
         any work, and the output path is fixed here (absolute), so a later chdir does not move it.
         ``default_format``: what ``finalize()`` writes when not told (``data="tree"``: hatchet);
         ``flush_format``: Proton's periodic flushing, each completed phase written to
         ``NAME.part_<phase>.<format>`` and dropped from memory (None: phases kept until finalize);
-        ``trace_shape``: ``"proton"`` writes kernels only (``start(data="trace")``, Proton's API)."""
+        ``trace_shape``: ``"proton"`` writes kernels only (``start(data="trace")``, Proton's API);
+        ``mode``: Proton's instrumentation mode, for the instrumentation backend."""
         try:
             base_context, frameworks = parse_context(context)
         except ContextSpecError as exc:
@@ -132,7 +135,7 @@ class Session:
         self.context = base_context  # what backends need: "shadow" or "python"
         self.context_spec = ",".join((base_context, *frameworks)) if frameworks else base_context
         self.hook = hook
-        self.backend: Backend = resolve(backend)
+        self.backend: Backend = resolve(backend, mode)
         self.profile = Profile()
         self.profile.metadata.update(
             output.run_metadata(name, self.backend.name, self.context_spec, hook, command)
@@ -166,6 +169,7 @@ class Session:
         # Told the thread's innermost scope and state, as ids, whenever they change (the CUPTI shim's slots).
         self.context_listener: Callable[[int, int], None] | None = None
         self.kernel_spans: list[KernelSpans] = []
+        self.intra_spans: list[IntraSpans] = []  # kernels' scopes per CTA and unit (pl.scope)
         self.default_format = default_format
         self.trace_shape = trace_shape
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
@@ -182,13 +186,14 @@ class Session:
 
     def start_frameworks(self) -> None:
         """Start the framework sources (before the backend, which may ask them for a probe)."""
-        if self.native is not None and self.backend.name != "cupti":
+        if self.native is not None and "cupti" not in self.backend.name.split(","):
             raise SessionError(
                 "-c native takes the C/C++ frames at each CUDA launch: it needs the cupti backend "
                 f"(a machine with an NVIDIA GPU), not {self.backend.name}"
             )
         if self.torch is not None:
-            self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=self.backend.name == "cupti")
+            on_gpu = "cupti" in self.backend.name.split(",")
+            self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=on_gpu)
         if self.jax is not None:
             self.jax.start()
 
@@ -333,14 +338,30 @@ class Session:
 
     # --- backends report here --------------------------------------------------------------------
 
-    def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None:
-        """A kernel launched by the calling thread, just now (the interpreter's launches)."""
+    def record_kernel(
+        self,
+        name: str,
+        metrics: dict[str, Any],
+        start_ns: int,
+        end_ns: int,
+        scopes: list[ScopeRow] | None = None,
+        intra: IntraSpans | None = None,
+    ) -> None:
+        """A kernel launched by the calling thread, just now (the interpreter's launches), with the
+        ``pl.scope``s it recorded, if any, and their spans per program."""
         node = self.add_kernel(self.launch_context(), name, metrics, self.state())
+        if scopes:
+            self.file_scopes(node, scopes)
+        if intra is not None:
+            intra.node = node
+            self.add_intra_spans(intra)
         args = {}
         for key, value in metrics.items():
             clean = split_kind(key)[0]
             if clean in ("bytes", "flops", "grid"):
                 args[clean] = value
+                if clean != "grid" and scopes:  # the launch's total: the scopes' share was taken off
+                    args[clean] += sum(row.metrics.get(clean, 0) for row in scopes)
         with self.lock:
             self._event(("kernel", node, start_ns, end_ns, _get_ident(), args))
 
@@ -378,7 +399,13 @@ class Session:
                 base = contexts.node(group.context)
             parent = contexts.kernel_parent(base, other_thread=other_thread, captured_in=captured_in)
             state = contexts.states.get(group.state)
-            nodes.append(self.add_kernel(parent, group.name, group.metrics, state))
+            node = self.add_kernel(parent, group.name, group.metrics, state)
+            if group.scopes:
+                self.file_scopes(node, group.scopes)
+            if group.intra is not None:
+                group.intra.node = node
+                self.add_intra_spans(group.intra)
+            nodes.append(node)
             replayed = self._replayed.get(group.capture) if group.capture else None
             if replayed and (id(parent), group.capture) not in told:  # once per scope per batch
                 told.add((id(parent), group.capture))
@@ -387,6 +414,25 @@ class Session:
         if len(spans.group_of):
             spans.nodes = nodes
             self.add_kernel_spans(spans)
+
+    def file_scopes(self, kernel: Node, rows: list[ScopeRow]) -> None:
+        """A kernel's ``pl.scope``s as its children, nested as they were in the kernel."""
+        with self.lock:
+            for row in rows:
+                node = kernel
+                for name in row.path:
+                    node = node.child(name)
+                self.profile.add_metrics(node, row.metrics)
+
+    def add_intra_spans(self, spans: IntraSpans) -> None:
+        """Keep a launch's per-CTA scope spans for the trace, within the same TRACE_LIMIT."""
+        with self.lock:
+            room = TRACE_LIMIT - len(self.events) - sum(len(s.start) for s in self.kernel_spans)
+            room -= sum(len(s) for s in self.intra_spans)
+            if room < len(spans):
+                self.dropped_events += len(spans)
+                return
+            self.intra_spans.append(spans)
 
     def add_kernel_spans(self, spans: KernelSpans) -> None:
         """Keep GPU kernel spans for the trace, up to TRACE_LIMIT spans in all."""
@@ -411,9 +457,14 @@ class Session:
         """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes.
         A session started through Proton's API with ``data="trace"`` writes Proton's trace: its
         kernels only (each with its call stack), which is what code reading Proton's traces counts."""
-        events, names = lanes.trace_events(self.profile.root, self.events, self.kernel_spans)
-        if self.trace_shape == "proton":
-            return [replace(e, launched_from=None) for e in events if e.category == "kernel"], {}
+        root = self.profile.root
+        events, names = lanes.trace_events(root, self.events, self.kernel_spans, self.intra_spans)
+        if self.trace_shape == "proton":  # Proton's: kernels with their call stacks, scopes by CTA and warp
+            kernels = [replace(e, launched_from=None) for e in events if e.category == "kernel"]
+            shift = lanes.cupti_shift(self.intra_spans, self.kernel_spans)
+            paths = node_paths(self.profile.root)
+            inside = lanes.intra_events(self.intra_spans, paths, proton_shape=True, shift=shift)[0]
+            return kernels + inside, {}
         return events, names
 
     # --- phases (Proton's data API) ------------------------------------------------------------

@@ -40,15 +40,16 @@ def to_json(
     for e in items:
         args = dict(e.args)
         args["call_stack"] = list(e.call_stack)
+        process, thread, category = e.proton_labels or (pid, e.lane, e.category)
         out.append(
             {
                 "name": e.name,
-                "cat": e.category,
+                "cat": category,
                 "ph": "X",
                 "ts": (e.start_ns - t0) / 1e3,
                 "dur": max(e.end_ns - e.start_ns, 0) / 1e3,
-                "pid": pid,
-                "tid": e.lane,
+                "pid": process,
+                "tid": thread,
                 "args": args,
             }
         )

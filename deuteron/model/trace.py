@@ -22,6 +22,8 @@ class TraceEvent:
     call_stack: tuple[str, ...] = ()
     args: dict[str, Any] = field(default_factory=dict)
     launched_from: tuple[int, int] | None = None  # (lane, time) of the launch, drawn as an arrow
+    # Proton's own trace names its lanes by strings: (process, thread, category); None for ours
+    proton_labels: tuple[str, str, str] | None = None
 
 
 @dataclass

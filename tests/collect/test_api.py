@@ -10,6 +10,7 @@ import torch
 
 import deuteron
 import deuteron.collect.api as api
+from deuteron.collect.backends import BackendError
 from deuteron.collect.session import SessionError
 from deuteron.formats import hatchet
 from tests import kernels as k
@@ -331,14 +332,25 @@ def test_mode_objects_are_built_as_in_proton_and_refused_at_start() -> None:
     assert str(mma).startswith("mma:metric_type=cycle:")
     with pytest.raises(ValueError, match="Unknown granularity"):
         deuteron.mode.Default(granularity="thread")
-    for mode in (sampling, mma, deuteron.mode.Default()):
-        with pytest.raises(SessionError, match="is not supported by Deuteron yet"):
+    with pytest.raises(SessionError, match="is not supported by Deuteron yet"):
+        deuteron.start("m", mode=sampling)
+    for mode in (mma, deuteron.mode.Default(), "default:granularity=warp"):  # without the backend they need
+        with pytest.raises(SessionError, match="instruments kernels: start with backend='instrumentation'"):
             deuteron.start("m", mode=mode)
+    with pytest.raises(BackendError, match="bad instrumentation mode: unknown instrumentation option 'gran'"):
+        deuteron.start("m", backend="instrumentation", mode="default:gran=warp")
+    with pytest.raises(BackendError, match="bad instrumentation mode: Unknown buffer_type: local"):
+        deuteron.start(
+            "m",
+            backend="instrumentation",
+            mode=deuteron.mode.Default(buffer_type="shared").__class__.__name__.lower()
+            + ":buffer_type=local",
+        )
     with pytest.raises(SessionError, match="unknown data 'graph'"):
         deuteron.start("m", data="graph")
     with pytest.raises(SessionError, match="unknown hook <object"):
         deuteron.start("m", hook=object())
-    with pytest.raises(SessionError, match="instrumentation hooks are not supported"):
+    with pytest.raises(SessionError, match="an InstrumentationHook is made by the backend"):
         deuteron.start("m", hook=deuteron.hooks.InstrumentationHook(""))
     assert deuteron.DEFAULT_PROFILE_NAME == "proton" and api._sessions == {}
 

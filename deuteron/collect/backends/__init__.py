@@ -17,7 +17,7 @@ from deuteron.collect.backends.port import (
     benchmark_scope,
 )
 
-NAMES = ("auto", "interpreter", "cupti")
+NAMES = ("auto", "interpreter", "cupti", "instrumentation", "cupti,instrumentation")
 
 __all__ = [
     "AUTOTUNE_SCOPE",
@@ -39,11 +39,52 @@ def cupti_unavailable_reason() -> str | None:
     return unavailable_reason()
 
 
-def resolve(name: str) -> Backend:
-    """The backend called ``name`` (``auto``: CUPTI where it can run, else the interpreter); one
-    line saying why, when it cannot run here."""
+class Together:
+    """Two backends recording the same sessions (``cupti,instrumentation``: kernel times from CUPTI,
+    their scopes from instrumented code, filed under the same kernel nodes)."""
+
+    def __init__(self, parts: list[Backend]) -> None:
+        self.parts = parts
+        self.name = ",".join(p.name for p in parts)
+
+    def start(self, session: SessionPort) -> None:
+        started: list[Backend] = []
+        try:
+            for part in self.parts:
+                part.start(session)
+                started.append(part)
+        except BaseException:
+            for part in reversed(started):
+                part.stop(session)
+            raise
+
+    def stop(self, session: SessionPort) -> None:
+        for part in reversed(self.parts):  # scopes first, then the kernel times they sit in
+            part.stop(session)
+
+    def flush(self, session: SessionPort) -> None:
+        for part in self.parts:
+            part.flush(session)
+
+    def set_active(self, session: SessionPort, active: bool) -> None:
+        for part in self.parts:
+            part.set_active(session, active)
+
+
+def resolve(name: str, mode: object = None) -> Backend:
+    """The backend called ``name`` (``auto``: CUPTI where it can run, else the interpreter; the
+    instrumentation backend takes Proton's ``mode``); one line saying why, when it cannot run here."""
+    name = ",".join(part.strip() for part in name.split(","))
+    if name == "instrumentation,cupti":
+        name = "cupti,instrumentation"
     if name not in NAMES:
         raise BackendError(f"unknown backend {name!r}; choose one of: {', '.join(NAMES)}")
+    if "instrumentation" in name:
+        from deuteron.collect.backends.instrumentation import InstrumentationBackend
+
+        if name == "instrumentation":
+            return InstrumentationBackend(mode)
+        return Together([resolve("cupti"), InstrumentationBackend(mode, combined=True)])
     if name == "auto":
         name = "cupti" if cupti_unavailable_reason() is None else "interpreter"
     if name == "cupti":

@@ -8,11 +8,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.errors import DeuteronError
+from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.trace import KernelSpans
 
 
@@ -31,6 +32,8 @@ class KernelGroup:
     name: str
     metrics: dict[str, Any]
     op: int = 0  # the torch context's place of the launch (a trie id); 0 for none
+    scopes: list[ScopeRow] = field(default_factory=list)  # the kernel's pl.scopes, filed under it
+    intra: IntraSpans | None = None  # their spans per CTA and unit, for the trace
 
 
 class RecordedTable(Protocol):
@@ -96,7 +99,17 @@ class SessionPort(Protocol):
     frameworks: Frameworks
     context_listener: Callable[[int, int], None] | None
 
-    def record_kernel(self, name: str, metrics: dict[str, Any], start_ns: int, end_ns: int) -> None: ...
+    def record_kernel(
+        self,
+        name: str,
+        metrics: dict[str, Any],
+        start_ns: int,
+        end_ns: int,
+        scopes: list[ScopeRow] | None = None,
+        intra: IntraSpans | None = None,
+    ) -> None: ...
+
+    def add_intra_spans(self, spans: IntraSpans) -> None: ...
 
     def context_ids(self) -> tuple[int, int]: ...
 

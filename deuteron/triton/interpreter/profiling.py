@@ -1,9 +1,11 @@
 """Launch records from Triton's interpreter, for profiling: what each launch cost (exact bytes of
-active lanes, ``tl.dot`` flops by operand width) and when it ran.
+active lanes, ``tl.dot`` flops by operand width), when it ran, and its ``pl.scope``s per program.
 
 The interpreter's memory operations and launch loop are wrapped in :mod:`.adapter`; they count into
 the :class:`Counter` of the launch in progress (``STATE.counter``), and :func:`recorded_run` turns
-it into a :class:`LaunchRecord` for the profiler ``STATE.profiler`` when the launch is over.
+it into a :class:`LaunchRecord` for the profiler ``STATE.profiler`` when the launch is over. While
+a counted launch runs, a :class:`.scopes.ScopeRecorder` hears its scopes' edges (through
+:func:`deuteron.triton.language.set_interpreter_recorder`), snapshotting the same counter.
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ from typing import Any
 
 import numpy as np
 
+from deuteron.triton import language
 from deuteron.triton.interpreter.mends import compile_time
+from deuteron.triton.interpreter.scopes import ScopeInstances, ScopeRecorder
 from deuteron.triton.runtime import launch_hooks, launch_metadata
 
 
 @dataclass
 class LaunchRecord:
-    """What one interpreted launch did: exact bytes (active lanes only) and tl.dot flops."""
+    """What one interpreted launch did: exact bytes (active lanes only), tl.dot flops, and the
+    ``pl.scope`` instances its programs completed (None when they used no scope)."""
 
     kernel: str
     grid: tuple[int, int, int] = (1, 1, 1)
@@ -30,6 +35,7 @@ class LaunchRecord:
     bytes_loaded: int = 0
     bytes_stored: int = 0
     flops: dict[int, int] = field(default_factory=dict)  # operand width in bits -> flops
+    scopes: ScopeInstances | None = None
 
     @property
     def programs(self) -> int:
@@ -105,9 +111,14 @@ def recorded_run(
 
 
 def counted_run(launch: Callable[[], Any], builder: Any, fn: Any) -> Any:
-    """Run one launch with a fresh counter (when a profiler listens) and record what it counted."""
+    """Run one launch with a fresh counter (when a profiler listens), its scopes heard by a
+    recorder meanwhile, and record what it counted."""
     s = STATE
     counter = s.counter = Counter() if s.profiler is not None else None
+    recorder = outer = None
+    if counter is not None:
+        recorder, outer = ScopeRecorder(counter, builder), language.STATE.recorder
+        language.set_interpreter_recorder(recorder)
     start = time.perf_counter_ns()
     try:
         return launch()
@@ -117,6 +128,8 @@ def counted_run(launch: Callable[[], Any], builder: Any, fn: Any) -> Any:
     finally:
         end = time.perf_counter_ns()
         s.counter = None
+        if recorder is not None:
+            language.set_interpreter_recorder(outer)
         profiler = s.profiler
         if profiler is not None and counter is not None:
             grid3 = tuple(int(g) for g in getattr(builder, "grid_dim", (1, 1, 1)))
@@ -129,5 +142,6 @@ def counted_run(launch: Callable[[], Any], builder: Any, fn: Any) -> Any:
                     bytes_loaded=counter.loaded,
                     bytes_stored=counter.stored,
                     flops=counter.flops,
+                    scopes=recorder.finish() if recorder is not None else None,
                 )
             )

@@ -1,0 +1,96 @@
+"""A recorded launch filed through a real session, as the instrumentation backend files it after a
+drain: the tree (kernel > scope, Proton's metrics and time), Proton's trace shape (a process per CTA
+and SM, a thread per warp) and ``deuteron view`` on the file. No GPU: the buffers were recorded on one."""
+
+from __future__ import annotations
+
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import deuteron as proton
+from deuteron.collect import api
+from deuteron.collect.backends.instrumentation.backend import Engine
+from deuteron.collect.backends.instrumentation.runtime import Launch, Slot
+from deuteron.triton.instrument import KernelScopes
+
+FIXTURES = Path(__file__).parents[3] / "fixtures" / "instrumentation"
+KERNEL = KernelScopes("three", {0: "load", 1: "compute", 2: "store"}, {0: -1, 1: -1, 2: -1}, 4, 8320)
+
+
+def _file(session_id: int, bin_name: str) -> None:
+    data = (FIXTURES / bin_name).read_bytes()
+    payload = data[struct.unpack_from("<I", data, 12)[0] :]
+    session = api.find(session_id)
+    assert session is not None
+    engine = Engine()
+    engine.sessions.append(session)
+    engine.clock_khz = 1_980_000
+    import numpy as np
+
+    engine.kernels[1] = KERNEL
+    launch = Launch(Slot(0, len(payload)), 1, [(session, *session.context_ids())])
+    engine._file([(launch, np.frombuffer(payload, np.uint8))])
+
+
+def test_tree_and_view(tmp_path: Path) -> None:
+    sid = proton.start(str(tmp_path / "k"), backend="interpreter")
+    assert sid is not None
+    with proton.scope("outer"):
+        _file(sid, "default.bin")
+    proton.finalize()
+    tree = json.loads((tmp_path / "k.hatchet").read_text())[0]
+    outer = next(c for c in tree["children"] if c["frame"]["name"] == "outer")
+    kernel = outer["children"][0]
+    assert kernel["frame"]["name"] == "three"
+    scopes = {c["frame"]["name"]: c["metrics"] for c in kernel["children"]}
+    assert scopes["compute"]["cycles"] == 15732 and scopes["load"]["cycles"] == 1462  # Proton's own numbers
+    assert scopes["compute"]["time (ns)"] > scopes["load"]["time (ns)"] > 0
+    out = subprocess.run(
+        [sys.executable, "-m", "deuteron", "view", str(tmp_path / "k.hatchet"), "-m", "time/us,cycles"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "compute" in out.stdout and "15,732" in out.stdout.replace("15732", "15,732")
+
+
+def test_protons_trace_shape(tmp_path: Path) -> None:
+    sid = proton.start(str(tmp_path / "t"), backend="interpreter", data="trace")
+    assert sid is not None
+    _file(sid, "default_trace.bin")
+    proton.finalize()
+    ours = json.loads((tmp_path / "t.chrome_trace").read_text())["traceEvents"]
+    theirs = json.loads((FIXTURES / "default.proton.chrome_trace").read_text())["traceEvents"]
+    assert len(ours) == len(theirs) == 48
+
+    def lanes(events: list[dict[str, object]]) -> set[tuple[object, ...]]:
+        return {(e["pid"], str(e["tid"]).split(" (")[0], e["name"], e["cat"]) for e in events}
+
+    assert lanes(ours) == lanes(theirs)  # the same CTAs on the same SMs, warps and scopes
+    assert all(e["args"]["call_stack"][-1] == "three" for e in ours)
+    for e in ours:
+        assert e["dur"] > 0 and "Init Time (ns)" in e["args"] and "Finalization Time (ns)" in e["args"]
+
+
+def test_launches_filed_together_sum_like_protons(tmp_path: Path) -> None:
+    import numpy as np
+
+    data = (FIXTURES / "default.bin").read_bytes()
+    payload = np.frombuffer(data[struct.unpack_from("<I", data, 12)[0] :], np.uint8)
+    sid = proton.start(str(tmp_path / "b"), backend="interpreter")
+    assert sid is not None
+    session = api.find(sid)
+    assert session is not None
+    engine = Engine()
+    engine.sessions.append(session)
+    engine.clock_khz = 2_000_000
+    engine.kernels[1] = KERNEL
+    place = [(session, *session.context_ids())]
+    engine._file([(Launch(Slot(0, len(payload)), 1, place), payload) for _ in range(3)])
+    proton.finalize()
+    kernel = json.loads((tmp_path / "b.hatchet").read_text())[0]["children"][0]
+    compute = next(c for c in kernel["children"] if c["frame"]["name"] == "compute")["metrics"]
+    assert compute["cycles"] == 3 * 15732 and compute["instances"] == 3 * 16
+    assert compute["normalized_cycles"] == 3 * 983.25  # Proton sums each launch's normalized cycles
+    assert abs(compute["time (ns)"] - 3 * 15732 / 16 / 2.0) < 1e-6
