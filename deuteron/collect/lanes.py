@@ -150,7 +150,7 @@ def intra_events(
                         **{key: values[i] for key, values in row_args.items()},
                         "cta": ctas[i],
                         "sm": sms[i],
-                        spans.unit_label: units[i],
+                        spans.unit_label: units[i] if sms[i] >= 0 else ctas[i],
                     },
                     proton_labels=(process, thread, spans.kernel) if proton_shape else None,
                 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from deuteron.model.trace import TraceEvent
 
 FORMAT = "deuteron-chrome-trace"
 VERSION = 1
+_PROTON_CTA = re.compile(r"Core\d+ CTA\d+$")  # Proton's process name for one CTA of a kernel
 _LARGEST_US = 1e15  # about 30 years in microseconds: beyond it a time is damage, not data
 
 
@@ -171,12 +173,22 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
     cat_col: list[int] = []
     lane_col: list[int] = []
     flow_ends: dict[Any, list[tuple[int, float] | None]] = {}
+    named: dict[tuple[str, str], tuple[int, int]] = {}  # Proton's string process/thread names -> a key
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
             raise FormatError(f"{path}: trace event {i} is not an object")
         ph = ev.get("ph")
         pid, tid = ev.get("pid", 0), ev.get("tid", 0)
-        key = (pid if isinstance(pid, int) else 0, tid if isinstance(tid, int) else 0)
+        intra = False
+        if isinstance(pid, str) or isinstance(tid, str):  # Proton names lanes by strings
+            text = (str(pid)[:200], str(tid)[:200])
+            key = named.get(text)
+            if key is None:
+                key = named[text] = (-1 - len(named), 0)
+                labels[key] = f"{text[0]} · {text[1]}"
+            intra = _PROTON_CTA.search(text[0]) is not None  # a kernel's CTA: its scopes, per warp
+        else:
+            key = (pid if isinstance(pid, int) else 0, tid if isinstance(tid, int) else 0)
         if ph == "M":
             args = ev.get("args")
             if (
@@ -216,7 +228,7 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
         start.append(ts * 1e3)
         dur.append(d * 1e3)
         name_col.append(names.setdefault(name[:500], len(names)))
-        cat = str(ev.get("cat", ""))[:100]
+        cat = "intra" if intra else str(ev.get("cat", ""))[:100]
         known = cats.get(cat)
         if known is None:  # past 255 categories, the rest share one: "other"
             known = cats[cat] = len(cats) if len(cats) < 255 else cats.setdefault("other", 255)

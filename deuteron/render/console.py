@@ -60,9 +60,9 @@ def _walk(p: Profile, full_names: bool = False) -> tuple[list[Node], list[str], 
     return nodes, branches, labels
 
 
-# Columns that count things (launches, bytes, flops, programs): shown as whole numbers when every
-# value is one, "12" rather than "12.000".
-_COUNTED = ("count", "bytes", "flops", "programs")
+# Columns that count things (launches, bytes, flops, programs, scope instances, cycles): shown as
+# whole numbers when every value is one, "12" rather than "12.000".
+_COUNTED = ("count", "bytes", "flops", "programs", "instances", "cycles", "scope programs")
 
 
 def _counted(column: str) -> bool:

@@ -14,6 +14,8 @@ Only this module and :mod:`deuteron.triton.language` touch those parts of Triton
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +50,8 @@ class KernelScopes:
     parents: dict[int, int]  # scope id -> parent scope id (-1: at the kernel's top)
     num_warps: int
     scratch_size: int  # bytes of profile scratch per CTA; 0 when the kernel has no scope
+    ttir: str = ""  # the kernel's IR before and after the GPU passes, to see what moved across scopes
+    ttgir: str = ""
 
 
 def _proton() -> Any:
@@ -74,17 +78,24 @@ def _backend_name() -> str:
 class _Passes:
     """The object Triton's compiler consults at its two instrumentation points."""
 
-    def __init__(self, options: PassOptions) -> None:
-        import triton
-
+    def __init__(
+        self, options: PassOptions, max_shared: int | None = None, backend: str | None = None
+    ) -> None:
+        """``max_shared`` and ``backend``: the target's, for compiling without its GPU (explain,
+        tests); read from the current device otherwise."""
         self.options = options
         proton = _proton()
         self.proton = proton
-        device = triton.runtime.driver.active.get_current_device()
-        props = triton.runtime.driver.active.utils.get_device_properties(device)
-        self.max_shared = props["max_shared_mem"]
-        self.arch = str(props.get("arch", "")).split(":")[0]
-        self.backend = _backend_name()
+        self.arch = ""
+        if max_shared is None:
+            import triton
+
+            device = triton.runtime.driver.active.get_current_device()
+            props = triton.runtime.driver.active.utils.get_device_properties(device)
+            max_shared = int(props["max_shared_mem"])
+            self.arch = str(props.get("arch", "")).split(":")[0]
+        self.max_shared = max_shared
+        self.backend = backend or _backend_name()
 
     def load_dialects(self, ctx: Any) -> None:
         self.proton.load_dialects(ctx)
@@ -92,7 +103,8 @@ class _Passes:
     def patch(self, stage: str, pm: Any, ctx: Any) -> None:
         from triton._C.libtriton import passes
 
-        self.load_dialects(ctx)
+        if ctx is not None:
+            self.load_dialects(ctx)
         o, p = self.options, self.proton
         if stage == "ttgpuir_to_llvmir":
             p.add_convert_proton_to_protongpu(
@@ -116,7 +128,8 @@ class _Passes:
             if "sched_barriers" in o.optimizations and self.backend == "amd":
                 p.add_sched_barriers(pm)
         elif stage == "llvmir_to_llvm":
-            p.add_allocate_proton_global_scratch_buffer(pm)
+            if hasattr(p, "add_allocate_proton_global_scratch_buffer"):  # 3.6; later Triton does it itself
+                p.add_allocate_proton_global_scratch_buffer(pm)
             if self.backend == "nvidia":
                 p.add_convert_proton_nvidia_gpu_to_llvm(pm)
             elif self.backend == "amd":
@@ -124,25 +137,79 @@ class _Passes:
 
 
 _installed: dict[str, Any] = {}
+# the compiler's instrumentation points (later Triton's registry names) -> our stage names
+_POINTS = {
+    "load-dialects": None,
+    "ttgpuir-to-llvmir": "ttgpuir_to_llvmir",
+    "llvmir-to-llvm": "llvmir_to_llvm",
+}
+
+
+def _attach(passes: _Passes) -> Any:
+    """Put the passes where the compiler looks: Triton 3.6's ``compiler.instrumentation`` object,
+    or the callback registry later versions have (``triton._instrumentation``). Returns the undo."""
+    try:
+        from triton import _instrumentation as registry
+    except ImportError:
+        registry = None
+    if registry is not None and hasattr(registry, "register_instrumentation"):
+        for point, stage in _POINTS.items():
+            registry.unregister_instrumentation(point=point, backend=passes.backend)
+            callback = passes.load_dialects if stage is None else _stage(passes, stage)
+            registry.register_instrumentation(point=point, backend=passes.backend, callback=callback)
+
+        def undo() -> None:
+            for point in _POINTS:
+                registry.unregister_instrumentation(point=point, backend=passes.backend)
+
+        return undo
+    from triton.backends import backends
+
+    compiler = backends[passes.backend].compiler
+    before = getattr(compiler, "instrumentation", None)
+    compiler.instrumentation = passes
+
+    def restore() -> None:
+        compiler.instrumentation = before
+
+    return restore
+
+
+def _stage(passes: _Passes, stage: str) -> Any:
+    return lambda pm: passes.patch(stage, pm, None)
+
+
+def compiling_for(options: PassOptions, max_shared: int) -> Any:
+    """A context manager: kernels compiled inside it (for an NVIDIA target, maybe not this machine's)
+    are instrumented with ``options``; for reading their IR without a GPU."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def scope() -> Any:
+        was = _language_flag(True)
+        undo = _attach(_Passes(options, max_shared=max_shared, backend="nvidia"))
+        try:
+            yield
+        finally:
+            undo()
+            _language_flag(was)
+
+    return scope()
 
 
 def install(options: PassOptions, allocator: Callable[[int, int, int | None], Any]) -> None:
     """Instrument kernels compiled from now on with ``options``; ``allocator(size, alignment,
     stream)`` gives each instrumented launch its profile scratch buffer (a device tensor)."""
     import triton
-    from triton.backends import backends
     from triton.runtime import _allocation
 
     passes = _Passes(options)
-    compiler = backends[passes.backend].compiler
     _installed.update(
-        compiler=compiler,
-        before=getattr(compiler, "instrumentation", None),
+        undo=_attach(passes),
         mode=triton.knobs.compilation.instrumentation_mode,
         allocator=_allocation._profile_allocator.get(),
         language=_language_flag(True),
     )
-    compiler.instrumentation = passes
     _allocation.set_profile_allocator(allocator)
     triton.knobs.compilation.instrumentation_mode = options.mode_text
 
@@ -154,7 +221,7 @@ def uninstall() -> None:
     import triton
     from triton.runtime import _allocation
 
-    _installed["compiler"].instrumentation = _installed["before"]
+    _installed["undo"]()
     triton.knobs.compilation.instrumentation_mode = _installed["mode"]
     _allocation.set_profile_allocator(_installed["allocator"])
     _language_flag(_installed["language"])
@@ -204,7 +271,14 @@ def kernel_scopes(name: str, metadata_group: dict[str, str]) -> KernelScopes | N
     module.context = context
     names = {int(i): str(n) for i, n in proton.get_scope_id_names(module)}
     parents = {int(i): int(p) for i, p in proton.get_scope_id_parents(module)}
-    return KernelScopes(name, names, parents, int(meta.get("num_warps", 4)), scratch)
+    ttir_path = next((p for k, p in metadata_group.items() if k.endswith(".ttir")), None)
+    ttir = ""
+    if ttir_path:
+        with open(ttir_path) as f:
+            ttir = f.read()
+    with open(ir_path) as f:
+        ttgir = f.read()
+    return KernelScopes(name, names, parents, int(meta.get("num_warps", 4)), scratch, ttir, ttgir)
 
 
 def device_row() -> tuple[str, dict[str, object]]:
@@ -242,18 +316,27 @@ def probe(options: PassOptions) -> str | None:
         tl.store(x_ptr, tl.load(x_ptr) + 1)
         language.exit_scope("probe")
 
+    import tempfile
+
+    from deuteron.triton.compiler.compile import stderr_to
+
     had_triton = "triton" in language.STATE.semantics
     language.STATE.semantics.add("triton")
-    try:
-        # the mode in the options keys Triton's cache apart from plain and other modes' probes
-        source = ASTSource(fn=deuteron_probe, signature={"x_ptr": "*fp32"}, constexprs={})
-        triton.compile(source, options={"instrumentation_mode": options.mode_text})
-    except Exception as exc:  # noqa: BLE001 - the compiler's own failure, said in one line
-        text = str(exc).strip().splitlines()
-        return text[-1] if text else type(exc).__name__
-    finally:
-        if not had_triton:
-            language.STATE.semantics.discard("triton")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "probe.txt")
+        try:
+            # the mode in the options keys Triton's cache apart from plain and other modes' probes
+            source = ASTSource(fn=deuteron_probe, signature={"x_ptr": "*fp32"}, constexprs={})
+            with stderr_to(log):  # MLIR prints the failing pass pipeline there: kept for the reason
+                triton.compile(source, options={"instrumentation_mode": options.mode_text})
+        except Exception as exc:  # noqa: BLE001 - the compiler's own failure, said in one line
+            with open(log, errors="replace") as f:
+                said = re.findall(r"error: (.+)", f.read())
+            text = str(exc).strip().splitlines()
+            return said[0] if said else (text[-1] if text else type(exc).__name__)
+        finally:
+            if not had_triton:
+                language.STATE.semantics.discard("triton")
     return None
 
 

@@ -45,8 +45,9 @@ export interface ProfileData {
 export interface TraceRef {
   name: string;
   source: string;
-  /** Lanes in display order: a thread or a GPU stream. */
-  lanes: { id: number; name: string; kind: "thread" | "stream" }[];
+  /** Lanes in display order: threads, GPU streams, then lanes inside kernels ("intra": one per
+   * kernel, CTA and warp, or per interpreted program), kernel by kernel. */
+  lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane }[];
   names: string[]; // event names (index: the `name` column)
   cats: string[]; // categories (index: the `cat` column)
   count: number; // events
@@ -57,6 +58,17 @@ export interface TraceRef {
    * depth (u8, nesting level within the lane); flow_from_lane, flow_to_lane (u16),
    * flow_from_ns, flow_to_ns (f64). Events sorted by start. */
   events: string;
+}
+
+/** What an intra-kernel lane's name says (deuteron/render/web/timeline.py intra_lane): its kernel,
+ * the CTA and its SM (null for an interpreted program, which has neither), the unit ("warp",
+ * "warp group", "program"; "" when the name has another shape) and the unit's number. */
+export interface IntraLane {
+  kernel: string;
+  cta: number | null;
+  sm: number | null;
+  unit: string;
+  index: number | null;
 }
 
 /** An access record (`deuteron check --record`): its launches; each launch is fetched on demand. */

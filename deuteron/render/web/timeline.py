@@ -1,11 +1,17 @@
 """A trace for the web UI: ``TraceRef`` (``frontend/src/types.ts``) and its events packed as typed
 arrays (:mod:`.packed`). Each event gets its nesting depth within its lane here, once, so the
 browser only draws. Event names go as recorded (``names``), and as ``deuteron view`` shows them
-(``display_names``: a C++ kernel's short name) and demangled in full (``full_names``), index for index."""
+(``display_names``: a C++ kernel's short name) and demangled in full (``full_names``), index for index.
+
+Lanes are threads, GPU streams, or lanes inside kernels (``intra``: one per kernel, CTA and warp,
+or per interpreted program, holding ``pl.scope`` spans); the last are ordered after the streams,
+kernel by kernel, and carry what their names say (kernel, CTA, SM, unit) so the page can group
+them without parsing names itself."""
 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -33,18 +39,74 @@ def depths(c: TraceColumns) -> np.ndarray:
 
 
 def lane_kinds(c: TraceColumns) -> list[str]:
-    """A lane is a GPU stream when it holds only kernels (category "kernel"); a thread otherwise,
-    also where kernels ran on it (the interpreter runs them on the launching thread)."""
-    kernel = [i for i, name in enumerate(c.cats) if name in ("kernel", "gpu", "cuda")]
-    is_kernel = np.isin(c.cat, kernel)
+    """A lane is a GPU stream when it holds only kernels (category "kernel"); inside a kernel
+    (``intra``) when it holds only scope spans recorded in kernels (category "intra"); a thread
+    otherwise, also where kernels ran on it (the interpreter runs them on the launching thread)."""
     lanes = max(len(c.lanes), 1)
-    kernels = np.bincount(c.lane[is_kernel].astype(np.int64), minlength=lanes)
-    others = np.bincount(c.lane[~is_kernel].astype(np.int64), minlength=lanes)
-    return ["stream" if kernels[i] and not others[i] else "thread" for i in range(len(c.lanes))]
+
+    def per_lane(cats: tuple[str, ...]) -> np.ndarray:
+        chosen = np.isin(c.cat, [i for i, name in enumerate(c.cats) if name in cats])
+        return np.bincount(c.lane[chosen].astype(np.int64), minlength=lanes)
+
+    kernels, intra = per_lane(("kernel", "gpu", "cuda")), per_lane(("intra",))
+    every = np.bincount(c.lane.astype(np.int64), minlength=lanes)
+    kinds = []
+    for i in range(len(c.lanes)):
+        only = every[i] and (kernels[i] == every[i] or intra[i] == every[i])
+        kinds.append(("stream" if kernels[i] else "intra") if only else "thread")
+    return kinds
+
+
+# Lane names of deuteron.collect.lanes.intra_events: "<kernel> Core<sm> CTA<n> · <unit> <u>" for a
+# GPU CTA's warp (or warp group), "<kernel> · <unit> <n>" for an interpreted program.
+_GPU_LANE = re.compile(r"^(?P<kernel>.+) Core(?P<sm>\d+) CTA(?P<cta>\d+) · (?P<unit>[^·]+?) (?P<index>\d+)$")
+_PROGRAM_LANE = re.compile(r"^(?P<kernel>.+?) · (?P<unit>[^·]+?) (?P<index>\d+)$")
+
+
+def intra_lane(label: str, fallback: str) -> dict[str, Any]:
+    """What an intra-kernel lane's name says: its kernel, CTA and SM (None for an interpreted
+    program, which has neither), its unit ("warp", "program") and the unit's number. A name of
+    another shape is a kernel of its own (the whole name) with nothing else known, so a foreign
+    trace still shows, one group per lane."""
+    gpu = _GPU_LANE.match(label)
+    if gpu:
+        return {
+            "kernel": gpu["kernel"],
+            "cta": int(gpu["cta"]),
+            "sm": int(gpu["sm"]),
+            "unit": gpu["unit"],
+            "index": int(gpu["index"]),
+        }
+    program = _PROGRAM_LANE.match(label)
+    if program:
+        unit, index = program["unit"], int(program["index"])
+        return {"kernel": program["kernel"], "cta": None, "sm": None, "unit": unit, "index": index}
+    return {"kernel": label or fallback, "cta": None, "sm": None, "unit": "", "index": None}
+
+
+def lane_order(lanes: list[dict[str, Any]]) -> list[int]:
+    """Display order: threads, then streams, each by their first event; then the lanes inside
+    kernels, kernel by kernel (in order of each kernel's first lane), by CTA then unit number,
+    numerically ("CTA10" after "CTA9")."""
+    first_of: dict[str, int] = {}
+    for i, lane in enumerate(lanes):
+        if lane["kind"] == "intra":
+            first_of.setdefault(lane["intra"]["kernel"], i)
+    rank = {"thread": 0, "stream": 1, "intra": 2}
+
+    def key(i: int) -> tuple[int, int, int, int, int]:
+        lane = lanes[i]
+        if lane["kind"] != "intra":
+            return (rank[lane["kind"]], 0, 0, 0, i)
+        where = lane["intra"]
+        cta, index = where["cta"], where["index"]
+        return (2, first_of[where["kernel"]], -1 if cta is None else cta, -1 if index is None else index, i)
+
+    return sorted(range(len(lanes)), key=key)
 
 
 def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], list[int]]:
-    """The trace's ``TraceRef`` and its lanes' display order (threads first, then streams)."""
+    """The trace's ``TraceRef`` and its lanes' display order (:func:`lane_order`)."""
     kinds = lane_kinds(c)
     lanes = []
     several_processes = len({pid for pid, _tid, _label in c.lanes}) > 1
@@ -53,9 +115,11 @@ def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], l
         default = f"stream {tid}" if kind == "stream" else f"thread {tid}"
         if several_processes:
             default += f" (pid {pid})"
-        lanes.append({"id": i, "name": label or default, "kind": kind})
-    # Threads first, then streams, each by their first event.
-    order = sorted(range(len(lanes)), key=lambda i: (lanes[i]["kind"] == "stream", i))
+        lane: dict[str, Any] = {"id": i, "name": label or default, "kind": kind}
+        if kind == "intra":
+            lane["intra"] = intra_lane(label, default)
+        lanes.append(lane)
+    order = lane_order(lanes)
     ends = c.start + c.dur
     ref = {
         "name": os.path.basename(source),

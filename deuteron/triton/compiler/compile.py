@@ -44,6 +44,13 @@ class CompileFailure(Exception):  # noqa: N818 - carries the compiler's facts to
 
 
 @contextmanager
+def stderr_to(path: str) -> Iterator[None]:
+    """The process's own stderr (fd 2, where MLIR prints its diagnostics) into ``path`` meanwhile."""
+    with _stderr_to(path):
+        yield
+
+
+@contextmanager
 def _stderr_to(path: str) -> Iterator[None]:
     sys.stderr.flush()
     saved = os.dup(2)

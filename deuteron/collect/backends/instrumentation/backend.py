@@ -29,6 +29,7 @@ from deuteron.collect.hook_manager import HookManager
 from deuteron.collect.instrumentation_hook import InstrumentationHook
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.modes import InstrumentationMode, instrumentation_mode
+from deuteron.explain.scope_order import scope_notes
 from deuteron.model.metrics import TIME
 from deuteron.model.trace import KernelSpans
 
@@ -73,6 +74,7 @@ class Engine:
         self.sessions: list[SessionPort] = []
         self.combined: set[int] = set()  # sessions whose kernels CUPTI also times
         self.kernels: dict[int, Any] = {}  # CUfunction handle -> deuteron.triton.instrument.KernelScopes
+        self.notes: dict[int, dict[str, str]] = {}  # ... -> scope name -> what the compiler moved across it
         self.launches: list[Launch] = []
         self.lock = threading.Lock()
         self.clock_khz = 0
@@ -138,7 +140,7 @@ class Engine:
             "mode": str(self.hook.mode),
             "sm_clock_khz": self.clock_khz,
             "time_from": "SM cycles / the SM clock rate the driver reports; spans placed by the global timer",
-            "problems": self.problems[:5],
+            "problems": self.problems[:20],
         }
 
     # --- the hook's calls ------------------------------------------------------------------------
@@ -157,7 +159,7 @@ class Engine:
             instrument.uninstall()
             raise BackendError(
                 f"Triton {instrument.version()} cannot compile kernels with mode {mode}: {failure} "
-                "(its own Proton fails the same way); try granularity=warp"
+                "(its own Proton fails the same way)"
             )
         self.device, self.device_row = instrument.device_row()
         self.clock_khz = int(str(self.device_row["clock_rate"]))
@@ -175,6 +177,14 @@ class Engine:
         scopes = instrument.kernel_scopes(name, metadata_group)
         if scopes is not None:
             self.kernels[int(function)] = scopes
+            try:
+                notes = scope_notes(scopes.ttir, scopes.ttgir) if scopes.ttir else {}
+            except Exception as exc:  # noqa: BLE001 - a note is a courtesy; its failure must not cost the profile
+                notes = {}
+                self._problem(f"{name}: could not compare its IR stages ({type(exc).__name__})")
+            self.notes[int(function)] = notes
+            for scope, note in notes.items():
+                self._problem(f"{name} > {scope}: {note}")
 
     def entered(self, metadata: Any) -> None:
         slot = self.arena.claim()
@@ -267,6 +277,10 @@ class Engine:
         rows = aggregate.rows(
             decoded, kernel.names, kernel.parents, per_launch, layout.total_units, self.clock_khz, len(items)
         )
+        notes = self.notes.get(launch.function, {})
+        for row in rows:
+            if row.path[-1] in notes:
+                row.metrics["compiler note (pty)"] = notes[row.path[-1]]
         spans = None
         if self.span_budget >= len(decoded.start_cycle):  # the trace keeps a bounded number of spans
             self.span_budget -= len(decoded.start_cycle)
@@ -290,7 +304,7 @@ class Engine:
             session.file_gpu_kernels([group], _no_spans())
 
     def _problem(self, text: str) -> None:
-        if len(self.problems) < 20:
+        if len(self.problems) < 20 and text not in self.problems:
             self.problems.append(text)
 
 

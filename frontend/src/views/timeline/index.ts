@@ -1,13 +1,16 @@
-// The Timeline view: lanes (threads, GPU streams) of nested events on one canvas, zoomed with the
-// wheel around the cursor or the buttons, panned by dragging. Frames are drawn on demand (one per
-// animation frame at most), from the per-row indexes built once in model.ts.
+// The Timeline view: lanes (threads, GPU streams, and the CTAs' warps inside kernels under a
+// folding header per kernel) of nested events on one canvas, zoomed with the wheel around the
+// cursor or the buttons, panned by dragging. Frames are drawn on demand (one per animation frame
+// at most), from the per-row indexes built in model.ts. Lane names and kernel headers are elements
+// over the canvas' gutter; below, a table of the scopes inside kernels when the trace has any.
 import "./timeline.css";
 import { getPacked } from "../../data";
 import { fitCanvas, h, picker, placeTip } from "../../dom";
 import { fmt } from "../../format";
 import type { Index } from "../../types";
-import { LABEL_W, ROW_H, buildTimeline, clampWindow, describeEvent, eventAt, traceSummary, type TimelineModel } from "./model";
-import { Painter, type Window } from "./painter";
+import { LABEL_W, ROW_H, buildTimeline, clampWindow, describeEvent, eventAt, groupAt, setExpanded, traceSummary, type TimelineModel } from "./model";
+import { Painter, type Highlight, type Window } from "./painter";
+import { scopePanel } from "./scopes";
 
 export async function mountTimeline(root: HTMLElement, index: Index): Promise<void> {
   const slot = h("div", { class: "timeline-slot" });
@@ -40,12 +43,16 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
 class TimelineView {
   private canvas: HTMLCanvasElement;
   private box: HTMLDivElement;
+  private gutter: HTMLDivElement;
+  private cappedNote: HTMLSpanElement;
   private tip: HTMLDivElement;
   private details: HTMLDivElement;
   private painter: Painter;
   private t0 = 0;
   private t1: number;
   private selected = -1;
+  private highlight: Highlight | null = null;
+  private scopes: HTMLElement | null;
   private frame = 0;
   private ctx: CanvasRenderingContext2D | null = null;
   private size: [number, number] = [0, 0];
@@ -55,10 +62,18 @@ class TimelineView {
     const ref = m.ref;
     this.t1 = m.span;
     this.painter = new Painter(m);
-    this.canvas = h("canvas", { class: "tl-canvas", "data-events": m.n, "data-lanes": m.lanes.length, "data-capped": m.capped, tabindex: 0 });
+    this.canvas = h("canvas", { class: "tl-canvas", "data-events": m.n, "data-lanes": m.lanes.length, tabindex: 0 });
+    this.cappedNote = h("span", { class: "tl-hint", "data-note": "capped" });
     this.tip = h("div", { class: "tip", hidden: true });
-    this.box = h("div", { class: "tl-box card" }, this.canvas, this.tip);
+    this.gutter = h("div", { class: "tl-gutter", style: `width: ${LABEL_W - 1}px` });
+    this.box = h("div", { class: "tl-box card" }, this.canvas, this.gutter, this.tip);
     this.details = h("div", { class: "card tl-details", hidden: true });
+    this.scopes = scopePanel(m, (pick) => {
+      this.highlight = pick;
+      if (pick) this.canvas.dataset.highlight = `${pick.kernel} · ${m.ref.names[pick.nameId] ?? "?"}`;
+      else delete this.canvas.dataset.highlight;
+      this.schedule();
+    });
     const button = (label: string, name: string, title: string, act: () => void): HTMLButtonElement =>
       h("button", { type: "button", name, title, onclick: act }, label);
     root.append(
@@ -70,12 +85,14 @@ class TimelineView {
         button("−", "zoom-out", "zoom out", () => this.zoomBy(2)),
         button("reset", "reset", "show the whole trace", () => this.setWindow(0, m.span)),
         h("span", { class: "tl-summary" }, traceSummary(ref)),
-        m.capped ? h("span", { class: "tl-hint", "data-note": "capped" }, `deep nesting: ${m.capped} levels per lane shown, deeper events drawn in the last`) : null,
+        this.cappedNote,
         h("span", { class: "tl-hint" }, "wheel: zoom · drag: pan · click: details"),
       ),
       this.box,
       this.details,
+      ...(this.scopes ? [this.scopes] : []),
     );
+    this.fillGutter();
     this.listen();
     new ResizeObserver(() => this.schedule()).observe(this.box);
     this.draw(); // the first frame now: opening time includes it
@@ -107,6 +124,42 @@ class TimelineView {
       else if (e.key === "ArrowRight") this.panBy(0.1);
       else if (e.key === "0") this.setWindow(0, this.m.span);
     });
+  }
+
+  /** The lane names and kernel headers over the canvas' left gutter, where the layout put them. */
+  private fillGutter(): void {
+    const m = this.m;
+    const items: HTMLElement[] = [];
+    m.groups.forEach((g, k) => {
+      const toggle = h(
+        "button",
+        { type: "button", class: "tl-group", style: `top: ${g.y}px`, "data-kernel": g.kernel, "aria-expanded": String(g.expanded), title: g.label, onclick: () => this.toggle(k) },
+        `${g.expanded ? "▾" : "▸"} ${g.label}`,
+      );
+      items.push(toggle);
+    });
+    m.lanes.forEach((lane, k) => {
+      if (lane.hidden) return;
+      const sub = lane.height >= ROW_H * 2 && lane.kind !== "intra" ? h("span", { class: "tl-kind" }, lane.kind === "stream" ? "GPU stream" : "thread") : null;
+      items.push(h("div", { class: `tl-label tl-${lane.kind}`, style: `top: ${lane.y}px`, title: lane.name, "data-lane": k }, h("span", {}, lane.label), sub));
+    });
+    this.gutter.style.height = `${m.height}px`;
+    // Unfolding a kernel can leave fewer levels per lane (model.ts levelCap): say so each time.
+    this.canvas.dataset.capped = String(m.capped);
+    this.cappedNote.hidden = !m.capped;
+    this.cappedNote.textContent = m.capped ? `deep nesting: ${m.capped} level${m.capped === 1 ? "" : "s"} per lane shown, deeper events drawn in the last` : "";
+    this.gutter.replaceChildren(...items);
+    this.canvas.dataset.groups = String(m.groups.length);
+    this.canvas.dataset.shownLanes = String(m.lanes.filter((l) => !l.hidden).length);
+  }
+
+  /** Fold or unfold a kernel's lanes: a new layout, gutter and frame. */
+  private toggle(group: number): void {
+    const g = this.m.groups[group];
+    if (!g) return;
+    setExpanded(this.m, group, !g.expanded);
+    this.fillGutter();
+    this.schedule();
   }
 
   private plotWidth(): number {
@@ -183,6 +236,8 @@ class TimelineView {
   }
 
   private click(e: MouseEvent): void {
+    const header = groupAt(this.m, e.clientY - this.canvas.getBoundingClientRect().top);
+    if (header >= 0) return this.toggle(header);
     const i = this.hit(e);
     this.selected = i;
     if (i < 0) {
@@ -211,7 +266,7 @@ class TimelineView {
     }
     const ctx = this.ctx;
     const w: Window = { t0: this.t0, t1: this.t1, width };
-    const stats = this.painter.frame(ctx, w, this.selected);
+    const stats = this.painter.frame(ctx, w, this.selected, this.highlight);
     const ds = this.canvas.dataset;
     ds.drawn = String(stats.drawn);
     ds.flowsDrawn = String(stats.flows);

@@ -1,17 +1,29 @@
 import { describe, expect, it } from "vitest";
 import type { Packed } from "../../data";
 import type { TraceRef } from "../../types";
+import { colourOf } from "../../format";
 import {
   AXIS_H,
+  GROUP_H,
+  INTRA_GAP,
   LANE_GAP,
+  MAX_HEIGHT,
   ROW_H,
   buildTimeline,
   clampWindow,
   describeEvent,
   eventAt,
+  groupAt,
+  groupLabel,
+  laneLabel,
+  levelCap,
   lowerBound,
+  median,
   MIN_SPAN,
   niceStep,
+  scopeTable,
+  setExpanded,
+  spanColour,
   tickLabel,
   traceSummary,
 } from "./model";
@@ -285,5 +297,237 @@ describe("describeEvent", () => {
     });
     // With no lanes listed, the model makes one ("lane 0"); the event's own lane number is 3.
     expect(describeEvent(odd, 0)).toEqual(["?", "category: ?", "lane: 3 (depth 0)", "start: +0 ns", "duration: 0 ns"]);
+  });
+});
+
+// A trace with lanes inside kernels, as deuteron/render/web/timeline.py orders them: the main
+// thread, then kernel "three" (2 CTAs × 2 warps), then kernel "two" (2 interpreted programs).
+type LaneRef = TraceRef["lanes"][number];
+const gpuLane = (id: number, cta: number, sm: number, warp: number): LaneRef => ({
+  id,
+  name: `three Core${sm} CTA${cta} · warp ${warp}`,
+  kind: "intra",
+  intra: { kernel: "three", cta, sm, unit: "warp", index: warp },
+});
+const programLane = (id: number, p: number): LaneRef => ({
+  id,
+  name: `two · program ${p}`,
+  kind: "intra",
+  intra: { kernel: "two", cta: null, sm: null, unit: "program", index: p },
+});
+
+function intraRef(): TraceRef {
+  return ref({
+    lanes: [
+      { id: 0, name: "main thread", kind: "thread" },
+      gpuLane(1, 0, 124, 0),
+      gpuLane(2, 0, 124, 1),
+      gpuLane(3, 1, 126, 0),
+      gpuLane(4, 1, 126, 1),
+      programLane(5, 0),
+      programLane(6, 1),
+    ],
+    names: ["kernel", "load", "compute", "inner"],
+    cats: ["kernel", "intra"],
+    count: 12,
+    flows: 0,
+    end_ns: S + 1000,
+  });
+}
+
+// Lane 0: the kernel (0..1000). "three": load then compute in each warp, the compute of CTA 1
+// warp 1 four times as long, and an "inner" inside the load of CTA 0 warp 0. "two": one load each.
+function intraPacked(): Packed {
+  const ev: [number, number, number, number, number][] = [
+    // start, dur, name, lane, depth
+    [0, 1000, 0, 0, 0],
+    [10, 20, 1, 1, 0],
+    [10, 20, 1, 2, 0],
+    [10, 20, 1, 3, 0],
+    [10, 40, 1, 4, 0],
+    [12, 5, 3, 1, 1],
+    [30, 100, 2, 1, 0],
+    [30, 100, 2, 2, 0],
+    [30, 100, 2, 3, 0],
+    [50, 400, 2, 4, 0],
+    [500, 30, 1, 5, 0],
+    [600, 50, 1, 6, 0],
+  ];
+  ev.sort((a, b) => a[0] - b[0] || b[1] - a[1]); // by start, the longer first: as the server sends them
+  return {
+    start: Float64Array.from(ev, (e) => S + e[0]),
+    dur: Float64Array.from(ev, (e) => e[1]),
+    name: Uint32Array.from(ev, (e) => e[2]),
+    lane: Uint16Array.from(ev, (e) => e[3]),
+    cat: Uint8Array.from(ev, (e) => (e[2] === 0 ? 0 : 1)),
+    depth: Uint8Array.from(ev, (e) => e[4]),
+  };
+}
+
+describe("lanes inside kernels", () => {
+  it("labels a CTA's warp by CTA, SM and warp, a program by its number, anything else by its name", () => {
+    expect(laneLabel("three Core124 CTA0 · warp 1", { kernel: "three", cta: 0, sm: 124, unit: "warp", index: 1 })).toBe("CTA 0 · SM 124 · warp 1");
+    expect(laneLabel("k · program 3", { kernel: "k", cta: null, sm: null, unit: "program", index: 3 })).toBe("program 3");
+    expect(laneLabel("x", { kernel: "k", cta: 2, sm: null, unit: "warp group", index: 1 })).toBe("CTA 2 · warp group 1");
+    expect(laneLabel("odd lane", { kernel: "odd lane", cta: null, sm: null, unit: "", index: null })).toBe("odd lane");
+    expect(laneLabel("no info", undefined)).toBe("no info");
+  });
+
+  it("heads a kernel with its CTAs and warps, or its programs, or its lanes", () => {
+    const warps = [0, 1, 2, 3].flatMap((w) => [0, 1, 63].map((cta) => ({ kernel: "three", cta, sm: 100 + cta, unit: "warp", index: w })));
+    expect(groupLabel("three", warps)).toBe("three — 3 CTAs × 4 warps");
+    expect(groupLabel("k", [{ kernel: "k", cta: 0, sm: 1, unit: "warp", index: 0 }])).toBe("k — 1 CTA × 1 warp");
+    expect(groupLabel("two", [0, 1, 2].map((p) => ({ kernel: "two", cta: null, sm: null, unit: "program", index: p })))).toBe("two — 3 programs");
+    expect(groupLabel("odd", [undefined, undefined])).toBe("odd — 2 lanes");
+  });
+
+  it("groups consecutive lanes of a kernel under a header row, short labels, a small gap inside", () => {
+    const m = buildTimeline(intraRef(), intraPacked());
+    expect(m.groups.map((g) => [g.kernel, g.label, g.first, g.count, g.expanded])).toEqual([
+      ["three", "three — 2 CTAs × 2 warps", 1, 4, true],
+      ["two", "two — 2 programs", 5, 2, true],
+    ]);
+    expect(m.lanes.map((l) => [l.label, l.group])).toEqual([
+      ["main thread", -1],
+      ["CTA 0 · SM 124 · warp 0", 0],
+      ["CTA 0 · SM 124 · warp 1", 0],
+      ["CTA 1 · SM 126 · warp 0", 0],
+      ["CTA 1 · SM 126 · warp 1", 0],
+      ["program 0", 1],
+      ["program 1", 1],
+    ]);
+    // main thread (one level), header, warp 0 of CTA 0 (two levels: "inner"), three one-level
+    // warps, a lane's gap, header, two programs.
+    let y = AXIS_H + 4;
+    expect(m.lanes[0].y).toBe(y);
+    y += ROW_H + LANE_GAP;
+    expect(m.groups[0].y).toBe(y);
+    y += GROUP_H + INTRA_GAP;
+    expect([m.lanes[1].y, m.lanes[1].height]).toEqual([y, 2 * ROW_H]);
+    y += 2 * ROW_H + INTRA_GAP;
+    expect([m.lanes[2].y, m.lanes[3].y, m.lanes[4].y]).toEqual([y, y + ROW_H + INTRA_GAP, y + 2 * (ROW_H + INTRA_GAP)]);
+    y += 3 * (ROW_H + INTRA_GAP) + LANE_GAP - INTRA_GAP;
+    expect(m.groups[1].y).toBe(y);
+    y += GROUP_H + INTRA_GAP;
+    expect(m.lanes[5].y).toBe(y);
+    expect(m.height).toBe(y + 2 * (ROW_H + INTRA_GAP) + LANE_GAP - INTRA_GAP);
+    expect([m.groups[0].t0, m.groups[0].t1, m.groups[1].t0, m.groups[1].t1]).toEqual([10, 450, 500, 650]);
+    expect(m.rows.length).toBe(8);
+  });
+
+  it("folds a kernel to its header row: no rows, no height, nothing to hit", () => {
+    const m = buildTimeline(intraRef(), intraPacked());
+    const full = m.height;
+    setExpanded(m, 0, false);
+    expect(m.lanes.slice(1, 5).every((l) => l.hidden && l.height === 0 && l.rows.length === 0)).toBe(true);
+    expect(m.rows.map((r) => r.lane)).toEqual([0, 5, 6]);
+    expect(m.groups[1].y).toBe(m.groups[0].y + GROUP_H + INTRA_GAP + LANE_GAP - INTRA_GAP);
+    expect(m.height).toBe(full - (5 * ROW_H + 4 * INTRA_GAP));
+    expect(groupAt(m, m.groups[0].y + 3)).toBe(0);
+    expect(groupAt(m, m.groups[1].y + GROUP_H - 1)).toBe(1);
+    expect(groupAt(m, m.lanes[0].y)).toBe(-1);
+    setExpanded(m, 0, true);
+    expect(m.height).toBe(full);
+    expect(m.rows.length).toBe(8);
+  });
+
+  it("starts with only the first kernel unfolded past 64 lanes inside kernels", () => {
+    const lanes: LaneRef[] = [];
+    for (let w = 0; w < 40; w++) lanes.push(gpuLane(w, w >> 2, 0, w & 3));
+    for (let p = 0; p < 40; p++) lanes.push(programLane(40 + p, p));
+    const m = buildTimeline(ref({ lanes, count: 0 }), { start: new Float64Array(0) });
+    expect(m.groups.map((g) => [g.count, g.expanded])).toEqual([
+      [40, true],
+      [40, false],
+    ]);
+    expect(m.lanes.filter((l) => !l.hidden).length).toBe(40);
+    expect(m.lanes[40].y).toBe(m.groups[1].y); // folded lanes sit on their header
+  });
+
+  it("folds the farthest other kernels when unfolding one would make the canvas too tall", () => {
+    // Four kernels of 250 one-level lanes: 4.5k px each, so at most three fit in MAX_HEIGHT.
+    const lanes: LaneRef[] = [];
+    for (let k = 0; k < 4; k++) for (let w = 0; w < 250; w++) lanes.push({ ...gpuLane(k * 250 + w, w >> 2, 0, w & 3), intra: { kernel: `k${k}`, cta: w >> 2, sm: 0, unit: "warp", index: w & 3 } });
+    const m = buildTimeline(ref({ lanes, count: 0 }), { start: new Float64Array(0) });
+    expect(m.groups.map((g) => g.expanded)).toEqual([true, false, false, false]);
+    expect(setExpanded(m, 1, true)).toEqual([]);
+    expect(setExpanded(m, 2, true)).toEqual([]);
+    expect(setExpanded(m, 3, true)).toEqual([0]);
+    expect(m.groups.map((g) => g.expanded)).toEqual([false, true, true, true]);
+    expect(m.height).toBeLessThanOrEqual(MAX_HEIGHT);
+    expect(setExpanded(m, 3, true)).toEqual([]); // already so: nothing changes
+  });
+
+  it("colours a span by its name alone, the same in every lane, as kernels always were", () => {
+    expect(spanColour("load")).toBe(colourOf("load", 58, 64));
+    expect(spanColour("load")).not.toBe(spanColour("store"));
+  });
+});
+
+describe("levelCap", () => {
+  it("keeps every level when the rows fit", () => {
+    expect(levelCap([1, 2, 3])).toBe(256);
+    expect(levelCap([])).toBe(256);
+  });
+
+  it("lets shallow lanes keep all their levels and the deep ones share the rest", () => {
+    // 100 one-level lanes and two 300-deep ones: 400 rows left for the two, 200 each.
+    expect(levelCap([...Array(100).fill(1), 300, 300])).toBe(200);
+    expect(levelCap([201, 201, 201])).toBe(166);
+  });
+
+  it("keeps at least one level however many lanes there are", () => {
+    expect(levelCap(Array(600).fill(3))).toBe(1);
+  });
+});
+
+describe("median", () => {
+  it("takes the middle value, or the mean of the middle two", () => {
+    expect(median([5, 1, 3])).toBe(3);
+    expect(median([4, 1, 3, 2])).toBe(2.5);
+    expect(median([7])).toBe(7);
+    expect(median([])).toBeNaN();
+  });
+});
+
+describe("scopeTable", () => {
+  it("gives each kernel's scopes their instances, spread and imbalance, in program order", () => {
+    const rows = scopeTable(buildTimeline(intraRef(), intraPacked()));
+    expect(rows.map((r) => [r.kernel, r.scope, r.instances, r.lanes])).toEqual([
+      ["three", "load", 4, 4],
+      ["three", "inner", 1, 1],
+      ["three", "compute", 4, 4],
+      ["two", "load", 2, 2],
+    ]);
+    const [load, inner, compute, two] = rows;
+    expect([load.min, load.median, load.max, load.imbalance, load.total]).toEqual([20, 20, 40, 2, 100]);
+    expect([compute.min, compute.median, compute.max, compute.imbalance]).toEqual([100, 100, 400, 4]);
+    expect([compute.laneMin, compute.laneMedian, compute.laneMax]).toEqual([100, 100, 400]);
+    expect([inner.min, inner.median, inner.max, inner.imbalance]).toEqual([5, 5, 5, 1]);
+    expect([two.min, two.median, two.max, two.imbalance, two.laneMedian]).toEqual([30, 40, 50, 1.25, 40]);
+    expect(load.nameId).toBe(1);
+    expect(two.nameId).toBe(1); // the same name in another kernel: its own row
+  });
+
+  it("sums a lane's instances for the per-lane spread", () => {
+    const lanes = [gpuLane(0, 0, 1, 0), gpuLane(1, 0, 1, 1)];
+    const m = buildTimeline(ref({ lanes, names: ["loop"], cats: ["intra"], count: 3 }), {
+      start: Float64Array.of(S, S + 10, S + 20),
+      dur: Float64Array.of(5, 5, 30),
+      name: Uint32Array.of(0, 0, 0),
+      lane: Uint16Array.of(0, 0, 1),
+      cat: Uint8Array.of(0, 0, 0),
+    });
+    const [loop] = scopeTable(m);
+    expect([loop.instances, loop.lanes, loop.median, loop.laneMin, loop.laneMedian, loop.laneMax]).toEqual([3, 2, 5, 10, 20, 30]);
+  });
+
+  it("is empty without spans inside kernels, and gives no imbalance over a zero median", () => {
+    expect(scopeTable(buildTimeline(ref(), packed()))).toEqual([]);
+    const m = buildTimeline(ref({ lanes: [gpuLane(0, 0, 1, 0)], names: ["s"], cats: ["intra"], count: 3 }), {
+      start: Float64Array.of(S, S + 1, S + 2),
+      dur: Float64Array.of(0, 0, 4),
+    });
+    expect(scopeTable(m)[0].imbalance).toBeNull();
   });
 });

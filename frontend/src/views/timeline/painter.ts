@@ -1,8 +1,9 @@
 // One frame of the timeline. Level of detail: per row, events under a pixel wide are merged into
 // one block per run of pixel columns, so a million events cost one pass of arithmetic and a few
-// thousand fillRects; wider events are drawn (and labelled) one by one.
-import { colourOf, timeUnit } from "../../format";
-import { AXIS_H, LABEL_W, LANE_GAP, ROW_H, lowerBound, niceStep, tickLabel, type Row, type TimelineModel } from "./model";
+// thousand fillRects; wider events are drawn (and labelled) one by one. Lane names are not drawn
+// here: they are elements over the canvas' left gutter (index.ts), so they can be clicked and read.
+import { timeUnit } from "../../format";
+import { AXIS_H, GROUP_H, LABEL_W, ROW_H, lowerBound, niceStep, spanColour, tickLabel, type Row, type TimelineModel } from "./model";
 
 export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
 
@@ -10,6 +11,13 @@ export interface Window {
   t0: number; // relative ns at the plot's left edge
   t1: number; // ... right edge
   width: number; // css px of the whole canvas
+}
+
+/** A scope picked in the scope table: its spans (that kernel's, that name) stand out, the other
+ * spans inside kernels fade. */
+export interface Highlight {
+  kernel: string;
+  nameId: number;
 }
 
 export interface FrameStats {
@@ -25,10 +33,10 @@ export class Painter {
   constructor(private m: TimelineModel) {}
 
   colour(nameId: number): string {
-    return (this.colours[nameId] ??= colourOf(this.m.ref.names[nameId] ?? "?", 58, 64));
+    return (this.colours[nameId] ??= spanColour(this.m.ref.names[nameId] ?? "?"));
   }
 
-  frame(ctx: CanvasRenderingContext2D, w: Window, selected: number): FrameStats {
+  frame(ctx: CanvasRenderingContext2D, w: Window, selected: number, highlight: Highlight | null = null): FrameStats {
     const m = this.m;
     ctx.clearRect(0, 0, w.width, m.height);
     ctx.font = "11px system-ui, sans-serif";
@@ -38,33 +46,44 @@ export class Painter {
     const scale = plotW / (w.t1 - w.t0);
     this.lanes(ctx, w.width);
     this.grid(ctx, w, scale, plotW);
+    this.headers(ctx, w, scale, plotW);
     ctx.save();
     ctx.beginPath();
     ctx.rect(LABEL_W, AXIS_H, plotW, m.height - AXIS_H);
     ctx.clip();
     let drawn = 0;
-    for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected);
+    for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected, highlight);
     const [flows, flowsVisible] = this.flows(ctx, w, scale);
     ctx.restore();
     return { drawn, flows, flowsVisible };
   }
 
-  /** Lane bands and names in the left gutter. */
+  /** Lane bands (the warps of one CTA share a shade) and the gutter's edge. */
   private lanes(ctx: CanvasRenderingContext2D, width: number): void {
     this.m.lanes.forEach((lane, k) => {
-      ctx.fillStyle = k % 2 ? "#f6f6f8" : "#fbfbfc";
-      ctx.fillRect(0, lane.y - LANE_GAP / 2, width, lane.height + LANE_GAP);
-      ctx.fillStyle = lane.kind === "stream" ? "#5f3dc4" : "#1d1d1f";
-      const room = Math.floor((LABEL_W - 12) / this.charW);
-      const label = lane.name.length <= room ? lane.name : lane.name.slice(0, room - 1) + "…";
-      ctx.fillText(label, 6, lane.y + ROW_H / 2);
-      if (lane.height >= ROW_H * 2) {
-        ctx.fillStyle = "#8a8a92";
-        ctx.fillText(lane.kind === "stream" ? "GPU stream" : "thread", 6, lane.y + ROW_H * 1.5);
-      }
+      if (lane.hidden) return;
+      const odd = lane.cta !== null ? lane.cta % 2 : k % 2;
+      ctx.fillStyle = odd ? "#f6f6f8" : "#fbfbfc";
+      ctx.fillRect(0, lane.y - lane.gap / 2, width, lane.height + lane.gap);
     });
     ctx.fillStyle = "#dcdcdf";
     ctx.fillRect(LABEL_W - 1, 0, 1, this.m.height);
+  }
+
+  /** Each kernel's header row; folded, it shows where in time the kernel's spans lie. */
+  private headers(ctx: CanvasRenderingContext2D, w: Window, scale: number, plotW: number): void {
+    for (const g of this.m.groups) {
+      ctx.fillStyle = "#eef1fd";
+      ctx.fillRect(0, g.y, w.width, GROUP_H);
+      ctx.fillStyle = "#cfd7f7";
+      ctx.fillRect(0, g.y + GROUP_H - 1, w.width, 1);
+      if (g.expanded || !(g.t1 >= g.t0)) continue;
+      const x0 = Math.max(LABEL_W, LABEL_W + (g.t0 - w.t0) * scale);
+      const x1 = Math.min(LABEL_W + plotW, LABEL_W + (g.t1 - w.t0) * scale);
+      if (x1 < LABEL_W || x0 > LABEL_W + plotW) continue;
+      ctx.fillStyle = "rgba(59, 91, 219, 0.35)";
+      ctx.fillRect(x0, g.y + 6, Math.max(1, x1 - x0), GROUP_H - 12);
+    }
   }
 
   /** Time axis: ticks every 1, 2 or 5 × 10^k ns, about 100 px apart, labels relative to the start. */
@@ -87,8 +106,9 @@ export class Painter {
     ctx.fillRect(LABEL_W, AXIS_H - 1, plotW, 1);
   }
 
-  /** One lane+depth row; returns rectangles drawn. */
-  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number): number {
+  /** One lane+depth row; returns rectangles drawn. Inside kernels, a block of thin spans takes the
+   * colour of its longest span, and a highlighted scope's spans stand out while the others fade. */
+  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number, highlight: Highlight | null): number {
     const m = this.m;
     const s = row.start;
     const e = row.end;
@@ -100,17 +120,26 @@ export class Painter {
     let blockX0 = -1;
     let blockX1 = -1;
     let covered = 0; // px of events inside the block: its shade says how busy those pixels are
-    const blockFill = row.lane < m.lanes.length && m.lanes[row.lane].kind === "stream" ? "#7b6bb0" : "#6c7a93";
+    let longest = -1; // inside kernels: the block's longest span, whose colour it takes
+    let lit = false; // the block holds a highlighted span
+    const lane = m.lanes[Math.min(row.lane, m.lanes.length - 1)];
+    const intra = lane?.kind === "intra";
+    const blockFill = lane?.kind === "stream" ? "#7b6bb0" : "#6c7a93";
+    const focus = intra && highlight !== null && m.groups[lane.group]?.kernel === highlight.kernel ? highlight.nameId : -2;
+    const fade = intra && highlight !== null; // every span of another scope or kernel
     const flush = (): void => {
       if (blockX1 > blockX0) {
-        ctx.fillStyle = blockFill;
-        ctx.globalAlpha = 0.3 + 0.7 * Math.min(1, covered / (blockX1 - blockX0));
+        ctx.fillStyle = intra && longest >= 0 ? this.colour(m.name[longest]) : blockFill;
+        const busy = 0.3 + 0.7 * Math.min(1, covered / (blockX1 - blockX0));
+        ctx.globalAlpha = fade ? (lit ? 1 : 0.15) : busy;
         ctx.fillRect(blockX0, y, blockX1 - blockX0, hgt);
         ctx.globalAlpha = 1;
         drawn++;
       }
       blockX0 = blockX1 = -1;
       covered = 0;
+      longest = -1;
+      lit = false;
     };
     for (; k < len && s[k] <= w.t1; k++) {
       const x0 = LABEL_W + (s[k] - w.t0) * scale;
@@ -125,6 +154,9 @@ export class Painter {
           blockX1 = px + 1;
         }
         covered += x1 - x0;
+        const i = row.idx[k];
+        if (intra && (longest < 0 || m.dur[i] > m.dur[longest])) longest = i;
+        if (m.name[i] === focus) lit = true;
         continue;
       }
       flush();
@@ -132,8 +164,16 @@ export class Painter {
       const left = Math.max(x0, LABEL_W - 2);
       const right = Math.min(x1, w.width + 2);
       ctx.fillStyle = this.colour(m.name[i]);
+      const dim = fade && m.name[i] !== focus;
+      if (dim) ctx.globalAlpha = 0.15;
       ctx.fillRect(left, y, Math.max(1, right - left - (right - left > 3 ? 1 : 0)), hgt);
+      ctx.globalAlpha = 1;
       drawn++;
+      if (fade && !dim) {
+        ctx.strokeStyle = "#1d1d1f";
+        ctx.lineWidth = 1;
+        ctx.strokeRect(left + 0.5, y + 0.5, Math.max(1, right - left - 1), hgt - 1);
+      }
       if (i === selected) {
         ctx.strokeStyle = "#111";
         ctx.lineWidth = 2;
@@ -169,7 +209,7 @@ export class Painter {
       if (f.to[k] < w.t0) continue;
       const a = this.m.lanes[f.fromLane[k]];
       const b = this.m.lanes[f.toLane[k]];
-      if (!a || !b) continue;
+      if (!a || !b || a.hidden || b.hidden) continue;
       const x0 = LABEL_W + (f.from[k] - w.t0) * scale;
       const x1 = LABEL_W + (f.to[k] - w.t0) * scale;
       const down = b.y >= a.y; // streams usually sit below threads, but not necessarily

@@ -94,3 +94,14 @@ def test_launches_filed_together_sum_like_protons(tmp_path: Path) -> None:
     assert compute["cycles"] == 3 * 15732 and compute["instances"] == 3 * 16
     assert compute["normalized_cycles"] == 3 * 983.25  # Proton sums each launch's normalized cycles
     assert abs(compute["time (ns)"] - 3 * 15732 / 16 / 2.0) < 1e-6
+
+
+def test_protons_string_lanes_are_read_as_cta_and_warp_lanes() -> None:
+    """Proton's trace names lanes by strings ("three Core124 CTA0", "warp 0 (line 0)"): read, they
+    stay apart, named, and their spans count as spans inside a kernel."""
+    from deuteron.formats.chrome_trace import read_columns
+
+    columns = read_columns(FIXTURES / "default.proton.chrome_trace")
+    assert columns.cats == ["intra"] and len(columns.start) == 48
+    labels = sorted(label for _, _, label in columns.lanes)
+    assert len(labels) == 16 and labels[0] == "three Core124 CTA0 · warp 0 (line 0)"
