@@ -317,6 +317,11 @@ class Session:
         if self.context_listener is not None:
             self._tell_context(self.shadow.current())
 
+    def launch_context_ids(self) -> tuple[int, int]:
+        """The calling thread's whole launch context (scopes, Python frames, module and op), and its
+        state, as ids: what a backend that sees launches in Python (instrumentation) records."""
+        return self.contexts.id_of(self.launch_context()), self.contexts.state_id(self.states.current())
+
     def context_ids(self) -> tuple[int, int]:
         """The calling thread's innermost scope and state, as the ids a GPU backend records."""
         return self.contexts.id_of(self.shadow.current()), self.contexts.state_id(self.states.current())

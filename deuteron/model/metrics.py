@@ -152,8 +152,14 @@ def compile_spec(
     """
     nan = math.nan
     raw, factor = spec.raw, spec.factor
-    if spec.kind == "raw":
-        return lambda m: v if (v := _number(m.get(raw))) is not None else nan
+    if spec.kind == "raw":  # a text property (a note, a device type) is shown as itself
+
+        def value(m: Mapping[str, Any]) -> Any:
+            v = m.get(raw)
+            n = _number(v)
+            return n if n is not None else (v if isinstance(v, str) else nan)
+
+        return value
     if spec.kind == "time":
         if not spec.average:
             return lambda m: v / factor if (v := _number(m.get(raw))) is not None else nan

@@ -73,7 +73,10 @@ def _counted(column: str) -> bool:
 
 
 def _format_column(values: list[Any], signed: bool, column: str = "") -> list[str]:
-    """Format a whole column at once: fixed-point in bulk, the rare odd value one by one."""
+    """Format a whole column at once: fixed-point in bulk, the rare odd value one by one; a text
+    value (a property such as a scope's compiler note) as itself, cut at 100 characters."""
+    if any(isinstance(v, str) for v in values):
+        return [printable(v)[:100] if isinstance(v, str) else format_value(v) for v in values]
     arr = np.array([v if v.__class__ in (int, float) else np.nan for v in values], dtype=float)
     finite = arr[~np.isnan(arr)]
     if (

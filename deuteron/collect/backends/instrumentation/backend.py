@@ -191,7 +191,7 @@ class Engine:
         if slot is None:  # not instrumented (no scope, so no profile buffer)
             return
         data = getattr(metadata, "data", metadata)
-        places = [(s, *s.context_ids()) for s in self.sessions if s.active]
+        places = [(s, *s.launch_context_ids()) for s in self.sessions if s.active]
         if places:
             launch = Launch(slot, int(data.get("function") or 0), places, self.arena.pending.hooked)
             with self.lock:
@@ -298,7 +298,9 @@ class Engine:
                     k: v * len(items) if isinstance(v, (int, float)) else v
                     for k, v in launch.hooked[1].items()
                 }
-            if session.id in self.combined and rows:  # CUPTI's kernel time stays the kernel's inclusive time
+            # CUPTI's kernel time stays the kernel's inclusive time; with a framework context CUPTI
+            # places kernels by its own probe, maybe elsewhere, so nothing is taken off there
+            if session.id in self.combined and rows and not session.frameworks.recorded():
                 metrics[TIME] = -sum(float(r.metrics[TIME]) for r in rows)
             group = KernelGroup(context, False, 0, state, name, metrics, scopes=rows, intra=copy(spans))
             session.file_gpu_kernels([group], _no_spans())

@@ -148,3 +148,19 @@ def test_a_thousand_launches_stay_small_and_quick(tmp_path: Path) -> None:
         f"decode {inst['decode_seconds']:.3f} s in {inst['drains']} drains"
     )
     assert size < 10_000_000 and inst["launches"] == 1000 and finalize < 1.0
+
+
+def test_python_call_paths_hold_the_kernel_and_its_scopes(tmp_path: Path) -> None:
+    _run(tmp_path, "-b", "instrumentation", "-c", "python")
+    tree = json.loads((tmp_path / "k.hatchet").read_text())
+
+    def walk(node: dict, path: tuple[str, ...] = ()):  # type: ignore[type-arg, no-untyped-def]
+        yield path + (node["frame"]["name"],), node
+        for child in node["children"]:
+            yield from walk(child, path + (node["frame"]["name"],))
+
+    kernels = [(path, node) for path, node in walk(tree[0]) if path[-1] == "three"]
+    assert kernels, "no kernel node"
+    path, node = kernels[0]
+    assert any("k.py" in frame for frame in path[:-1])  # under the script's Python frame
+    assert {c["frame"]["name"] for c in node["children"]} == {"load", "compute", "store"}
