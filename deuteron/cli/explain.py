@@ -37,7 +37,12 @@ def add_parser(sub: Any) -> None:
             "Triton's interpreter), and report registers, spills, shared memory, occupancy, the SASS\n"
             "instruction mix and findings with concrete fixes. With --stage and --line, print the IR a\n"
             "source line became; with --passes, the compiler passes; with --profile, rank kernels by the\n"
-            "time a recorded profile says they took."
+            "time a recorded profile says they took.\n\n"
+            "examples:\n"
+            "  deuteron explain examples/vector_add.py  # every kernel, for the local GPU or sm90\n"
+            "  deuteron explain --target cuda:80,cuda:90 kernel.py  # the same kernels on two GPUs\n"
+            "  deuteron explain --stage ptx --line 21 kernel.py  # the PTX that source line 21 became\n"
+            "  deuteron explain --profile deuteron.hatchet train.py  # kernels ranked by their measured time"
         ),
         usage=f"deuteron explain [options] {USAGE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -9,21 +9,31 @@ import sys
 from typing import Any
 
 from deuteron.formats import hatchet
-from deuteron.model.errors import DeuteronError
-from deuteron.model.metrics import DERIVED_HELP
+from deuteron.model.errors import DeuteronError, MetricError
+from deuteron.model.metrics import DERIVED_HELP, PROPERTY_METRICS
 from deuteron.model.names import display_name
 from deuteron.process.terminal import printable, say
-from deuteron.render.console import render_profile
+from deuteron.render.console import render_flat, render_profile
 from deuteron.render.json_tree import render_json
 from deuteron.view import advise, processors
-from deuteron.view.build import ViewOptions, build, build_ranks, list_metrics
+from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
+from deuteron.view.flat import flat_rows
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "view",
         help="show a profile (ours or Proton's) as a tree",
-        description="Show a profile as a tree of calling contexts with raw and derived metrics.",
+        description=(
+            "Show a profile as a tree of calling contexts with raw and derived metrics.\n\n"
+            "examples:\n"
+            "  deuteron view deuteron.hatchet -m time/ms,count,gbyte/s  # the tree with three columns\n"
+            "  deuteron view deuteron.hatchet --flat 20  # the 20 frame names with most time, over the tree\n"
+            "  deuteron view deuteron.hatchet -i attn --sort -d 6  # paths through attn, largest first\n"
+            "  deuteron view deuteron.rank*.hatchet  # ranks merged: min, median, max per frame\n"
+            "  deuteron view new.hatchet --diff old.hatchet  # old, new, ratio and change per frame\n"
+            "  deuteron view deuteron.hatchet --advise  # then what to look at, with evidence"
+        ),
         epilog=DERIVED_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -53,7 +63,14 @@ def add_diff_parser(sub: Any) -> None:
     p = sub.add_parser(
         "diff",
         help="show the change from one profile to another",
-        description="Show NEW minus OLD node by node (same as 'deuteron view NEW --diff OLD').",
+        description=(
+            "Compare NEW with OLD frame by frame: each metric as old, new, ratio (new / old) and change %\n"
+            "(the same as 'deuteron view NEW --diff OLD'; proton-viewer's NEW minus OLD is\n"
+            "'deuteron view NEW -diff OLD').\n\n"
+            "examples:\n"
+            "  deuteron diff before.hatchet after.hatchet -m time/ms,bytes\n"
+            "  deuteron diff before.hatchet after.hatchet --sort -t 0.01  # largest first, hide tiny frames"
+        ),
         epilog=DERIVED_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -145,6 +162,15 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         help="list the metrics this profile has, then exit",
     )
     p.add_argument("--json", action="store_true", help="print the shown tree as JSON instead of text")
+    p.add_argument(
+        "--flat",
+        nargs="?",
+        const=30,
+        type=_non_negative,
+        metavar="N",
+        help="instead of the tree, every frame name summed over the tree (total and self), the top N "
+        "(default 30; 0: all), largest total first: e.g. all the time in one kernel, under any module",
+    )
 
 
 def _non_negative(text: str) -> int:
@@ -199,10 +225,16 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         name_format=args.name_format,
         fold_repeats=args.fold_repeats,
     )
+    if getattr(args, "flat", None) is not None:
+        if len(profiles) > 1 or base is not None:
+            raise DeuteronError("--flat shows one profile: give one, without --diff")
+        return _flat(profile, options, args)
     if len(profiles) > 1:
         view = build_ranks(profiles, options, source=", ".join(sources))
     else:
         view = build(profile, options, base, source=sources[0], minus=bool(minus))
+    if base is None and len(profiles) == 1:
+        _say_empty_columns(view, profile)
     if (args.include or args.exclude) and not view.tree.root.children:
         which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
         say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
@@ -224,6 +256,44 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
             for line in advise.render(findings, full_names=full).splitlines():
                 print(printable(line))
     return 0
+
+
+def _flat(profile: Any, options: ViewOptions, args: argparse.Namespace) -> int:
+    """``--flat``: the tree's frames summed by name (with -i/-e applied first)."""
+    specs, columns, device_for, tree = flat_inputs(profile, options, source=str(args.profile[0]))
+    rows = flat_rows(tree, specs, device_for)
+    if args.flat:
+        rows = rows[: args.flat]
+    if args.json:
+        shown = [{"name": r.name, "total": r.total, "self": r.own, "places": r.places} for r in rows]
+        json.dump({"columns": columns, "rows": shown}, sys.stdout, indent=1, default=str)
+        print()
+        return 0
+    render_flat(rows, columns, full_names=bool(getattr(args, "full_names", False)))
+    return 0
+
+
+def _say_empty_columns(view: Any, profile: Any) -> None:
+    """A column with no value in any frame is said, in one line, with what the profile does have;
+    when every column is empty that is the error (exit 2), not a tree of dashes."""
+    empty = [
+        c
+        for c in view.columns
+        if not any(isinstance(n.metrics.get(c), (int, float)) and n.metrics.get(c) == n.metrics.get(c)
+                   for n in view.tree.root.walk())
+    ]  # fmt: skip
+    if not empty:
+        return
+    has = sorted(profile.metric_names() - PROPERTY_METRICS)
+    hint = ""
+    if "cpu_time (ns)" in has:
+        hint = "; for its CPU time: -m cpu_time/ms" + (",calls" if "calls" in has else "")
+    elif "time (ns)" in has:
+        hint = "; for its time: -m time/ms"
+    text = f"no frame has {', '.join(empty)}: this profile has {', '.join(has)}{hint}"
+    if len(empty) == len(view.columns):
+        raise MetricError(text)
+    say(f"deuteron view: {text}")
 
 
 def _print_sorted(tree: Any, column: str, full_names: bool = False) -> None:

@@ -25,7 +25,7 @@ def render_stage(a: KernelAnalysis, stage: str, line: int | None, file: IO[str])
     for ir in shown:
         src_line = source_line(ir, a.spec.file)
         tag = f"{src_line:>5}" if src_line is not None else "     "
-        print(f"{tag} | {printable(ir.text)}", file=file)
+        print(f"{tag} | {printable(ir.text.expandtabs(8))}", file=file)  # PTX indents with tabs
     return len(shown)
 
 

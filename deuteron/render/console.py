@@ -62,7 +62,7 @@ def _walk(p: Profile, full_names: bool = False) -> tuple[list[Node], list[str], 
 
 # Columns that count things (launches, bytes, flops, programs, scope instances, cycles): shown as
 # whole numbers when every value is one, "12" rather than "12.000".
-_COUNTED = ("count", "bytes", "flops", "programs", "instances", "cycles", "scope programs")
+_COUNTED = ("count", "calls", "bytes", "flops", "programs", "instances", "cycles", "scope programs")
 
 
 def _counted(column: str) -> bool:
@@ -141,3 +141,26 @@ def render_profile(
         text.append(branches[i], style="dim")
         text.append(labels[i] + "\n", style=_STYLE.get(node.type, ""))
     Console(file=out, force_terminal=True, highlight=False, soft_wrap=True).print(text, end="")
+
+
+def render_flat(
+    rows: list[Any], columns: list[str], *, file: IO[str] | None = None, full_names: bool = False
+) -> None:
+    """The flat view (:mod:`deuteron.view.flat`): per name, each column's total then self, the
+    number of places the name has in the tree, and the name (a C++ kernel's short form)."""
+    out = file if file is not None else sys.stdout
+    heads: list[str] = []
+    formatted: list[list[str]] = []
+    for i, column in enumerate(columns):
+        for side, label in (("total", f"total {column}"), ("own", f"self {column}")):
+            heads.append(label)
+            formatted.append(_format_column([getattr(r, side)[i] for r in rows], False, column))
+    heads.append("places")
+    formatted.append([str(r.places) for r in rows])
+    widths = [max(len(h), *map(len, col)) if col else len(h) for h, col in zip(heads, formatted, strict=True)]
+    names = [display_name(r.name, full_names) if is_mangled(r.name) else r.name for r in rows]
+    lines = ["  ".join(printable(h).rjust(w) for h, w in zip(heads, widths, strict=True)) + "  name"]
+    for i, name in enumerate(names):
+        cells = [col[i].rjust(w) for col, w in zip(formatted, widths, strict=True)]
+        lines.append("  ".join(cells) + "  " + printable(name))
+    out.write("\n".join(lines) + "\n")

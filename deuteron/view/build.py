@@ -12,7 +12,7 @@ from typing import Any
 
 from deuteron.model.devices import DeviceSpec, device_from_table_row, named_device
 from deuteron.model.errors import MetricError
-from deuteron.model.metrics import DERIVED_HELP, PROPERTY_METRICS, TIME, MetricSpec, parse_metric
+from deuteron.model.metrics import CPU_TIME, DERIVED_HELP, PROPERTY_METRICS, TIME, MetricSpec, parse_metric
 from deuteron.model.tree import LAUNCH_METADATA_STATE, Node, Profile
 from deuteron.process.terminal import printable
 from deuteron.view import processors
@@ -134,6 +134,22 @@ def _filtered(p: Profile, options: ViewOptions) -> Profile:
     return p
 
 
+def flat_inputs(
+    profile: Profile, options: ViewOptions, source: str = "profile"
+) -> tuple[list[MetricSpec], list[str], Any, Profile]:
+    """What the flat view needs: the columns (as ``build`` picks them), the device lookup, and the
+    tree after ``-i``/``-e`` and name formatting, before any sums."""
+    available = profile.metric_names()
+    specs, override = parse_columns(_column_names(options, available, source), available, options.device,
+                                    bool(profile.devices))  # fmt: skip
+    return (
+        specs,
+        [s.label for s in specs],
+        device_lookup(profile, override),
+        _filtered(_prepared(profile, options), options),
+    )
+
+
 def _column_names(options: ViewOptions, available: set[str], source: str) -> list[str]:
     if not available:  # say why the profile is empty, whatever metrics were asked for
         raise MetricError(
@@ -148,6 +164,8 @@ def _column_names(options: ViewOptions, available: set[str], source: str) -> lis
         return names
     if TIME in available:
         return ["time/ms"]
+    if CPU_TIME in available:  # a CPU profile (-c torch without a GPU): its time, not its first name
+        return ["cpu_time/ms"]
     return [sorted(available)[0]]
 
 

@@ -80,3 +80,20 @@ def test_a_scope_the_compiler_left_alone_has_no_note() -> None:
     moved = ttir.replace(f"{start}\n      {work}", f"{work}\n      {start}")
     assert "1 ops of its lines now run outside it (arith.addi)" in scope_notes(ttir, moved)["s"]
     assert scope_notes("garbage", "more garbage") == {}
+
+
+def test_stage_listing_shows_tabs_as_spaces_not_escapes() -> None:
+    """PTX indents with tabs: a listing shows them as spaces, never as a literal backslash-t."""
+    import io
+    from types import SimpleNamespace
+
+    from deuteron.explain.stages import IRLine
+    from deuteron.explain.views import render_stage
+
+    spec = SimpleNamespace(name="k", file="k.py", target=SimpleNamespace(name="sm90"))
+    line = IRLine(1, "\tld.global.b32 \t%r1, [%rd1];", (("k.py", 3),))
+    a = SimpleNamespace(spec=spec, stages={"ptx": [line]})
+    out = io.StringIO()
+    render_stage(a, "ptx", None, out)  # type: ignore[arg-type]
+    assert "\\t" not in out.getvalue() and "ld.global.b32" in out.getvalue()
+    assert out.getvalue().splitlines()[1].startswith("    3 |         ld.global.b32")
