@@ -18,6 +18,7 @@ from deuteron.render.json_tree import render_json
 from deuteron.view import advise, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
 from deuteron.view.flat import flat_rows
+from deuteron.view.summary import summary_lines
 
 
 def add_parser(sub: Any) -> None:
@@ -163,6 +164,13 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the shown tree as JSON instead of text")
     p.add_argument(
+        "--summary",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a few lines before the tree: GPU busy share, forward/backward/optimizer kernel time, top "
+        "kernels (default: on when printing to a terminal)",
+    )
+    p.add_argument(
         "--flat",
         nargs="?",
         const=30,
@@ -248,6 +256,10 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         render_json(view.tree, view.columns, sys.stdout)
     else:
         full = bool(getattr(args, "full_names", False))
+        wanted = getattr(args, "summary", None)
+        if (sys.stdout.isatty() if wanted is None else wanted) and base is None and len(profiles) == 1:
+            for line in summary_lines(profile, full_names=full):
+                print(printable(line))
         render_profile(view.tree, view.columns, signed=view.signed, full_names=full)
         if args.print_sorted:
             _print_sorted(view.tree, view.columns[0], full)
