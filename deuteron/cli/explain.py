@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from deuteron.cli.program import USAGE, add_target_arguments, parse_target
 from deuteron.explain.errors import ExplainError
 from deuteron.formats.files import OutputError, check_writable
+from deuteron.model.devices import NAMED_DEVICES
 from deuteron.process.terminal import say
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def add_parser(sub: Any) -> None:
         "--device",
         metavar="NAME",
         help="device peaks for --profile when it has no device table "
-        "(a100, h100, h200, b200, l40s; default: the target's)",
+        f"({', '.join(NAMED_DEVICES)}; default: the target's)",
     )
     p.add_argument("--kernel", metavar="NAME", help="only kernels whose name contains NAME")
     p.add_argument("--no-color", action="store_true", help="plain text report")

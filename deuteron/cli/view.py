@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from deuteron.formats import hatchet
+from deuteron.model.devices import NAMED_DEVICES
 from deuteron.model.errors import DeuteronError, MetricError
 from deuteron.model.metrics import DERIVED_HELP, PROPERTY_METRICS
 from deuteron.model.names import display_name
@@ -152,7 +153,7 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--device",
         metavar="NAME",
-        help="device for util/roofline: a100, l40s, h100, h200, b200, mi250x, mi300x, mi350x",
+        help=f"device for util/roofline: {', '.join(NAMED_DEVICES)}",
     )
     p.add_argument(
         "-l",

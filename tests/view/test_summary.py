@@ -46,3 +46,15 @@ def test_view_prints_it_when_asked_and_not_into_pipes(tmp_path: Path) -> None:
     assert asked[0].startswith("GPU busy 10.00 ms") and asked[3].split() == ["time/ms", "name"]
     piped = run_cli("view", str(path), cwd=tmp_path).stdout.splitlines()
     assert piped[0].split() == ["time/ms", "name"]
+
+
+def test_one_device_list_for_run_view_and_explain(tmp_path: Path) -> None:
+    """``--device`` names the same parts in every command (one table, ``model.devices``)."""
+    from deuteron.model.devices import NAMED_DEVICES
+    from deuteron.triton.runtime.emulated_driver import DEVICES
+
+    assert list(DEVICES) == list(NAMED_DEVICES)
+    listed = ", ".join(NAMED_DEVICES)
+    for command in ("run", "view", "explain"):
+        text = " ".join(run_cli(command, "--help", cwd=tmp_path).stdout.split())
+        assert listed in text, command

@@ -78,7 +78,8 @@ def _emulated(name: str, max_shared_mem: int, max_num_regs: int) -> EmulatedDevi
     )
 
 
-# The SXM parts, and an MI300X for AMD kernels: per-block shared memory and registers.
+# Every part of model.devices (one list for run, view and explain): per-block shared memory (LDS on
+# AMD: 64 KiB on CDNA2 and CDNA3, 160 KiB on CDNA4) and registers.
 DEVICES: dict[str, EmulatedDevice] = {
     d.name: d
     for d in (
@@ -87,7 +88,9 @@ DEVICES: dict[str, EmulatedDevice] = {
         _emulated("h100", 232448, 65536),
         _emulated("h200", 232448, 65536),
         _emulated("b200", 232448, 65536),
+        _emulated("mi250x", 65536, 131072),
         _emulated("mi300x", 65536, 131072),
+        _emulated("mi350x", 163840, 131072),
     )
 }
 DEFAULT = "h100"
