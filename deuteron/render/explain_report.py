@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import linecache
 import os
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 from deuteron.process.terminal import printable
 
@@ -39,14 +39,25 @@ def _fmt_bytes(n: int | None) -> str:
 
 
 def _render_ranking(console: Any, doc: dict[str, Any]) -> None:
+    from rich import box
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(
-        title=f"kernels by opportunity = time × (1 − util)  [device: {doc.get('device') or '?'}]",
+        title=escape(f"kernels by opportunity = time × (1 − util)  [device: {doc.get('device') or '?'}]"),
         title_justify="left",
+        box=box.SIMPLE_HEAD,  # no side rules: an 80-column terminal keeps every header whole
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
     )
     for col in ("kernel", "time/ms", "calls", "TFLOP/s", "GB/s", "util", "bound", "opportunity/ms"):
-        table.add_column(col, justify="left" if col in ("kernel", "bound") else "right")
+        # headers never cut ("opportunit…" said nothing): numbers keep their width, the name folds
+        if col == "kernel":
+            table.add_column(col, justify="left", min_width=16, overflow="fold")
+        else:
+            side: Literal["left", "right"] = "left" if col == "bound" else "right"
+            table.add_column(col, justify=side, no_wrap=True, min_width=len(col))
     for c in doc["ranking"]:
         name = printable(c["name"]) if c["launched"] else f"{printable(c['name'])} (not launched by this run)"
         table.add_row(

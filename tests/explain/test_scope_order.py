@@ -97,3 +97,23 @@ def test_stage_listing_shows_tabs_as_spaces_not_escapes() -> None:
     render_stage(a, "ptx", None, out)  # type: ignore[arg-type]
     assert "\\t" not in out.getvalue() and "ld.global.b32" in out.getvalue()
     assert out.getvalue().splitlines()[1].startswith("    3 |         ld.global.b32")
+
+
+def test_the_ranking_keeps_every_header_whole_in_80_columns() -> None:
+    import io
+
+    from rich.console import Console
+
+    from deuteron.render.explain_report import _render_ranking
+
+    row = {
+        "name": "a_very_long_kernel_name_matmul_kernel", "launched": True, "time_ns": 1.2e6, "count": 3,
+        "tflops_per_s": 1.5, "gbytes_per_s": 200.0, "util": 0.4, "bound": "memory", "opportunity_ns": 7e5,
+    }  # fmt: skip
+    out = io.StringIO()
+    _render_ranking(Console(file=out, width=80), {"device": "h100", "ranking": [row]})
+    text = out.getvalue()
+    assert "[device: h100]" in text  # the title's brackets are text, not markup
+    header = next(line for line in text.splitlines() if line.startswith("kernel "))
+    columns = ["kernel", "time/ms", "calls", "TFLOP/s", "GB/s", "util", "bound", "opportunity/ms"]
+    assert header.split() == columns
