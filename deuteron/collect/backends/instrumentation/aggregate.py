@@ -135,3 +135,22 @@ def spans(
         args={"Frequency (MHz)": clock_khz / 1e3},
         row_args=row_args,
     )
+
+
+def clock_floor_mhz(decoded: Decoded) -> float | None:
+    """A lower bound of the SM clock the CTAs actually ran at: each CTA's span of cycles (first scope
+    start to last end) over its span on the global timer (its start to its finalization), which
+    holds the scopes and more. The median over CTAs that lived 2 us or longer (the timer ticks every
+    32 ns); None when none did. Above the driver's clock rate it would mean ns come out too long."""
+    if not len(decoded.start_cycle):
+        return None
+    n = len(decoded.cta_id)
+    first = np.full(n, np.iinfo(np.int64).max, np.int64)
+    last = np.zeros(n, np.int64)
+    np.minimum.at(first, decoded.cta, decoded.start_cycle)
+    np.maximum.at(last, decoded.cta, decoded.end_cycle)
+    lived = decoded.pre_final_ns - decoded.init_ns
+    ok = (last > first) & (lived >= 2000)
+    if not ok.any():
+        return None
+    return float(np.median((last[ok] - first[ok]) / lived[ok])) * 1e3

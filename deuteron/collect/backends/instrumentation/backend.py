@@ -140,6 +140,8 @@ class Engine:
             "mode": str(self.hook.mode),
             "sm_clock_khz": self.clock_khz,
             "time_from": "SM cycles / the SM clock rate the driver reports; spans placed by the global timer",
+            # sm_clock_floor_mhz (in stats, when measured): the cycles CTAs counted per ns of the global
+            # timer they lived, a floor of the clock they ran at, to hold against sm_clock_khz
             "problems": self.problems[:20],
         }
 
@@ -274,6 +276,9 @@ class Engine:
             self.stats[key] += getattr(decoded, key)
         for problem in decoded.problems:
             self._problem(f"{kernel.name}: {problem}")
+        floor = aggregate.clock_floor_mhz(decoded)
+        if floor is not None:
+            self.stats["sm_clock_floor_mhz"] = round(max(self.stats.get("sm_clock_floor_mhz", 0.0), floor), 1)
         rows = aggregate.rows(
             decoded, kernel.names, kernel.parents, per_launch, layout.total_units, self.clock_khz, len(items)
         )

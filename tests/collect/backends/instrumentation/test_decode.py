@@ -182,3 +182,17 @@ def test_spans_line_up_ctas_on_the_global_timer() -> None:
         assert spans.start[mine].min() == decoded.init_ns[c]  # each CTA's first span at its start
     assert (spans.end - spans.start >= 0).all()
     assert np.array_equal(np.sort(np.unique(spans.sm)), np.sort(decoded.sm))
+
+
+def test_the_clock_floor_is_below_the_reported_clock() -> None:
+    """The floor is a CTA's cycle span over the ns it lived: the recorded CTAs lived 0.6 us (too
+    short to measure); given 4 us, their ~1,170-cycle spans make a floor near 290 MHz."""
+    decoded, _, _ = read_host_buffer((FIXTURES / "default.bin").read_bytes())
+    decoded.pre_final_ns = decoded.init_ns + 4000
+    first = [decoded.start_cycle[decoded.cta == c].min() for c in range(4)]
+    last = [decoded.end_cycle[decoded.cta == c].max() for c in range(4)]
+    expected = float(np.median([(b - a) / 4000 for a, b in zip(first, last, strict=True)])) * 1e3
+    floor = aggregate.clock_floor_mhz(decoded)
+    assert floor is not None and abs(floor - expected) < 1e-6 and 250 < floor < 330
+    short, _, _ = read_host_buffer((FIXTURES / "default.bin").read_bytes())
+    assert aggregate.clock_floor_mhz(short) is None  # too short-lived to measure
