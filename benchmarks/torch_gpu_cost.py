@@ -15,7 +15,9 @@ Configurations:
 - ``torchbackward``: ``torchmodules`` without the module wrapper (backward nodes and user scopes
   only): with ``torchmodules``, what module calls and backward nodes each cost;
 - ``torchnodecb``: ``torch`` with backward nodes seen through a RecordFunction callback per node
-  (as before they were read from autograd at launches): with ``torch``, what that saves.
+  (as before they were read from autograd at launches): with ``torch``, what that saves;
+- ``torchtrace``: ``torch`` writing a trace, so every timed frame's span is kept for it (modules,
+  backward nodes, observed ops): with ``torch``, what the trace's CPU spans cost.
 """
 
 from __future__ import annotations
@@ -31,7 +33,10 @@ from pathlib import Path
 import torch
 from overhead import _load_workload  # benchmarks/ is on the path when run as a script
 
-TOOLS = ("plain", "hooks", "shadow", "torch", "torchall", "torchmodules", "torchbackward", "torchnodecb")
+TOOLS = (
+    "plain", "hooks", "shadow", "torch", "torchtrace", "torchall",
+    "torchmodules", "torchbackward", "torchnodecb",
+)  # fmt: skip
 
 
 def timed(step: Callable[[], None], steps: int) -> float:
@@ -71,7 +76,8 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
         TorchContext._install_hooks = lambda self: None  # type: ignore[method-assign]
     TorchContext.nodes_at_launch_wanted = tool != "torchnodecb"  # an ablation: a callback per node
     try:
-        deuteron.start(str(out / tool), backend="cupti", context=context)
+        data = "trace" if tool == "torchtrace" else "tree"  # a trace keeps the frames' spans
+        deuteron.start(str(out / tool), backend="cupti", context=context, data=data)
     finally:
         TorchContext._install_hooks = install  # type: ignore[method-assign]
         TorchContext.nodes_at_launch_wanted = True

@@ -127,6 +127,7 @@ class Session:
         self.name = name
         self.base = Path(os.path.abspath(name))
         self._relative_to = None if os.path.isabs(name) else os.getcwd()
+        self.outputs = outputs
         for target in output.paths(self.base, list(outputs)):
             try:
                 check_writable(target)
@@ -193,7 +194,8 @@ class Session:
             )
         if self.torch is not None:
             on_gpu = "cupti" in self.backend.name.split(",")
-            self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=on_gpu)
+            spans = "chrome_trace" in self.outputs  # module/op/backward spans on the thread lanes
+            self.torch.start(self.contexts.id_of(self.shadow.current()), on_gpu=on_gpu, spans=spans)
         if self.jax is not None:
             self.jax.start()
 
@@ -463,7 +465,13 @@ class Session:
         A session started through Proton's API with ``data="trace"`` writes Proton's trace: its
         kernels only (each with its call stack), which is what code reading Proton's traces counts."""
         root = self.profile.root
-        events, names = lanes.trace_events(root, self.events, self.kernel_spans, self.intra_spans)
+        raw = self.events
+        if self.torch is not None:  # modules, ops, backward nodes: torch.profiler's CPU spans
+            spans, left_out = self.torch.spans()
+            raw = [("scope", node, t0, t1, ident, None) for node, t0, t1, ident in spans] + raw
+            if left_out:
+                self.profile.metadata["torch_spans_left_out"] = left_out
+        events, names = lanes.trace_events(root, raw, self.kernel_spans, self.intra_spans)
         if self.trace_shape == "proton":  # Proton's: kernels with their call stacks, scopes by CTA and warp
             kernels = [replace(e, launched_from=None) for e in events if e.category == "kernel"]
             shift = lanes.cupti_shift(self.intra_spans, self.kernel_spans)

@@ -2,6 +2,7 @@
 import "./style.css";
 import { getJSON, standalone } from "./data";
 import { h } from "./dom";
+import { viewOfHash } from "./route";
 import type { Index } from "./types";
 import { mountProfile } from "./views/profile";
 import { mountTimeline } from "./views/timeline";
@@ -57,12 +58,24 @@ async function start(): Promise<void> {
   }
   const panes = new Map<string, HTMLElement>();
   const mounted = new Set<string>();
-  const select = async (id: string): Promise<void> => {
+  /** Show a view and make the address say so: a tab clicked adds a history entry (`push`), so
+   * Back returns to the tab before; a view shown because of the address (load, Back, Forward)
+   * only corrects the address when it named no view. */
+  const select = async (id: string, push = false): Promise<void> => {
     const view = views.find((v) => v.id === id) ?? views[0];
     for (const button of tabs.querySelectorAll("button")) {
       button.setAttribute("aria-selected", String(button.dataset.view === view.id));
     }
     for (const [key, pane] of panes) pane.hidden = key !== view.id;
+    document.body.dataset.view = view.id;
+    if (location.hash !== `#${view.id}`) {
+      try {
+        if (push) history.pushState(null, "", `#${view.id}`);
+        else history.replaceState(null, "", `#${view.id}`);
+      } catch {
+        // A page inside a notebook's srcdoc frame has no URL of its own to change.
+      }
+    }
     if (!mounted.has(view.id)) {
       mounted.add(view.id);
       const pane = panes.get(view.id)!;
@@ -72,23 +85,19 @@ async function start(): Promise<void> {
         showError(pane, error);
       }
     }
-    if (location.hash !== `#${view.id}`) {
-      try {
-        history.replaceState(null, "", `#${view.id}`);
-      } catch {
-        // A page inside a notebook's srcdoc frame has no URL of its own to change.
-      }
-    }
   };
+  const fromAddress = (): void => void select(viewOfHash(location.hash));
+  window.addEventListener("popstate", fromAddress);
+  window.addEventListener("hashchange", fromAddress);
   for (const view of views) {
     tabs.append(
-      h("button", { role: "tab", "data-view": view.id, onclick: () => void select(view.id) }, view.label),
+      h("button", { role: "tab", "data-view": view.id, onclick: () => void select(view.id, true) }, view.label),
     );
     const pane = h("section", { class: "pane", id: `view-${view.id}`, "data-view": view.id, hidden: true });
     panes.set(view.id, pane);
     body.append(pane);
   }
-  await select(location.hash.slice(1) || views[0].id);
+  await select(viewOfHash(location.hash));
 }
 
 void start();

@@ -140,6 +140,9 @@ export interface TensorView {
     index: number[] | null;
     slice: number | null;
     bin: [number, number] | null;
+    /** The indices of the out-of-bounds lanes (at most 256; absent in older pages): where they
+     * are drawn past the tensor's edge. */
+    indices?: number[][];
   }[];
   /** slice_urls[s]: the packed cells of slice s, or null when this page does not carry it. */
   slice_urls: (string | null)[];

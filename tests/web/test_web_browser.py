@@ -62,6 +62,7 @@ def test_profile_view_flame_graph_and_table(served: str, web_inputs: WebInputs, 
     assert _people(ms) in row.inner_text() and _people(count) in row.inner_text()
     headers = page.locator(".ptable th").all_inner_texts()
     assert any("base time/ms" in h for h in headers) and any("ratio" in h for h in headers), headers
+    page.click(".profile-meta summary")  # the metadata card opens on a click (closed at first)
     assert page.locator(".profile-meta").inner_text().count("deuteron run") == 1
     # Hover across the first level of the flame graph until it names a frame, then zoom into it.
     box = flame.bounding_box()

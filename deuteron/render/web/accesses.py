@@ -208,6 +208,24 @@ def _in_launch(f: Finding, launch: dict[str, Any], tensor: dict[str, Any]) -> bo
     return not (isinstance(shape, list) and shape != list(tensor["shape"]))
 
 
+MAX_FINDING_INDICES = 256  # out-of-bounds lanes placed per finding: enough to show their spread
+
+
+def _lane_indices(f: Finding, rank: int) -> list[list[int]]:
+    """The out-of-bounds lanes' indices a finding's details list (the example's alone when it has
+    none), as many as ``MAX_FINDING_INDICES``: the record holds no lane that touches no element,
+    so these are what the page can draw past the tensor's edge."""
+    details = f.details if isinstance(f.details, dict) else {}
+    raw = details.get("indices")
+    if not isinstance(raw, list) or not raw:
+        raw = [f.index] if isinstance(f.index, list) else []
+    out: list[list[int]] = []
+    for index in raw[:MAX_FINDING_INDICES]:
+        if isinstance(index, list) and len(index) == rank and all(isinstance(i, int) for i in index):
+            out.append([int(i) for i in index])
+    return out
+
+
 class RecordView:
     """One access record, answered launch by launch (each computed once, on first request, under a
     lock: the server's threads and its warm-up share the cache). Findings of the check reports
@@ -383,6 +401,8 @@ class RecordView:
                         "index": index,
                         "slice": slice_,
                         "bin": cell,
+                        # Where the page draws the lanes that touch no element: past the edge.
+                        "indices": _lane_indices(f, len(tensor["shape"])) if cell is None else [],
                     }
                 )
         return out

@@ -42,11 +42,14 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include <pthread.h>
 
 namespace {
 
@@ -322,6 +325,19 @@ void push(ThreadState& s, uint32_t node, uint8_t timed, uint8_t module, uint8_t 
   s.stack.push_back(Frame{node, timed, module, engine, anchor, 0, ordinal, 0, 0, timed ? now_ns() : 0});
 }
 
+// Spans of timed frames (modules, backward nodes, user scopes, observed ops) for a trace, when
+// asked (deut_spans): one fixed buffer filled by an atomic counter, so a frame's close costs one
+// fetch_add and a 32-byte store; frames past its end are counted (deut_span_count - capacity).
+struct Span {
+  uint32_t node;
+  uint32_t pad;
+  uint64_t thread;  // pthread_self(): Python's threading.get_ident() of the thread
+  uint64_t t0, t1;  // CLOCK_MONOTONIC ns: Python's time.perf_counter_ns()
+};
+Span* g_spans = nullptr;
+uint64_t g_span_cap = 0;
+std::atomic<uint64_t> g_span_n{0};
+
 // Closes the top frame: its time and one call are added to its node. With ops inferred, an op's
 // calls are counted at launches instead (the calls that launched a kernel), as they are then
 // counted whether the op is observed or inferred.
@@ -329,9 +345,14 @@ Frame pop(ThreadState& s) {
   Frame f = s.stack.back();
   s.stack.pop_back();
   if (f.timed) {
+    uint64_t t1 = now_ns();
+    if (g_spans) {
+      uint64_t i = g_span_n.fetch_add(1, std::memory_order_relaxed);
+      if (i < g_span_cap) g_spans[i] = Span{f.node, 0, uint64_t(pthread_self()), f.t0, t1};
+    }
     Stat* st = chunk_of(g_stat, f.node, false);
     if (st) {
-      st->ns.fetch_add(now_ns() - f.t0, std::memory_order_relaxed);
+      st->ns.fetch_add(t1 - f.t0, std::memory_order_relaxed);
       if (f.anchor || !g_infer.load(std::memory_order_relaxed)) st->calls.fetch_add(1, std::memory_order_relaxed);
     }
   }
@@ -785,6 +806,24 @@ uint32_t launch_place(ThreadState& s, const char* symbol) {
 extern "C" {
 
 int deut_abi(void) { return 1; }
+
+// Keep the spans of timed frames, up to capacity (0: stop and free). Call between sessions only.
+int deut_spans(uint64_t capacity) {
+  delete[] g_spans;
+  g_spans = nullptr;
+  g_span_cap = 0;
+  g_span_n.store(0);
+  if (capacity) {
+    g_spans = new (std::nothrow) Span[capacity];
+    if (!g_spans) return -1;
+    g_span_cap = capacity;
+  }
+  return 0;
+}
+
+// Spans closed so far (may exceed the capacity: the rest were not kept), and the buffer.
+uint64_t deut_span_count(void) { return g_span_n.load(); }
+const void* deut_span_data(void) { return g_spans; }
 
 // Start seeing ops. flags: 1 = flops (read the input shapes of matmul, conv and attention ops);
 // 2 = no aten ops (only backward nodes and user scopes: an aten op then runs no callback at all,

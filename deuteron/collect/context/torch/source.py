@@ -43,6 +43,7 @@ from deuteron.collect.context import LaunchPlace
 from deuteron.collect.context.native import NATIVE_PLACE
 from deuteron.collect.context.torch import build as torch_build
 from deuteron.collect.context.torch import calls as torch_calls
+from deuteron.collect.context.torch import spans as torch_spans
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import CPU_TIME, EXC, FLOPS
@@ -95,6 +96,9 @@ def _load() -> ctypes.CDLL:
         ("deut_dropped", [], u64),
         ("deut_name", [u32], ctypes.c_char_p),
         ("deut_read", [u32, u32, p32, p32, ctypes.POINTER(ctypes.c_uint8), p64, p64, p64], None),
+        ("deut_spans", [u64], ctypes.c_int),
+        ("deut_span_count", [], u64),
+        ("deut_span_data", [], ctypes.c_void_p),
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = args, res
@@ -263,7 +267,9 @@ class TorchContext:
 
     # --- lifecycle -----------------------------------------------------------------------------------
 
-    def start(self, base_id: int, on_gpu: bool = False) -> None:
+    def start(self, base_id: int, on_gpu: bool = False, spans: bool = False) -> None:
+        """Start seeing ops and modules; ``spans``: also keep each timed frame's start and end for
+        the trace (module, backward node, user scope, observed op), up to ``spans.LIMIT``."""
         global _active
         if _active is not None:
             raise TorchContextError("another session already records the torch context; finalize it first")
@@ -275,6 +281,7 @@ class TorchContext:
         self.nodes_at_launch = self.infer and self.nodes_at_launch_wanted
         flags = (1 if self.flops else 0) | (0 if self.ops else 2) | (4 if self.infer else 0)
         flags |= 8 if self.nodes_at_launch else 0
+        lib.deut_spans(torch_spans.LIMIT if spans else 0)
         if lib.deut_install(flags) != 0:
             raise TorchContextError("PyTorch refused the op callback (at::addGlobalCallback)")
         _active = self
@@ -294,6 +301,15 @@ class TorchContext:
             self._lib.deut_set_base(0)
         if _active is self:
             _active = None
+
+    def spans(self) -> tuple[list[tuple[Node, int, int, int]], int]:
+        """The kept module/op/backward spans as (node, start ns, end ns, thread ident), and how many
+        were not kept (see :mod:`.spans`)."""
+        if self._lib is None:
+            return [], 0
+        self._sync()
+        root = self.contexts.root
+        return torch_spans.read(self._lib, lambda tid: self.placer.place(tid, root)[0])
 
     def probe_address(self) -> int:
         """The C address of ``deut_launch`` (the CUPTI shim calls it at each launch)."""

@@ -5,10 +5,16 @@ import { getPacked } from "../../data";
 import { h } from "../../dom";
 import { fmt } from "../../format";
 import type { AccessCells, LaunchData, TensorView } from "../../types";
-import { drawBins, drawMarkers } from "./grid";
+import { drawBins, drawEdges, drawMarkers, frameSize, type Frame } from "./grid";
 import {
   aggregate,
   asCells,
+  edgeCells,
+  findingPlace,
+  padsFor,
+  pastEdge,
+  placeAt,
+  type EdgeCell,
   clampSlice,
   emptyCells,
   findingMarkers,
@@ -30,12 +36,17 @@ export interface CardHost {
   filter(): Filter;
   /** A cell was clicked (or a finding chosen): show its details. */
   onCell(card: TensorCard, row: number, col: number): void;
+  /** A finding of the card's list was clicked: select its program and cells. */
+  onFinding(card: TensorCard, finding: Finding): void;
 }
 
 export class TensorCard {
   readonly el: HTMLElement;
   readonly canvas: HTMLCanvasElement;
   readonly geo: Geometry;
+  readonly frame: Frame;
+  /** Out-of-bounds lanes of the findings, placed past the edge (all slices). */
+  readonly edges: EdgeCell[];
   slice = 0;
   cells: AccessCells | null = null;
   agg: Aggregate | null = null;
@@ -50,12 +61,17 @@ export class TensorCard {
     private readonly host: CardHost,
   ) {
     this.geo = geometry(view.bin_rows, view.bin_cols);
+    this.edges = edgeCells(view);
+    this.frame = { geo: this.geo, pads: padsFor(view, this.edges), binRows: view.bin_rows, binCols: view.bin_cols };
+    const size = frameSize(this.frame);
     this.canvas = h("canvas", { class: "acc-canvas", "data-tensor": view.name });
     const ratio = window.devicePixelRatio || 1;
-    this.canvas.width = Math.max(1, Math.round(this.geo.width * ratio));
-    this.canvas.height = Math.max(1, Math.round(this.geo.height * ratio));
-    this.canvas.style.width = `${this.geo.width}px`;
-    this.canvas.style.height = `${this.geo.height}px`;
+    this.canvas.width = Math.max(1, Math.round(size.width * ratio));
+    this.canvas.height = Math.max(1, Math.round(size.height * ratio));
+    this.canvas.style.width = `${size.width}px`;
+    this.canvas.style.height = `${size.height}px`;
+    const p = this.frame.pads;
+    this.canvas.dataset.pads = [p.top, p.right, p.bottom, p.left].join(",");
     this.canvas.addEventListener("click", (e) => this.click(e));
     this.canvas.addEventListener("mousemove", (e) => this.describe(e));
     this.canvas.addEventListener("mouseleave", () => (this.hover.textContent = "\u00a0"));
@@ -159,10 +175,11 @@ export class TensorCard {
     const filter = this.host.filter();
     const bins = this.view.bin_rows * this.view.bin_cols;
     this.agg = aggregate(this.cells ?? emptyCells(), bins, filter);
-    drawBins(this.canvas, this.geo, this.view.bin_cols, this.agg, filter, this.host.palette);
-    const drawn = drawMarkers(this.canvas, this.geo, findingMarkers(this.findingsHere()));
+    drawBins(this.canvas, this.frame, this.agg, filter, this.host.palette);
+    const oob = drawEdges(this.canvas, this.frame, this.edges, this.slice);
+    const drawn = drawMarkers(this.canvas, this.frame, findingMarkers(this.findingsHere()));
     if (this.selected) {
-      drawMarkers(this.canvas, this.geo, [{ row: this.selected[0], col: this.selected[1], colour: "#1864ab" }]);
+      drawMarkers(this.canvas, this.frame, [{ row: this.selected[0], col: this.selected[1], colour: "#1864ab" }]);
     }
     const c = this.canvas.dataset;
     c.binsTouched = String(this.agg.touched);
@@ -171,6 +188,8 @@ export class TensorCard {
     c.mode = filter.mode;
     c.program = filter.program === null ? "all" : String(filter.program);
     c.findings = String(drawn);
+    c.oob = String(oob); // band cells holding out-of-bounds lanes on this slice
+    c.selectedCell = this.selected ? this.selected.join(",") : "";
     c.slice = String(this.slice);
     this.fillFindings();
     this.fillScale(filter);
@@ -199,17 +218,16 @@ export class TensorCard {
         h(
           "li",
           {
-            class: f.bin ? "acc-fitem link" : "acc-fitem",
+            class: "acc-fitem link",
             "data-kind": f.kind,
-            onclick: () => {
-              if (f.bin) this.select(f.bin[0], f.bin[1]);
-            },
+            title: "select its program and cells",
+            onclick: () => this.host.onFinding(this, f),
           },
           h("span", { class: `sev-${f.severity}` }, f.severity),
           ` ${f.kind}`,
           f.index ? ` [${f.index.join(", ")}]` : "",
           f.line !== null ? ` line ${f.line}` : "",
-          f.bin ? "" : " (not on the grid)",
+          f.bin ? "" : pastEdge(this.view, findingPlace(this.view, f) ?? { row: 0, col: 0 }) ? " (past the edge)" : "",
           h("span", { class: "acc-dim" }, ` ${f.message}`),
         ),
       ),
@@ -224,14 +242,31 @@ export class TensorCard {
     this.host.onCell(this, row, col);
   }
 
+  /** Go to a finding's place: its slice, then its cell (past the edge for out-of-bounds lanes). */
+  async goTo(f: Finding): Promise<void> {
+    const place = findingPlace(this.view, f);
+    if (!place) return;
+    if (place.slice !== this.slice) {
+      const input = this.el.querySelector<HTMLInputElement>("input[name=slice]");
+      if (input) input.value = String(place.slice);
+      await this.load(place.slice);
+    }
+    this.select(place.row, place.col);
+    this.el.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The band cell at (row, col) of the slice shown, if out-of-bounds lanes landed there. */
+  edgeAt(row: number, col: number): EdgeCell | undefined {
+    return this.edges.find((c) => c.slice === this.slice && c.row === row && c.col === col);
+  }
+
   private binAt(e: MouseEvent): [number, number] | null {
     const rect = this.canvas.getBoundingClientRect();
-    const x = ((e.clientX - rect.left) / rect.width) * this.geo.width;
-    const y = ((e.clientY - rect.top) / rect.height) * this.geo.height;
-    const row = Math.floor(y / this.geo.cellH);
-    const col = Math.floor(x / this.geo.cellW);
-    if (row < 0 || col < 0 || row >= this.view.bin_rows || col >= this.view.bin_cols) return null;
-    return [row, col];
+    const size = frameSize(this.frame);
+    const x = ((e.clientX - rect.left) / rect.width) * size.width;
+    const y = ((e.clientY - rect.top) / rect.height) * size.height;
+    const at = placeAt(this.geo, this.frame.pads, this.view.bin_rows, this.view.bin_cols, x, y);
+    return at ? [at.row, at.col] : null;
   }
 
   private click(e: MouseEvent): void {
@@ -243,6 +278,11 @@ export class TensorCard {
   private describe(e: MouseEvent): void {
     const at = this.binAt(e);
     if (!at || !this.agg) return;
+    if (pastEdge(this.view, { row: at[0], col: at[1] })) {
+      const edge = this.edgeAt(at[0], at[1]);
+      this.hover.textContent = edge ? `past the edge · ${fmt(edge.lanes)} out-of-bounds lane(s)` : "past the tensor's edge";
+      return;
+    }
     this.hover.textContent = hoverText(this.view, this.agg, this.host.launch.programs, at[0], at[1]);
   }
 }

@@ -5,7 +5,7 @@ import { codeBlock, h } from "../../dom";
 import { fmt } from "../../format";
 import type { CheckData, LaunchData, TensorView } from "../../types";
 import type { TensorCard } from "./card";
-import { cellRange, findingRows, KIND_NAMES, linesByFile, sliceIndex, touchesOf, type Filter, type Touch } from "./model";
+import { cellRange, findingRows, KIND_NAMES, linesByFile, programOf, sliceIndex, touchesOf, type EdgeCell, type Filter, type Touch } from "./model";
 
 /** Rows past this are summarised: a broadcast operand can be read by every program. */
 const MAX_ROWS = 300;
@@ -74,6 +74,58 @@ export function showDetails(
   if (touches.length) panel.append(h("div", { class: "acc-tablewrap" }, table));
   if (touches.length > MAX_ROWS) panel.append(h("p", { class: "acc-dim" }, `${touches.length - MAX_ROWS} more rows not shown`));
   panel.append(...sourceBlocks(launch, touches));
+}
+
+/** Fill the details panel for a cell past the tensor's edge: the out-of-bounds lanes landed
+ * there and the findings they belong to (program, line, message; a program row selects it), and
+ * the source lines those findings name. */
+export function showEdgeDetails(
+  panel: HTMLElement,
+  launch: LaunchData,
+  card: TensorCard,
+  row: number,
+  col: number,
+  edge: EdgeCell | undefined,
+  onProgram: (p: number) => void,
+): void {
+  const view = card.view;
+  panel.dataset.cell = `${row},${col}`;
+  panel.dataset.tensor = view.name;
+  panel.dataset.touches = "0";
+  panel.dataset.oob = String(edge?.lanes ?? 0);
+  const side = [row < 0 ? "above row 0" : row >= view.bin_rows ? `below row ${view.rows - 1}` : "", col < 0 ? "left of column 0" : col >= view.bin_cols ? `right of column ${view.cols - 1}` : ""];
+  panel.replaceChildren(
+    h("h3", {}, `${view.name} · past the edge`),
+    h("p", { class: "acc-dim" }, `${side.filter(Boolean).join(", ")} of ${view.name} [${view.shape.join(", ")}]`),
+  );
+  if (!edge) {
+    panel.append(h("p", { class: "acc-dim" }, "No out-of-bounds lane of a finding lands here."));
+    return;
+  }
+  panel.append(h("p", {}, `${fmt(edge.lanes)} out-of-bounds lane(s) of ${edge.findings.length} finding(s) land here`));
+  const table = h("table", { class: "grid acc-touch" }, h("tr", {}, h("th", { class: "name" }, "program (x,y,z)"), h("th", { class: "name" }, "kind"), h("th", {}, "line"), h("th", { class: "name" }, "message")));
+  const lines = new Set<number>();
+  for (const f of edge.findings) {
+    const p = programOf(launch, f.program);
+    if (f.line !== null) lines.add(f.line);
+    table.append(
+      h(
+        "tr",
+        { "data-program": f.program ? f.program.join(",") : "", "data-kind": f.kind, class: p >= 0 ? "link" : null, onclick: () => p >= 0 && onProgram(p) },
+        h("td", { class: "name" }, f.program ? `${p >= 0 ? `${p} · ` : ""}(${f.program.join(", ")})` : "–"),
+        h("td", { class: `name sev-${f.severity}` }, f.kind),
+        h("td", {}, f.line !== null ? String(f.line) : "?"),
+        h("td", { class: "name acc-msgcol" }, f.message),
+      ),
+    );
+  }
+  panel.append(h("div", { class: "acc-tablewrap" }, table));
+  const text = launch.sources[launch.file];
+  if (text !== undefined && lines.size) {
+    const pre = codeBlock(text, 1, { class: "code acc-src", "data-source": launch.file });
+    for (const line of lines) pre.querySelector(`[data-line="${line}"]`)?.classList.add("hl");
+    panel.append(h("div", { class: "acc-file", title: launch.file }, launch.file), pre);
+  }
 }
 
 /** The kernel source file(s) the touching sites point to, their lines highlighted; the first

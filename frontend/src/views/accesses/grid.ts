@@ -1,7 +1,20 @@
 // The Accesses view's grid drawing: the bins (aggregated and coloured in model.ts) as one ImageData
 // (one pixel per screen pixel, then scaled onto the canvas), and the outlines on top. Bins run to
 // 512×512, so everything here works on typed arrays in single passes; no per-cell canvas calls.
-import { binColours, darken, type Aggregate, type Filter, type Geometry, type Marker } from "./model";
+import { binColours, darken, EDGE_COLOUR, OOB_COLOUR, packedCss, placeRect, type Aggregate, type EdgeCell, type Filter, type Geometry, type Marker, type Pads } from "./model";
+
+/** The grid's frame on its canvas: the bins' geometry, the bands past the edges, the bin counts. */
+export interface Frame {
+  geo: Geometry;
+  pads: Pads;
+  binRows: number;
+  binCols: number;
+}
+
+/** The canvas's CSS size for a frame: the grid plus its bands. */
+export function frameSize(f: Frame): { width: number; height: number } {
+  return { width: f.geo.width + f.pads.left + f.pads.right, height: f.geo.height + f.pads.top + f.pads.bottom };
+}
 
 let scratch: HTMLCanvasElement | null = null;
 
@@ -10,12 +23,12 @@ let scratch: HTMLCanvasElement | null = null;
  * Bins several programs touch (program mode) get dark diagonal stripes. */
 export function drawBins(
   canvas: HTMLCanvasElement,
-  geo: Geometry,
-  binCols: number,
+  frame: Frame,
   agg: Aggregate,
   filter: Filter,
   palette: Uint32Array,
 ): void {
+  const { geo, binCols } = frame;
   const { width, height, cellW, cellH } = geo;
   if (width <= 0 || height <= 0) return; // an empty tensor: nothing to draw (createImageData throws)
   const colours = binColours(agg, filter, palette);
@@ -42,21 +55,58 @@ export function drawBins(
   const ctx = canvas.getContext("2d")!;
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   ctx.imageSmoothingEnabled = false;
-  ctx.drawImage(scratch, 0, 0, canvas.width, canvas.height);
+  const size = frameSize(frame);
+  const ratio = canvas.width / Math.max(size.width, 1);
+  ctx.clearRect(0, 0, canvas.width, canvas.height);
+  ctx.drawImage(scratch, frame.pads.left * ratio, frame.pads.top * ratio, width * ratio, height * ratio);
+}
+
+/** The bands past the tensor's edges: a pale backdrop with the edge drawn as a dashed line, and
+ * the cells out-of-bounds lanes land in, in their own colour. */
+export function drawEdges(canvas: HTMLCanvasElement, frame: Frame, cells: EdgeCell[], slice: number): number {
+  const { pads, geo } = frame;
+  if (!pads.top && !pads.left && !pads.bottom && !pads.right) return 0;
+  const ctx = canvas.getContext("2d")!;
+  const size = frameSize(frame);
+  const ratio = canvas.width / Math.max(size.width, 1);
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.fillStyle = packedCss(EDGE_COLOUR);
+  if (pads.top) ctx.fillRect(0, 0, size.width, pads.top);
+  if (pads.bottom) ctx.fillRect(0, size.height - pads.bottom, size.width, pads.bottom);
+  if (pads.left) ctx.fillRect(0, 0, pads.left, size.height);
+  if (pads.right) ctx.fillRect(size.width - pads.right, 0, pads.right, size.height);
+  ctx.strokeStyle = "#868e96";
+  ctx.lineWidth = 1;
+  ctx.setLineDash([3, 2]);
+  ctx.strokeRect(pads.left - 0.5, pads.top - 0.5, geo.width + 1, geo.height + 1);
+  ctx.setLineDash([]);
+  ctx.fillStyle = packedCss(OOB_COLOUR);
+  let drawn = 0;
+  for (const c of cells) {
+    if (c.slice !== slice) continue;
+    const r = placeRect(geo, pads, frame.binRows, frame.binCols, c.row, c.col);
+    // At least 3 px along the edge so a lane in a 1-px column still shows.
+    const w = Math.max(r.w, 3);
+    const h = Math.max(r.h, 3);
+    ctx.fillRect(r.x + r.w / 2 - w / 2, r.y + r.h / 2 - h / 2, w, h);
+    drawn++;
+  }
+  return drawn;
 }
 
 /** Outlines on top of the bins (findings, the clicked cell); at least 9 px so a 1-px cell's
  * marker is still visible. Returns how many were drawn. */
-export function drawMarkers(canvas: HTMLCanvasElement, geo: Geometry, markers: Marker[]): number {
+export function drawMarkers(canvas: HTMLCanvasElement, frame: Frame, markers: Marker[]): number {
   const ctx = canvas.getContext("2d")!;
-  const ratio = canvas.width / Math.max(geo.width, 1);
+  const ratio = canvas.width / Math.max(frameSize(frame).width, 1);
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.lineWidth = 2;
   for (const m of markers) {
-    const w = Math.max(geo.cellW, 9);
-    const hgt = Math.max(geo.cellH, 9);
-    const x = m.col * geo.cellW + geo.cellW / 2 - w / 2;
-    const y = m.row * geo.cellH + geo.cellH / 2 - hgt / 2;
+    const r = placeRect(frame.geo, frame.pads, frame.binRows, frame.binCols, m.row, m.col);
+    const w = Math.max(r.w, 9);
+    const hgt = Math.max(r.h, 9);
+    const x = r.x + r.w / 2 - w / 2;
+    const y = r.y + r.h / 2 - hgt / 2;
     ctx.strokeStyle = "#fff";
     ctx.strokeRect(x - 1, y - 1, w + 2, hgt + 2);
     ctx.strokeStyle = m.colour;

@@ -6,10 +6,14 @@ import { getJSON } from "../../data";
 import { h, picker } from "../../dom";
 import type { Index, LaunchData } from "../../types";
 import { TensorCard, type CardHost } from "./card";
-import { findingsTable, showDetails } from "./details";
+import { findingsTable, showDetails, showEdgeDetails } from "./details";
 import {
   clampProgram,
-  findingOnGrid,
+  EDGE_COLOUR,
+  findingFor,
+  OOB_COLOUR,
+  pastEdge,
+  programOf,
   heatStops,
   KIND_NAMES,
   launchLabel,
@@ -19,6 +23,7 @@ import {
   programPalette,
   SEVERITY_COLOUR,
   type Filter,
+  type Finding,
   type LaunchRef,
   type Mode,
 } from "./model";
@@ -91,6 +96,7 @@ class AccessesView {
       palette: this.palette,
       filter: () => this.filter,
       onCell: (card, row, col) => this.openCell(card, row, col),
+      onFinding: (card, f) => void this.goToFinding(card, f),
     };
   }
 
@@ -219,11 +225,25 @@ class AccessesView {
       }
     }
     if (!this.launch) return;
+    if (pastEdge(card.view, { row, col })) {
+      showEdgeDetails(this.details, this.launch, card, row, col, card.edgeAt(row, col), (p) => this.selectProgram(p));
+      return;
+    }
     showDetails(this.details, this.launch, card, row, col, this.filter, (p) => this.selectProgram(p));
   }
 
+  /** A finding chosen (the card's list or the findings table): select the program it names, then
+   * its cell, past the tensor's edge for out-of-bounds lanes. */
+  private async goToFinding(card: TensorCard, f: Finding): Promise<void> {
+    if (!this.launch) return;
+    const p = programOf(this.launch, f.program);
+    if (p >= 0 && this.filter.program !== p) this.selectProgram(p);
+    await card.goTo(f);
+    this.root.dataset.finding = `${card.view.name}:${f.kind}`;
+  }
+
   /** A findings-table row: show a launch of its kernel with that tensor (the one shown if it is
-   * one), find the finding with a bin, go to its slice and select the cell. */
+   * one), find the finding, select its program and go to its cell. */
   private async pickFinding(kernel: string, tensor: string, index: number[] | null, message: string): Promise<void> {
     const shown = this.launch && this.launch.kernel === kernel && this.launch.tensors.some((t) => t.name === tensor);
     if (!shown) {
@@ -235,21 +255,8 @@ class AccessesView {
     }
     const card = this.cards.find((c) => c.view.name === tensor);
     if (!card) return;
-    const f = findingOnGrid(card.view.findings, message, index);
-    if (!f || !f.bin) return;
-    const go = (): void => {
-      card.select(f.bin![0], f.bin![1]);
-      card.el.scrollIntoView({ block: "nearest" });
-    };
-    const s = f.slice ?? 0;
-    if (s !== card.slice) {
-      const input = card.el.querySelector<HTMLInputElement>("input[name=slice]");
-      if (input) input.value = String(s);
-      void card.load(s).then(() => {
-        card.render();
-        go();
-      });
-    } else go();
+    const f = findingFor(card.view.findings, message, index);
+    if (f) await this.goToFinding(card, f);
   }
 
   /** The legend for the mode shown, the finding colours, and what the record leaves out. */
@@ -265,10 +272,11 @@ class AccessesView {
       parts.push(h("span", {}, "lanes per cell, log scale: min ", h("span", { class: "acc-ramp", style: `background:linear-gradient(90deg,${stops})` }), " max (per tensor, below each grid)"));
     }
     parts.push(h("span", {}, swatch("#fff", "acc-ring-error"), " error"), h("span", {}, swatch("#fff", "acc-ring-warning"), " warning"));
-    if (this.filter.program !== null) {
-      parts.push(h("span", {}, swatch(packedCss(MASKED_COLOUR)), " the selected program's masked-off lanes (its mask hid them)"));
-    }
-    parts.push(h("span", { class: "acc-dim" }, "Masked-off lanes are shown for one program at a time (pick one), where they point inside the tensor's memory; out-of-bounds lanes appear as findings. Records made before 2026-11-23 have no masked-off lanes."));
+    parts.push(h("span", { "data-legend": "masked" }, swatch(packedCss(MASKED_COLOUR)), " masked-off lanes of the selected program (its mask hid them)"));
+    parts.push(h("span", { "data-legend": "oob" }, swatch(packedCss(OOB_COLOUR)), " out-of-bounds lanes, past the tensor's edge"));
+    parts.push(h("span", { "data-legend": "edge" }, swatch(packedCss(EDGE_COLOUR), "acc-edge-sw"), " past the edge (dashed line: the tensor's border)"));
+    parts.push(h("span", {}, swatch("#fff", "acc-ring-sel"), " selected cell"));
+    parts.push(h("span", { class: "acc-dim" }, "Masked-off lanes are shown for one program at a time (pick one), where they point inside the tensor's memory; click a finding to select its program and cells. Records made before 2026-11-23 have no masked-off lanes."));
     this.legend.replaceChildren(...parts);
     this.legend.style.setProperty("--err", SEVERITY_COLOUR.error);
     this.legend.style.setProperty("--warn", SEVERITY_COLOUR.warning);

@@ -394,10 +394,146 @@ export function launchWithTensor(refs: LaunchRef[], kernel: string, tensor: stri
   return refs.findIndex((r) => r.launch.kernel === kernel && r.launch.tensors.includes(tensor));
 }
 
+/** The tensor's finding a findings-table row stands for, on the grid or past its edge: the one
+ * with the same message and index, else the first with the same message; undefined if none. */
+export function findingFor(findings: Finding[], message: string, index: number[] | null): Finding | undefined {
+  const same = (a: number[] | null, b: number[] | null): boolean => (a ?? []).join() === (b ?? []).join();
+  return findings.find((x) => x.message === message && same(x.index, index)) ?? findings.find((x) => x.message === message);
+}
+
 /** The tensor's finding a findings-table row stands for: one on the grid (with a bin) with the
  * same message and index, else the first on the grid with the same message; undefined if none. */
 export function findingOnGrid(findings: Finding[], message: string, index: number[] | null): Finding | undefined {
   const same = (a: number[] | null, b: number[] | null): boolean => (a ?? []).join() === (b ?? []).join();
   return findings.find((x) => x.bin && x.message === message && same(x.index, index)) ??
     findings.find((x) => x.bin && x.message === message);
+}
+
+// ---- Past the tensor's edge: out-of-bounds lanes (they touch no element, so the record's cells
+// cannot hold them) are placed from the findings' indices in a band drawn around the grid.
+
+/** A place on a tensor's grid: slice and bin; row -1 or bin_rows, col -1 or bin_cols, is the band
+ * past that edge. */
+export interface Place {
+  slice: number;
+  row: number;
+  col: number;
+}
+
+/** Out-of-bounds lanes: a colour of their own, apart from every program hue and the heat ramp. */
+export const OOB_COLOUR = pack(0xd6, 0x33, 0x6c);
+/** The band past the edge where nothing landed. */
+export const EDGE_COLOUR = pack(0xfa, 0xfa, 0xfb);
+/** The band's thickness in CSS px: wide enough to see and to click whatever the cell size. */
+export const EDGE_PX = 14;
+
+/** Where a tensor index lands: its slice and bin, a row or col past the edge clamped into the band
+ * on that side (a leading index past its dim counts as past the bottom or top). null when the
+ * index does not fit the tensor's rank. */
+export function placeIndex(view: TensorView, index: number[] | null): Place | null {
+  if (!index || index.length !== view.shape.length) return null;
+  const n = index.length;
+  const c = n ? index[n - 1] : 0;
+  let r = n >= 2 ? index[n - 2] : 0;
+  let lead = index.slice(0, Math.max(0, n - 2));
+  let over = 0; // -1 / +1: a leading (or merged) index is before / past its dim
+  if (view.merged.length) {
+    r = 0;
+    view.merged.forEach((size, d) => {
+      const i = index[d];
+      if (i < 0 && !over) over = -1;
+      else if (i >= size && !over) over = 1;
+      r = r * size + Math.max(0, Math.min(size - 1, i));
+    });
+    lead = [];
+  }
+  let slice = 0;
+  lead.forEach((i, d) => {
+    const size = view.lead[d] ?? 1;
+    if (i < 0 && !over) over = -1;
+    else if (i >= size && !over) over = 1;
+    slice = slice * size + Math.max(0, Math.min(size - 1, i));
+  });
+  const row = over < 0 || r < 0 ? -1 : over > 0 || r >= view.rows ? view.bin_rows : Math.floor(r / view.row_step);
+  const col = c < 0 ? -1 : c >= view.cols ? view.bin_cols : Math.floor(c / view.col_step);
+  return { slice, row, col };
+}
+
+export function pastEdge(view: TensorView, p: { row: number; col: number }): boolean {
+  return p.row < 0 || p.col < 0 || p.row >= view.bin_rows || p.col >= view.bin_cols;
+}
+
+/** Where a finding is on the grid: its bin, or where its example index lands past the edge. */
+export function findingPlace(view: TensorView, f: Finding): Place | null {
+  if (f.bin) return { slice: f.slice ?? 0, row: f.bin[0], col: f.bin[1] };
+  return placeIndex(view, f.index);
+}
+
+/** A band cell holding out-of-bounds lanes, with the findings whose lanes land there. */
+export interface EdgeCell extends Place {
+  lanes: number;
+  findings: Finding[];
+}
+
+/** Every out-of-bounds lane of the tensor's findings (each finding's `indices`, else its example
+ * index), placed past the edge; one entry per band cell, across all slices. */
+export function edgeCells(view: TensorView): EdgeCell[] {
+  const byKey = new Map<string, EdgeCell>();
+  for (const f of view.findings) {
+    if (f.bin) continue;
+    for (const index of f.indices?.length ? f.indices : [f.index]) {
+      const p = placeIndex(view, index);
+      if (!p || !pastEdge(view, p)) continue;
+      const key = `${p.slice},${p.row},${p.col}`;
+      let cell = byKey.get(key);
+      if (!cell) byKey.set(key, (cell = { ...p, lanes: 0, findings: [] }));
+      cell.lanes++;
+      if (!cell.findings.includes(f)) cell.findings.push(f);
+    }
+  }
+  return [...byKey.values()];
+}
+
+/** Band thickness (px) on each side: only the sides some out-of-bounds lane lies past. */
+export interface Pads {
+  top: number;
+  left: number;
+  bottom: number;
+  right: number;
+}
+
+export function padsFor(view: TensorView, cells: Place[]): Pads {
+  const pads = { top: 0, left: 0, bottom: 0, right: 0 };
+  for (const c of cells) {
+    if (c.row < 0) pads.top = EDGE_PX;
+    if (c.row >= view.bin_rows) pads.bottom = EDGE_PX;
+    if (c.col < 0) pads.left = EDGE_PX;
+    if (c.col >= view.bin_cols) pads.right = EDGE_PX;
+  }
+  return pads;
+}
+
+/** A place's rectangle on the canvas in CSS px (band cells span the band's thickness). */
+export function placeRect(geo: Geometry, pads: Pads, binRows: number, binCols: number, row: number, col: number): { x: number; y: number; w: number; h: number } {
+  const x = col < 0 ? 0 : pads.left + Math.min(col, binCols) * geo.cellW;
+  const w = col < 0 ? pads.left : col >= binCols ? pads.right : geo.cellW;
+  const y = row < 0 ? 0 : pads.top + Math.min(row, binRows) * geo.cellH;
+  const h = row < 0 ? pads.top : row >= binRows ? pads.bottom : geo.cellH;
+  return { x, y, w, h };
+}
+
+/** The place under a point (CSS px on the canvas), band cells included; null outside. */
+export function placeAt(geo: Geometry, pads: Pads, binRows: number, binCols: number, x: number, y: number): { row: number; col: number } | null {
+  const gx = x - pads.left;
+  const gy = y - pads.top;
+  const col = gx < 0 ? (pads.left && x >= 0 ? -1 : NaN) : gx >= geo.width ? (gx < geo.width + pads.right ? binCols : NaN) : Math.floor(gx / geo.cellW);
+  const row = gy < 0 ? (pads.top && y >= 0 ? -1 : NaN) : gy >= geo.height ? (gy < geo.height + pads.bottom ? binRows : NaN) : Math.floor(gy / geo.cellH);
+  if (Number.isNaN(row) || Number.isNaN(col)) return null;
+  return { row, col };
+}
+
+/** The program a finding names, as an index into the launch's programs (-1 when absent). */
+export function programOf(launch: LaunchData, xyz: [number, number, number] | null): number {
+  if (!xyz) return -1;
+  return launch.programs.findIndex((p) => p[0] === xyz[0] && p[1] === xyz[1] && p[2] === xyz[2]);
 }

@@ -5,37 +5,56 @@ import "./profile.css";
 import { h, picker } from "../../dom";
 import type { Index, ProfileData } from "../../types";
 import { Flame } from "./flame";
-import { buildModel, matchNodes, metaRows, parseDepthLimit, prunedText, withAncestors } from "./model";
+import { buildModel, columnNote, matchNodes, matchText, metaRows, parseDepthLimit, prunedText, withAncestors } from "./model";
 import { TreeTable } from "./table";
+
+/** What outlives a switch of profile (several files served): the filter typed. */
+interface Kept {
+  filter: string;
+}
 
 export function mountProfile(root: HTMLElement, index: Index): void {
   const slot = h("div", { class: "profile-slot" });
   const profiles = index.profiles;
+  const kept: Kept = { filter: "" };
   const show = (k: number): void => {
     slot.replaceChildren();
-    showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null);
+    showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null, kept);
   };
   root.append(slot);
   show(0);
 }
 
-function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSelectElement | null): void {
+function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSelectElement | null, kept: Kept): void {
   const m = buildModel(data);
   const table = new TreeTable(m, { onPick: (i) => flame.highlight(i) });
   const flame: Flame = new Flame(m, { onPick: (i) => table.select(i) });
 
   const error = h("span", { class: "filter-error", role: "alert", hidden: true });
   const filter = h("input", { type: "search", name: "filter", placeholder: "regex filter", spellcheck: "false", "aria-label": "filter by name (regex)" });
+  filter.value = kept.filter;
+  const matches = h("span", { class: "filter-count", role: "status", hidden: true });
+  const note = h("p", { class: "flame-note", role: "status", hidden: true });
+  const showNote = (column: number): void => {
+    const text = columnNote(m, column);
+    note.textContent = text ?? "";
+    note.hidden = text === null;
+  };
   const depth = h("input", { type: "number", name: "depth", min: 0, max: m.maxDepth, placeholder: String(m.maxDepth), title: "depth limit" });
   depth.style.width = "6ch";
   const reset = h("button", { type: "button", name: "reset-zoom", onclick: () => flame.resetZoom() }, "reset zoom");
-  const columnPicker = picker(data.columns, data.primary, (c) => flame.setColumn(c), { name: "column", title: "flame width" });
+  const columnPicker = picker(data.columns, data.primary, (c) => {
+    flame.setColumn(c);
+    showNote(c);
+  }, { name: "column", title: "flame width" });
 
   let filterTimer = 0;
   const applyFilter = (): void => {
     const text = filter.value.trim();
+    kept.filter = filter.value;
     if (!text) {
       error.hidden = true;
+      matches.hidden = true;
       flame.setMatch(null);
       table.setFilter(null, null);
       root.dataset.matches = "";
@@ -53,9 +72,14 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
     error.hidden = true;
     flame.setMatch(match);
     table.setFilter(match, withAncestors(m, match));
-    root.dataset.matches = String(match.reduce((a, b) => a + b, 0));
+    const count = match.reduce((a, b) => a + b, 0);
+    root.dataset.matches = String(count);
+    matches.textContent = matchText(text, count);
+    matches.classList.toggle("none", count === 0);
+    matches.hidden = false;
   };
   filter.addEventListener("input", () => {
+    kept.filter = filter.value;
     clearTimeout(filterTimer);
     filterTimer = window.setTimeout(applyFilter, 120); // don't rescan 100k nodes on every key
   });
@@ -72,19 +96,27 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
     h("label", {}, "width ", columnPicker),
     h("label", {}, "filter ", filter),
     error,
+    matches,
     h("label", {}, "depth ≤ ", depth),
     reset,
     data.base ? h("span", { class: "legend" }, h("i", { class: "slow" }), "slower ", h("i", { class: "fast" }), "faster than ", h("code", {}, data.base.source)) : null,
   );
-  root.append(toolbar, metaCard(data), h("div", { class: "profile-flame card" }, flame.el), table.el);
+  root.append(toolbar, metaCard(data), h("div", { class: "profile-flame card" }, note, flame.el), table.el);
+  showNote(data.primary);
+  if (kept.filter.trim()) applyFilter(); // the filter typed on the profile shown before
   flame.draw(); // first paint now, not a frame later
   table.render();
 }
 
+/** The run's metadata, closed by default (one line: the file's name and the run's date) so the
+ * flame graph is in view first; a click opens it. */
 function metaCard(data: ProfileData): HTMLElement {
-  const dl = h("dl", { class: "meta" });
-  for (const [key, value] of metaRows(data)) dl.append(h("dt", {}, key), h("dd", {}, value));
-  const card = h("details", { class: "card profile-meta", open: true }, h("summary", {}, data.name), dl);
+  const rows = metaRows(data);
+  const list = h("div", { class: "meta-list" });
+  for (const [key, value] of rows) list.append(h("div", { class: "meta-item", "data-key": key }, h("span", { class: "k" }, key), h("span", { class: "v" }, value)));
+  const when = rows.find(([key]) => key === "start_time");
+  const summary = h("summary", {}, h("b", {}, data.name), when ? h("span", { class: "meta-when" }, ` ${when[1]}`) : null, h("span", { class: "meta-hint" }, " (details)"));
+  const card = h("details", { class: "card profile-meta" }, summary, list);
   const pruned = prunedText(data);
   if (pruned !== null) card.append(h("div", { class: "pruned", "data-pruned": data.pruned_nodes }, pruned));
   return card;

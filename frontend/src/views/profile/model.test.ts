@@ -4,6 +4,12 @@ import {
   buildModel,
   byKey,
   childrenInOrder,
+  columnNote,
+  humanDuration,
+  localDateTime,
+  matchText,
+  metaValue,
+  ratioColour,
   describeNode,
   diffColour,
   flameLayout,
@@ -359,5 +365,67 @@ describe("prunedText", () => {
     expect(prunedText(data)).toBe("248,500 of 250,000 nodes shown (below 0.100% left out)");
     const huge = profile({ total_nodes: 12_000_000, pruned_nodes: 11_000_000, threshold: 0.01 });
     expect(prunedText(huge)).toBe("1.00M of 12.0M nodes shown (below 1% left out)");
+  });
+});
+
+describe("metadata values", () => {
+  it("shows epoch seconds as a local date-time and adds the run's duration", () => {
+    const start = 1795641574.838;
+    const d = new Date(start * 1000);
+    const two = (n: number): string => String(n).padStart(2, "0");
+    const expected = `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+    expect(localDateTime(start)).toBe(expected);
+    const rows = metaRows(profile({ metadata: { start_time: start, end_time: start + 2.5, pid: 16331 } }));
+    expect(rows).toContainEqual(["start_time", expected]);
+    expect(rows).toContainEqual(["duration", "2.50 s"]);
+    expect(rows).toContainEqual(["pid", "16331"]); // a plain number stays as written
+    expect(rows.map((r) => r[0]).indexOf("duration")).toBe(rows.map((r) => r[0]).indexOf("end_time") + 1);
+  });
+
+  it("gives durations a unit by the key's suffix", () => {
+    expect(metaValue("overhead_ns", 1_234_567)).toBe("1.23 ms");
+    expect(metaValue("flush_us", 250)).toBe("250 µs");
+    expect(metaValue("duration", 75)).toBe("1 min 15 s");
+    expect(metaValue("start_time", 12.5)).toBe("12.5"); // too small to be an instant
+    expect(metaValue("config", { a: 1 })).toBe('{"a":1}');
+    expect(humanDuration(7300)).toBe("2 h 1 min");
+    expect(humanDuration(0.0004)).toBe("400 µs");
+  });
+});
+
+describe("columnNote", () => {
+  it("is null while some frame has the column", () => {
+    expect(columnNote(buildModel(profile()), 0)).toBeNull();
+  });
+
+  it("says why util is empty: no device table, or no kernel with all it needs", () => {
+    const data = profile({ columns: ["time/ms", "util"], values: [[null, 6, 4, 2, 4, 3], [null, null, null, null, null, null]] });
+    expect(columnNote(buildModel(data), 1)).toBe(
+      "no frame has util: the profile has no device table (util needs each kernel's GPU; record on a GPU); pick another width column",
+    );
+    const withDevice = { ...data, metadata: { "device GPU:0": "sm_90" } };
+    expect(columnNote(buildModel(withDevice), 1)).toContain("no kernel has all three");
+  });
+
+  it("says when every value is zero", () => {
+    const data = profile({ values: [[null, 6, 4, 2, 4, 3], [0, 0, 0, 0, 0, 0]] });
+    expect(columnNote(buildModel(data), 1)).toBe("every frame has count 0: nothing to draw; pick another width column");
+  });
+});
+
+describe("matchText", () => {
+  it("says no frame matches, or how many do", () => {
+    expect(matchText("xyz", 0)).toBe("no frame matches 'xyz'");
+    expect(matchText("load", 1)).toBe("1 frame matches 'load'");
+    expect(matchText("o", 2500)).toBe("2,500 frames match 'o'");
+  });
+});
+
+describe("ratioColour", () => {
+  it("colours slower red and faster green like the flame graph, nothing without a ratio", () => {
+    expect(ratioColour(2)).toBe(diffColour(2, 1));
+    expect(ratioColour(2)).toMatch(/^hsl\(350 /);
+    expect(ratioColour(0.5)).toMatch(/^hsl\(130 /);
+    expect(ratioColour(NaN)).toBeNull();
   });
 });

@@ -3,7 +3,7 @@
 // dominate the first paint. Also the pure parts of the view: the flame graph's layout and diff
 // colours, the table's row order and flattening, and the texts (tooltip, metadata, pruning note).
 // No DOM, no canvas: model.test.ts runs all of it under Node.
-import { fmt } from "../../format";
+import { fmt, fmtNs } from "../../format";
 import type { ProfileData } from "../../types";
 
 export interface ProfileModel {
@@ -242,17 +242,68 @@ export function parseDepthLimit(text: string): number {
   return Number.isFinite(v) ? v : Infinity;
 }
 
-/** The metadata card's rows: source, base, the file's metadata (objects as JSON, empty values
- * left out) and the node count. */
+/** Epoch seconds as a local date and time, "2026-11-23 14:05:09" (a raw 1795641574.838 means
+ * nothing to a reader). */
+export function localDateTime(epochSeconds: number): string {
+  const d = new Date(epochSeconds * 1000);
+  const two = (n: number): string => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+}
+
+/** A duration in seconds for people: µs/ms/s to 3 digits, minutes and hours past a minute. */
+export function humanDuration(seconds: number): string {
+  if (!Number.isFinite(seconds)) return fmt(seconds);
+  const abs = Math.abs(seconds);
+  if (abs < 60) return fmtNs(seconds * 1e9);
+  const sign = seconds < 0 ? "-" : "";
+  const total = Math.round(abs);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  return h ? `${sign}${h} h ${m} min` : `${sign}${m} min ${s} s`;
+}
+
+// Metadata keys whose numbers are instants (epoch seconds) or durations, by their names' shape.
+const INSTANT_KEY = /(^|_)(time|timestamp|started|ended|date)$|_at$/i;
+const DURATION_UNIT: [RegExp, number][] = [
+  [/(^|_)ns$/i, 1e-9],
+  [/(^|_)us$/i, 1e-6],
+  [/(^|_)ms$/i, 1e-3],
+  [/(^|_)(s|sec|seconds|duration|elapsed)$/i, 1],
+];
+const EPOCH_MIN = 1e8; // 1973: a smaller "time" is a duration or a count, not an instant
+const EPOCH_MAX = 1e11; // year 5138: a larger one is not seconds
+
+/** One metadata value as the card shows it: instants as local date-times, durations with a unit,
+ * objects as JSON, the rest as written. */
+export function metaValue(key: string, value: unknown): string {
+  if (typeof value === "number" && Number.isFinite(value)) {
+    if (INSTANT_KEY.test(key) && value >= EPOCH_MIN && value < EPOCH_MAX) return localDateTime(value);
+    for (const [re, toSeconds] of DURATION_UNIT) if (re.test(key)) return humanDuration(value * toSeconds);
+    return String(value);
+  }
+  return typeof value === "object" ? JSON.stringify(value) : String(value);
+}
+
+/** The metadata card's rows: source, base, the file's metadata (objects as JSON, instants as
+ * local date-times, durations with units, empty values left out; the run's duration after its
+ * end time) and the node count. */
 export function metaRows(data: ProfileData): [string, string][] {
   const rows: [string, string][] = [];
   const add = (key: string, value: unknown): void => {
     if (value === null || value === undefined || value === "") return;
-    rows.push([key, typeof value === "object" ? JSON.stringify(value) : String(value)]);
+    rows.push([key, metaValue(key, value)]);
   };
   add("source", data.source);
   if (data.base) add("base", data.base.source);
-  for (const [key, value] of Object.entries(data.metadata)) add(key, value);
+  const meta = data.metadata;
+  for (const [key, value] of Object.entries(meta)) {
+    add(key, value);
+    const start = meta.start_time;
+    if (key === "end_time" && typeof value === "number" && typeof start === "number" && value >= start) {
+      rows.push(["duration", humanDuration(value - start)]);
+    }
+  }
   const nodes = data.parent.length;
   add("nodes", fmt(nodes));
   return rows;
@@ -262,4 +313,40 @@ export function metaRows(data: ProfileData): [string, string][] {
 export function prunedText(data: ProfileData): string | null {
   if (!(data.pruned_nodes > 0)) return null;
   return `${fmt(data.total_nodes - data.pruned_nodes)} of ${fmt(data.total_nodes)} nodes shown (below ${fmt(data.threshold * 100)}% left out)`;
+}
+
+/** Why the flame graph is empty for a column, or null when some frame has a value above 0: with
+ * no value anywhere the graph would be a blank box, which reads as a broken page. */
+export function columnNote(m: ProfileModel, column: number): string | null {
+  const label = m.data.columns[column] ?? "?";
+  const values = m.vals[column];
+  let any = false;
+  for (let i = 0; i < m.n; i++) {
+    if (values[i] > 0) return null;
+    if (!Number.isNaN(values[i])) any = true;
+  }
+  if (any) return `every frame has ${label} 0: nothing to draw; pick another width column`;
+  let why = "";
+  if (label === "util") {
+    const devices = Object.keys(m.data.metadata).some((k) => k.startsWith("device "));
+    why = devices
+      ? ": util needs a kernel's flops or bytes, its time and its device, and no kernel has all three"
+      : ": the profile has no device table (util needs each kernel's GPU; record on a GPU)";
+  } else if (label === "tflop/s" || label === "gbyte/s") {
+    why = `: no kernel reported its ${label === "tflop/s" ? "flops" : "bytes"}`;
+  }
+  return `no frame has ${label}${why}; pick another width column`;
+}
+
+/** The filter's status line: how many frames match, or that none does. */
+export function matchText(pattern: string, matches: number): string {
+  if (matches === 0) return `no frame matches '${pattern}'`;
+  return `${fmt(matches)} frame${matches === 1 ? "" : "s"} match${matches === 1 ? "es" : ""} '${pattern}'`;
+}
+
+/** The ratio cell's colour (new / base): red slower, green faster, like the flame graph's diff
+ * colours; null where there is no ratio. */
+export function ratioColour(ratio: number): string | null {
+  if (Number.isNaN(ratio)) return null;
+  return diffColour(ratio, 1);
 }

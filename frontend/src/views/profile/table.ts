@@ -3,7 +3,7 @@
 // height so the row under any scroll offset is a division away.
 import { h } from "../../dom";
 import { fmt } from "../../format";
-import { childrenInOrder, nameOf, ratioText, typeOf, visibleRows, type ProfileModel } from "./model";
+import { childrenInOrder, nameOf, ratioColour, ratioText, typeOf, visibleRows, type ProfileModel } from "./model";
 
 const ROW = 22; // px, must match profile.css (.ptable tr)
 const OVERSCAN = 8;
@@ -138,7 +138,14 @@ export class TreeTable {
     const tr = h("tr", { "data-node": i, "data-name": name, class: cls.filter(Boolean).join(" ") || null }, nameCell);
     for (let c = 1; c < this.columns.length; c++) {
       const v = this.columns[c].key![i];
-      tr.append(h("td", { class: this.columns[c].cls }, this.columns[c].label === "ratio" ? ratioText(v) : fmt(Number.isNaN(v) ? null : v)));
+      const isRatio = this.columns[c].label === "ratio";
+      const td = h("td", { class: this.columns[c].cls }, isRatio ? ratioText(v) : fmt(Number.isNaN(v) ? null : v));
+      const colour = isRatio ? ratioColour(v) : null;
+      if (colour) {
+        td.style.background = colour; // slower red, faster green: the flame graph's diff colours
+        td.dataset.trend = v > 1 ? "slower" : v < 1 ? "faster" : "same";
+      }
+      tr.append(td);
     }
     if (m.removed[i]) tr.title = "removed: only in the base profile";
     return tr;
