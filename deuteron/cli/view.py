@@ -223,6 +223,7 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     base = hatchet.read(diff_path) if diff_path else None
     if base is not None:
         _warn_if_contexts_differ(base, diff_path or "", profile, sources[0])
+        _warn_if_unrelated(base, diff_path or "", profile, sources[0])
     options = ViewOptions(
         metrics=args.metrics.split(",") if args.metrics else None,
         include=args.include,
@@ -321,6 +322,18 @@ def _print_sorted(tree: Any, column: str, full_names: bool = False) -> None:
     for value, name in rows:
         shown = name if len(name) <= 100 else name[:100] + "..."
         print(f"{printable(shown):105} {value:.4g}")
+
+
+def _warn_if_unrelated(old: Any, old_path: str, new: Any, new_path: str) -> None:
+    """Two profiles of different programs pair no frame: every row would show as added or removed,
+    which reads like a result; say so first."""
+    names_old = {n.name for n in old.root.walk()} - {old.root.name}
+    names_new = {n.name for n in new.root.walk()} - {new.root.name}
+    if names_old and names_new and not names_old & names_new:
+        say(
+            f"deuteron: warning: {old_path} and {new_path} share no frame name: they look like profiles of "
+            "different programs, so every row shows as added or removed"
+        )
 
 
 def _warn_if_contexts_differ(old: Any, old_path: str, new: Any, new_path: str) -> None:

@@ -83,3 +83,15 @@ def test_columns_the_profile_lacks_are_said_not_dashed(tmp_path: Path) -> None:
     assert partly.returncode == 0 and "no frame has time/ms" in partly.stderr and "2.500" in partly.stdout
     default = run_cli("view", str(path), cwd=tmp_path)
     assert default.stdout.splitlines()[0].split() == ["cpu_time/ms", "name"]  # not the alphabetically first
+
+
+def test_a_diff_of_unrelated_profiles_is_said(tmp_path: Path) -> None:
+    a, b = Profile(), Profile()
+    a.add_metrics(a.root.child("train").child("gemm", KERNEL), {TIME: 5})
+    b.add_metrics(b.root.child("serve").child("softmax", KERNEL), {TIME: 7})
+    hatchet.write(a, tmp_path / "a.hatchet")
+    hatchet.write(b, tmp_path / "b.hatchet")
+    proc = run_cli("diff", "a.hatchet", "b.hatchet", cwd=tmp_path)
+    assert proc.returncode == 0 and "share no frame name" in proc.stderr
+    same = run_cli("diff", "a.hatchet", "a.hatchet", cwd=tmp_path)
+    assert "share no frame name" not in same.stderr
