@@ -9,7 +9,7 @@ import json
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +155,80 @@ class TraceColumns:
     cats: list[str]
     lanes: list[tuple[int, int, str]]  # (pid, tid, label)
     flows: np.ndarray  # float64 rows (from_lane, from_ns, to_lane, to_ns)
+    # Each event's context, for a viewer's details (interned like names, so a million kernels of a
+    # few hundred places cost a column of ids): ``args.call_stack`` (ROOT to the event; id 0 is
+    # the empty stack) and its other args as (key, value text) rows (id 0: none).
+    stack: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+    stacks: list[tuple[str, ...]] = field(default_factory=lambda: [()])
+    args: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
+    arg_sets: list[tuple[tuple[str, str], ...]] = field(default_factory=lambda: [()])
+
+
+_MAX_STACK = 256  # frames kept of a call stack, and args kept of an event: more is damage, not data
+_MAX_TEXT = 500  # characters kept of a frame's name, an arg's key or value
+
+
+def _arg_text(value: Any) -> str:
+    """An arg's value as the details panel shows it: strings as they are, the rest as compact JSON
+    (a nested or hostile value cut short, never an error: args are shown, not trusted)."""
+    if isinstance(value, str):
+        return value[:_MAX_TEXT]
+    try:
+        return json.dumps(value, separators=(",", ":"), default=str)[:_MAX_TEXT]
+    except (ValueError, TypeError, RecursionError):
+        return str(type(value).__name__)
+
+
+_MAX_ARG_SETS = 50_000  # distinct args sets a page gets; events past them show their name and stack only
+
+
+class _Contexts:
+    """Interns events' call stacks and other args for :func:`read_columns`. Lookups go first by
+    the raw values (a tuple of the stack's frames, of the args' keys, values and types), which
+    repeat across a trace's events, so each distinct context is cleaned and texted only once:
+    a million events with args cost about a second more, not several."""
+
+    def __init__(self) -> None:
+        self.stacks: dict[tuple[str, ...], int] = {(): 0}
+        self.arg_sets: dict[tuple[tuple[str, str], ...], int] = {(): 0}
+        self._raw_stacks: dict[Any, int] = {}
+        self._raw_args: dict[Any, int] = {}
+        self.args_left_out = 0  # events whose args were past _MAX_ARG_SETS distinct sets
+
+    def stack_id(self, value: Any) -> int:
+        if not isinstance(value, list):
+            return 0
+        key = tuple(value)
+        try:
+            return self._raw_stacks[key]
+        except (KeyError, TypeError):  # new, or a frame that is no string (unhashable)
+            pass
+        frames = tuple(str(f)[:_MAX_TEXT] for f in value[:_MAX_STACK])
+        found = self.stacks.setdefault(frames, len(self.stacks))
+        try:
+            self._raw_stacks[key] = found
+        except TypeError:
+            pass
+        return found
+
+    def args_id(self, raw: dict[Any, Any]) -> int:
+        key = tuple((k, v, v.__class__) for k, v in raw.items() if k != "call_stack")
+        if not key:
+            return 0
+        try:
+            return self._raw_args[key]
+        except (KeyError, TypeError):  # new, or a value that is a list or object (unhashable)
+            pass
+        rows = tuple((str(k)[:_MAX_TEXT], _arg_text(v)) for k, v, _ in key[:_MAX_STACK])
+        if rows not in self.arg_sets and len(self.arg_sets) >= _MAX_ARG_SETS:
+            self.args_left_out += 1  # a trace whose every event has its own args: the page stays small
+            return 0
+        found = self.arg_sets.setdefault(rows, len(self.arg_sets))
+        try:
+            self._raw_args[key] = found
+        except TypeError:
+            pass
+        return found
 
 
 def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceColumns:
@@ -173,6 +247,9 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
     cat_col: list[int] = []
     lane_col: list[int] = []
     flow_ends: dict[Any, list[tuple[int, float] | None]] = {}
+    contexts = _Contexts()
+    stack_col: list[int] = []
+    args_col: list[int] = []
     named: dict[tuple[str, str], tuple[int, int]] = {}  # Proton's string process/thread names -> a key
     for i, ev in enumerate(events):
         if not isinstance(ev, dict):
@@ -234,6 +311,13 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
             known = cats[cat] = len(cats) if len(cats) < 255 else cats.setdefault("other", 255)
         cat_col.append(known)
         lane_col.append(lane)
+        raw = ev.get("args")
+        if raw and isinstance(raw, dict):  # many events have none: no call for them
+            stack_col.append(contexts.stack_id(raw.get("call_stack")))
+            args_col.append(contexts.args_id(raw))
+        else:
+            stack_col.append(0)
+            args_col.append(0)
     starts, durs = np.asarray(start, dtype=np.float64), np.asarray(dur, dtype=np.float64)
     # By start, and at equal starts the longer first: a parent before the children it encloses.
     order = np.lexsort((-durs, starts))
@@ -248,4 +332,8 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
         cats=[name for name, _ in sorted(cats.items(), key=lambda kv: kv[1])],
         lanes=[(pid, tid, labels.get((pid, tid), "")) for (pid, tid) in lanes],
         flows=np.asarray(flows, dtype=np.float64).reshape(-1, 4),
+        stack=np.asarray(stack_col, dtype=np.uint32)[order],
+        stacks=list(contexts.stacks),
+        args=np.asarray(args_col, dtype=np.uint32)[order],
+        arg_sets=list(contexts.arg_sets),
     )

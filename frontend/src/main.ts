@@ -3,6 +3,7 @@ import "./style.css";
 import { getJSON, standalone } from "./data";
 import { h } from "./dom";
 import { viewOfHash } from "./route";
+import { hashFor } from "./hashstate";
 import type { Index } from "./types";
 import { mountProfile } from "./views/profile";
 import { mountTimeline } from "./views/timeline";
@@ -68,10 +69,12 @@ async function start(): Promise<void> {
     }
     for (const [key, pane] of panes) pane.hidden = key !== view.id;
     document.body.dataset.view = view.id;
-    if (location.hash !== `#${view.id}`) {
+    // The hash may carry the view's own state after a `?` (hashstate.ts): keep it when the
+    // address already names this view, else bring back the state the view was left in.
+    if (viewOfHash(location.hash) !== view.id) {
       try {
-        if (push) history.pushState(null, "", `#${view.id}`);
-        else history.replaceState(null, "", `#${view.id}`);
+        if (push) history.pushState(null, "", hashFor(view.id));
+        else history.replaceState(null, "", hashFor(view.id));
       } catch {
         // A page inside a notebook's srcdoc frame has no URL of its own to change.
       }

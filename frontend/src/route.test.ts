@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { viewOfHash } from "./route";
+import { hashOf, hashParams, viewOfHash } from "./route";
 
 describe("viewOfHash", () => {
   it("names the view of the hash, whatever follows it", () => {
@@ -12,5 +12,21 @@ describe("viewOfHash", () => {
   it("is empty when the address has no hash", () => {
     expect(viewOfHash("")).toBe("");
     expect(viewOfHash("#")).toBe("");
+  });
+});
+
+describe("hashParams and hashOf", () => {
+  it("spell a view's state after a ?, and read it back", () => {
+    const hash = hashOf("timeline", { t0: 1200, t1: 5000, q: "gemm kernel", sel: null, arrows: 0 });
+    expect(hash).toBe("#timeline?t0=1200&t1=5000&q=gemm%20kernel&arrows=0");
+    expect(viewOfHash(hash)).toBe("timeline");
+    expect(hashParams(hash)).toEqual({ t0: "1200", t1: "5000", q: "gemm kernel", arrows: "0" });
+  });
+
+  it("leave a bare view when there is no state", () => {
+    expect(hashOf("profile", { flat: null, frame: "" })).toBe("#profile");
+    expect(hashParams("#profile")).toEqual({});
+    expect(hashParams("")).toEqual({});
+    expect(hashParams("#profile?frame=a%26b%3Dc&flat=1")).toEqual({ frame: "a&b=c", flat: "1" });
   });
 });

@@ -50,12 +50,19 @@ export interface TraceRef {
   lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane }[];
   names: string[]; // event names (index: the `name` column)
   cats: string[]; // categories (index: the `cat` column)
+  /** As `deuteron view` shows names, and demangled in full (index: the `name` column). */
+  display_names?: string[];
+  full_names?: string[];
+  /** Call stacks from ROOT (index: the `stack` column; 0 is the empty one) and other args as
+   * (key, value text) rows (index: the `args` column; 0: none). Absent in older pages. */
+  stacks?: string[][];
+  arg_sets?: [string, string][][];
   count: number; // events
   flows: number; // launch -> kernel arrows
   start_ns: number; // earliest start
   end_ns: number; // latest end
   /** Packed: start (f64 ns), dur (f64 ns), name (u32), lane (u16, index into lanes), cat (u8),
-   * depth (u8, nesting level within the lane); flow_from_lane, flow_to_lane (u16),
+   * depth (u8, nesting level within the lane), stack and args (u32, into stacks and arg_sets); flow_from_lane, flow_to_lane (u16),
    * flow_from_ns, flow_to_ns (f64). Events sorted by start. */
   events: string;
 }

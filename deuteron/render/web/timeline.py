@@ -1,7 +1,9 @@
 """A trace for the web UI: ``TraceRef`` (``frontend/src/types.ts``) and its events packed as typed
 arrays (:mod:`.packed`). Each event gets its nesting depth within its lane here, once, so the
-browser only draws. Event names go as recorded (``names``), and as ``deuteron view`` shows them
-(``display_names``: a C++ kernel's short name) and demangled in full (``full_names``), index for index.
+browser only draws. Each event's call stack and other args go as ids into two interned tables
+(``stacks``, ``arg_sets``), shown when the event is clicked. Event names go as recorded
+(``names``), and as ``deuteron view`` shows them (``display_names``: a C++ kernel's short name)
+and demangled in full (``full_names``), index for index.
 
 Lanes are threads, GPU streams, or lanes inside kernels (``intra``: one per kernel, CTA and warp,
 or per interpreted program, holding ``pl.scope`` spans); the last are ordered after the streams,
@@ -129,6 +131,10 @@ def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], l
         "display_names": [display_name(n) for n in c.names],  # as deuteron view shows them
         "full_names": [display_name(n, full=True) for n in c.names],
         "cats": c.cats,
+        # Each event's context (the packed ``stack`` and ``args`` columns index these): its call
+        # stack from ROOT, and its other args as (key, value text) rows, for the details panel.
+        "stacks": [list(s) for s in c.stacks],
+        "arg_sets": [[list(row) for row in rows] for rows in c.arg_sets],
         "count": int(len(c.start)),
         "flows": int(len(c.flows)),
         "start_ns": float(c.start.min()) if len(c.start) else 0.0,
@@ -136,6 +142,11 @@ def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], l
         "events": url,
     }
     return ref, order
+
+
+def _column(ids: np.ndarray, n: int) -> np.ndarray:
+    """A context column as packed, zeros (no context) where the columns were made without it."""
+    return ids.astype("<u4") if len(ids) == n else np.zeros(n, dtype="<u4")
 
 
 def trace_events(c: TraceColumns, order: list[int]) -> bytes:
@@ -150,6 +161,8 @@ def trace_events(c: TraceColumns, order: list[int]) -> bytes:
             "flow_from_ns": flows[:, 1].astype("<f8"),
             "flow_to_ns": flows[:, 3].astype("<f8"),
             "name": c.name.astype("<u4"),
+            "stack": _column(c.stack, len(c.start)),
+            "args": _column(c.args, len(c.start)),
             "lane": position[c.lane].astype("<u2"),
             "flow_from_lane": position[flows[:, 0].astype(np.int64)].astype("<u2"),
             "flow_to_lane": position[flows[:, 2].astype(np.int64)].astype("<u2"),

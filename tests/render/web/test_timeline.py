@@ -120,3 +120,47 @@ def test_a_trace_without_intra_spans_keeps_its_order(tmp_path: Path) -> None:
     ref, order = trace_ref(cols, "t.json", "u")
     assert [lane["kind"] for lane in ref["lanes"]] == ["thread", "stream", "stream"]
     assert order == [1, 0, 2]
+
+
+def test_each_events_call_stack_and_args_reach_the_page_interned(tmp_path: Path) -> None:
+    """``args.call_stack`` and the other args ride as ids into two tables, in the events' order;
+    a hostile or odd value is shown as text, never an error."""
+    events = [
+        {
+            **_x("k", "kernel", 7, 5),
+            "args": {"call_stack": ["ROOT", "step", "k"], "device": 0, "grid": [4, 1, 1]},
+        },
+        {**_x("step", "python", 0, 0, 100), "args": {"call_stack": ["ROOT", "step"]}},
+        {
+            **_x("k", "kernel", 7, 9),
+            "args": {"call_stack": ["ROOT", "step", "k"], "device": 0, "grid": [4, 1, 1]},
+        },
+        {
+            **_x("odd", "python", 0, 20),
+            "args": {"call_stack": [1, None], "v": {"deep": [1.5, "x"]}, "b": True},
+        },
+        _x("bare", "python", 0, 30),
+        {**_x("bad", "python", 0, 40), "args": {"call_stack": "ROOT"}},
+    ]
+    cols = chrome_trace.read_columns(_write(tmp_path / "t.json", events, {}))
+    assert cols.stacks == [(), ("ROOT", "step", "k"), ("ROOT", "step"), ("1", "None")]  # file order
+    assert cols.arg_sets == [
+        (),
+        (("device", "0"), ("grid", "[4,1,1]")),
+        (("v", '{"deep":[1.5,"x"]}'), ("b", "true")),
+    ]
+    # By start: step, k, k, odd, bare, bad.
+    assert cols.stack.tolist() == [2, 1, 1, 3, 0, 0]
+    assert cols.args.tolist() == [0, 1, 1, 2, 0, 0]
+    data = WebData()
+    data.add_file(str(tmp_path / "t.json"))
+    ref = data.index()["traces"][0]
+    assert ref["stacks"][1] == ["ROOT", "step", "k"] and ref["arg_sets"][1] == [
+        ["device", "0"],
+        ["grid", "[4,1,1]"],
+    ]
+    packed = unpack(data.answer(ref["events"])[1])
+    order = packed["name"].tolist()
+    k = order.index(ref["names"].index("k"))
+    assert ref["stacks"][int(packed["stack"][k])][-1] == "k"
+    assert ref["arg_sets"][int(packed["args"][k])][0] == ["device", "0"]

@@ -1,22 +1,30 @@
 // The Profile view: toolbar (profile, width column, regex filter, depth limit), metadata card, the
 // icicle graph and the tree table below it. The two stay in step: a rectangle clicked selects its
-// row, a row clicked outlines its rectangle.
+// row, a row clicked outlines its rectangle. A "flat" toggle swaps both for the flat view (every
+// name summed over the tree, and a picked name's callers and callees); it and the picked name are
+// in the address (hashstate.ts).
 import "./profile.css";
 import { h, picker } from "../../dom";
+import { readState, writeState } from "../../hashstate";
 import type { Index, ProfileData } from "../../types";
 import { Flame } from "./flame";
+import { FlatView } from "./flat";
 import { buildModel, columnNote, matchNodes, matchText, metaRows, parseDepthLimit, prunedText, withAncestors } from "./model";
 import { TreeTable } from "./table";
 
-/** What outlives a switch of profile (several files served): the filter typed. */
+/** What outlives a switch of profile (several files served): the filter typed, the flat toggle
+ * and (from the address, for the first profile shown) the name picked in the flat view. */
 interface Kept {
   filter: string;
+  flat: boolean;
+  frame: string | null;
 }
 
 export function mountProfile(root: HTMLElement, index: Index): void {
   const slot = h("div", { class: "profile-slot" });
   const profiles = index.profiles;
-  const kept: Kept = { filter: "" };
+  const opened = readState("profile");
+  const kept: Kept = { filter: "", flat: opened.flat === "1", frame: opened.frame || null };
   const show = (k: number): void => {
     slot.replaceChildren();
     showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null, kept);
@@ -43,10 +51,42 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
   const depth = h("input", { type: "number", name: "depth", min: 0, max: m.maxDepth, placeholder: String(m.maxDepth), title: "depth limit" });
   depth.style.width = "6ch";
   const reset = h("button", { type: "button", name: "reset-zoom", onclick: () => flame.resetZoom() }, "reset zoom");
+  let column = data.primary;
   const columnPicker = picker(data.columns, data.primary, (c) => {
+    column = c;
     flame.setColumn(c);
+    flat?.setColumn(c);
     showNote(c);
   }, { name: "column", title: "flame width" });
+  const save = (): void => writeState("profile", { flat: kept.flat ? 1 : null, frame: kept.flat ? kept.frame : null });
+  let flat: FlatView | null = null;
+  const flameCard = h("div", { class: "profile-flame card" }, note, flame.el);
+  const flatBox = h("input", { type: "checkbox", name: "flat", checked: kept.flat });
+  const showFlat = (on: boolean): void => {
+    kept.flat = on;
+    if (on && !flat) {
+      // Built on first use: summing a 100 000-node tree is not part of the first paint.
+      flat = new FlatView(m, { onSelect: (name) => ((kept.frame = name), save()) });
+      flat.setColumn(column);
+      flat.setFilter(filterRegex());
+      if (kept.frame) flat.select(kept.frame);
+      root.append(flat.el);
+    }
+    flameCard.hidden = on;
+    table.el.hidden = on;
+    reset.hidden = on;
+    if (flat) flat.el.hidden = !on;
+    root.dataset.flat = String(on);
+    save();
+  };
+  flatBox.addEventListener("change", () => showFlat(flatBox.checked));
+  const filterRegex = (): RegExp | null => {
+    try {
+      return filter.value.trim() ? new RegExp(filter.value.trim(), "i") : null;
+    } catch {
+      return null;
+    }
+  };
 
   let filterTimer = 0;
   const applyFilter = (): void => {
@@ -57,6 +97,7 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
       matches.hidden = true;
       flame.setMatch(null);
       table.setFilter(null, null);
+      flat?.setFilter(null);
       root.dataset.matches = "";
       return;
     }
@@ -72,6 +113,7 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
     error.hidden = true;
     flame.setMatch(match);
     table.setFilter(match, withAncestors(m, match));
+    flat?.setFilter(filterRegex());
     const count = match.reduce((a, b) => a + b, 0);
     root.dataset.matches = String(count);
     matches.textContent = matchText(text, count);
@@ -99,13 +141,15 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
     matches,
     h("label", {}, "depth ≤ ", depth),
     reset,
+    h("label", { title: "every frame name summed over the tree; pick one for its callers and callees" }, flatBox, " flat"),
     data.base ? h("span", { class: "legend" }, h("i", { class: "slow" }), "slower ", h("i", { class: "fast" }), "faster than ", h("code", {}, data.base.source)) : null,
   );
-  root.append(toolbar, metaCard(data), h("div", { class: "profile-flame card" }, note, flame.el), table.el);
+  root.append(toolbar, metaCard(data), flameCard, table.el);
   showNote(data.primary);
   if (kept.filter.trim()) applyFilter(); // the filter typed on the profile shown before
   flame.draw(); // first paint now, not a frame later
   table.render();
+  if (kept.flat) showFlat(true);
 }
 
 /** The run's metadata, closed by default (one line: the file's name and the run's date) so the

@@ -350,3 +350,112 @@ export function ratioColour(ratio: number): string | null {
   if (Number.isNaN(ratio)) return null;
   return diffColour(ratio, 1);
 }
+
+/** One frame name of the flat view, summed over the tree (deuteron/view/flat.py's semantics, on
+ * one column): `total` counts each outermost place's inclusive value once (a name nested in
+ * itself is not counted twice), `self` what its places hold themselves (their value less their
+ * children's, at least 0), `places` how many frames have the name. */
+export interface FlatRow {
+  nameId: number;
+  name: string;
+  total: number;
+  self: number;
+  places: number;
+}
+
+/** Rates, averages and utilisations do not add up over places: the flat view sums these
+ * columns only. */
+export function isAdditive(label: string): boolean {
+  return !/\/s$|^avg|util|ratio/.test(label);
+}
+
+/** Each node's value in a column, NaN as 0, and whether it is the outermost frame of its name on
+ * its path (no ancestor has the name). One walk of the tree, keeping per-name counts of the path. */
+function places(m: ProfileModel, column: number): { v: Float64Array; outermost: Uint8Array } {
+  const v = new Float64Array(m.n);
+  const src = m.vals[column];
+  for (let i = 0; i < m.n; i++) v[i] = Number.isNaN(src[i]) ? 0 : src[i];
+  const outermost = new Uint8Array(m.n);
+  const onPath = new Int32Array(m.data.names.length);
+  const ids = m.data.name_id;
+  // Depth-first: a node is pushed once to enter and once (negated) to leave.
+  const stack: number[] = [0];
+  while (stack.length) {
+    const x = stack.pop()!;
+    if (x < 0) {
+      onPath[ids[~x]]--;
+      continue;
+    }
+    outermost[x] = onPath[ids[x]] === 0 ? 1 : 0;
+    onPath[ids[x]]++;
+    stack.push(~x);
+    for (let k = m.kidStart[x]; k < m.kidStart[x + 1]; k++) stack.push(m.kids[k]);
+  }
+  return { v, outermost };
+}
+
+/** Every frame name but ROOT's over the whole tree, largest total first (ties by name). */
+export function flatRows(m: ProfileModel, column: number): FlatRow[] {
+  const { v, outermost } = places(m, column);
+  const k = m.data.names.length;
+  const total = new Float64Array(k);
+  const self = new Float64Array(k);
+  const count = new Int32Array(k);
+  const ids = m.data.name_id;
+  for (let i = 1; i < m.n; i++) {
+    const id = ids[i];
+    count[id]++;
+    if (outermost[i]) total[id] += v[i];
+    let own = v[i];
+    for (let c = m.kidStart[i]; c < m.kidStart[i + 1]; c++) own -= v[m.kids[c]];
+    self[id] += Math.max(0, own);
+  }
+  const rows: FlatRow[] = [];
+  for (let id = 0; id < k; id++) if (count[id]) rows.push({ nameId: id, name: m.data.names[id] ?? "?", total: total[id], self: self[id], places: count[id] });
+  return sortFlat(rows, "total", true);
+}
+
+export type FlatKey = "name" | "total" | "self" | "places";
+
+/** The flat rows sorted by a header (descending: numbers largest first, names Z to A), ties by
+ * name. A new array. */
+export function sortFlat(rows: FlatRow[], key: FlatKey, descending: boolean): FlatRow[] {
+  const sign = descending ? -1 : 1;
+  const byName = (a: FlatRow, b: FlatRow): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  if (key === "name") return rows.slice().sort((a, b) => sign * byName(a, b));
+  return rows.slice().sort((a, b) => sign * (a[key] - b[key]) || byName(a, b));
+}
+
+/** A caller or callee of a name in the sandwich: the name, its value there and its share of the
+ * picked name's total. */
+export interface Neighbour {
+  name: string;
+  value: number;
+  share: number;
+}
+
+/** speedscope's sandwich for one name: its callers (the frames directly above its outermost
+ * places, weighted by those places' values) and callees (the frames directly below them, by
+ * their own values); shares of the name's total, largest first. */
+export function sandwich(m: ProfileModel, column: number, nameId: number): { total: number; callers: Neighbour[]; callees: Neighbour[] } {
+  const { v, outermost } = places(m, column);
+  const ids = m.data.name_id;
+  const callers = new Map<number, number>();
+  const callees = new Map<number, number>();
+  let total = 0;
+  for (let i = 1; i < m.n; i++) {
+    if (ids[i] !== nameId || !outermost[i]) continue;
+    total += v[i];
+    const p = ids[m.parent[i]];
+    callers.set(p, (callers.get(p) ?? 0) + v[i]);
+    for (let c = m.kidStart[i]; c < m.kidStart[i + 1]; c++) {
+      const kid = m.kids[c];
+      callees.set(ids[kid], (callees.get(ids[kid]) ?? 0) + v[kid]);
+    }
+  }
+  const list = (sums: Map<number, number>): Neighbour[] =>
+    [...sums.entries()]
+      .map(([id, value]) => ({ name: m.data.names[id] ?? "?", value, share: total > 0 ? value / total : 0 }))
+      .sort((a, b) => b.value - a.value || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { total, callers: list(callers), callees: list(callees) };
+}

@@ -3,14 +3,19 @@
 // cursor or the buttons, panned by dragging. Frames are drawn on demand (one per animation frame
 // at most), from the per-row indexes built in model.ts. Lane names and kernel headers are elements
 // over the canvas' gutter; below, a table of the scopes inside kernels when the trace has any.
+// A search box finds events by name and steps through them in time order; the launch arrows can be
+// turned off; a clicked event's details show its call stack and args. The window, the selected
+// event, the search and the arrows toggle live in the address (hashstate.ts), so a link reopens them.
 import "./timeline.css";
 import { getPacked } from "../../data";
 import { fitCanvas, h, picker, placeTip } from "../../dom";
 import { fmt } from "../../format";
+import { readState, writeState } from "../../hashstate";
 import type { Index } from "../../types";
 import { LABEL_W, ROW_H, buildTimeline, clampWindow, describeEvent, eventAt, groupAt, setExpanded, traceSummary, type TimelineModel } from "./model";
 import { Painter, type Highlight, type Window } from "./painter";
 import { scopePanel } from "./scopes";
+import { eventContext, focusWindow, matchingNames, parseState, searchEvents, searchText, stateParams, stepMatch, type TimelineState } from "./search";
 
 export async function mountTimeline(root: HTMLElement, index: Index): Promise<void> {
   const slot = h("div", { class: "timeline-slot" });
@@ -18,11 +23,17 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
   // The shown view's window listeners; aborted when another trace replaces it, so the old view
   // (and its arrays of a million events) can be freed.
   let listening: AbortController | null = null;
+  // The state the address opened with applies to the trace it names, once.
+  const opened = parseState(readState("timeline"));
+  if (opened.trace >= traces.length) opened.trace = 0;
   const show = async (k: number): Promise<void> => {
+    const state: TimelineState = k === opened.trace ? { ...opened } : { trace: k, t0: null, t1: null, selected: -1, query: "", arrows: true };
+    opened.trace = -1;
     listening?.abort();
     listening = new AbortController();
     const signal = listening.signal;
     const choose = traces.length > 1 ? picker(traces.map((t) => t.name), k, (j) => void show(j), { name: "trace", title: "trace" }) : null;
+    writeState("timeline", stateParams(state));
     if (traces[k].count === 0) {
       slot.replaceChildren(...(choose ? [choose] : []), h("p", { class: "empty", "data-empty": "trace" }, `${traces[k].name} holds no complete events ("ph": "X") to draw.`));
       return;
@@ -31,13 +42,13 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
     try {
       const model = buildTimeline(traces[k], await getPacked(traces[k].events));
       slot.replaceChildren();
-      new TimelineView(slot, model, choose, signal);
+      new TimelineView(slot, model, choose, signal, state);
     } catch (error) {
       slot.replaceChildren(h("div", { class: "error", role: "alert" }, error instanceof Error ? error.message : String(error)));
     }
   };
   root.append(slot);
-  await show(0);
+  await show(Math.max(0, opened.trace));
 }
 
 class TimelineView {
@@ -57,8 +68,15 @@ class TimelineView {
   private ctx: CanvasRenderingContext2D | null = null;
   private size: [number, number] = [0, 0];
   private drag: { x: number; t0: number; moved: boolean } | null = null;
+  private search: HTMLInputElement;
+  private found: HTMLSpanElement;
+  private match: Uint8Array | null = null; // per name id, while a search is active
+  private matches: Uint32Array = new Uint32Array(0); // the matching events, in time order
+  private arrows: HTMLInputElement;
+  private saveTimer = 0;
+  private searchTimer = 0;
 
-  constructor(root: HTMLElement, private m: TimelineModel, choose: HTMLSelectElement | null, private readonly signal: AbortSignal) {
+  constructor(root: HTMLElement, private m: TimelineModel, choose: HTMLSelectElement | null, private readonly signal: AbortSignal, private state: TimelineState) {
     const ref = m.ref;
     this.t1 = m.span;
     this.painter = new Painter(m);
@@ -76,6 +94,11 @@ class TimelineView {
     });
     const button = (label: string, name: string, title: string, act: () => void): HTMLButtonElement =>
       h("button", { type: "button", name, title, onclick: act }, label);
+    this.search = h("input", { type: "search", name: "search", placeholder: "find events", spellcheck: "false", "aria-label": "find events by name" });
+    this.search.value = state.query;
+    this.found = h("span", { class: "tl-found", role: "status", hidden: true });
+    this.arrows = h("input", { type: "checkbox", name: "arrows", checked: state.arrows });
+    this.listenSearch();
     root.append(
       h(
         "div",
@@ -86,6 +109,15 @@ class TimelineView {
         button("reset", "reset", "show the whole trace", () => this.setWindow(0, m.span)),
         h("span", { class: "tl-summary" }, traceSummary(ref)),
         this.cappedNote,
+      ),
+      h(
+        "div",
+        { class: "toolbar tl-search" },
+        h("label", {}, "find ", this.search),
+        button("↑", "search-prev", "previous match (Shift+Enter)", () => this.step(-1)),
+        button("↓", "search-next", "next match (Enter)", () => this.step(1)),
+        this.found,
+        h("label", { class: "tl-arrows", title: "the arrows from each launch to its kernel" }, this.arrows, " launch arrows"),
         h("span", { class: "tl-hint" }, "wheel: zoom · drag: pan · click: details"),
       ),
       this.box,
@@ -95,7 +127,92 @@ class TimelineView {
     this.fillGutter();
     this.listen();
     new ResizeObserver(() => this.schedule()).observe(this.box);
+    if (state.t0 !== null && state.t1 !== null) [this.t0, this.t1] = clampWindow(state.t0, state.t1, m.span);
+    if (state.query.trim()) this.runSearch();
+    if (state.selected >= 0 && state.selected < m.n) this.select(state.selected);
     this.draw(); // the first frame now: opening time includes it
+  }
+
+  /** The search box: typing searches (after a pause), Enter and Shift+Enter step through the
+   * matches; the arrows box turns the launch arrows on and off. */
+  private listenSearch(): void {
+    this.search.addEventListener("input", () => {
+      clearTimeout(this.searchTimer);
+      this.searchTimer = window.setTimeout(() => this.runSearch(), 150); // not a rescan per key
+    });
+    this.search.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter") return;
+      e.preventDefault();
+      this.step(e.shiftKey ? -1 : 1);
+    });
+    this.arrows.addEventListener("change", () => {
+      this.state.arrows = this.arrows.checked;
+      this.save();
+      this.schedule();
+    });
+  }
+
+  /** Find the events whose name holds the search text: count them, light them, dim the rest. */
+  private runSearch(): void {
+    clearTimeout(this.searchTimer);
+    this.searchTimer = 0;
+    const query = this.search.value;
+    this.state.query = query.trim() ? query : "";
+    this.match = matchingNames(this.m.ref, query);
+    this.matches = this.match ? searchEvents(this.m.name, this.match) : new Uint32Array(0);
+    const ds = this.canvas.dataset;
+    if (this.match) ds.matches = String(this.matches.length);
+    else delete ds.matches;
+    this.showFound();
+    this.save();
+    this.schedule();
+  }
+
+  private showFound(): void {
+    if (!this.match) {
+      this.found.hidden = true;
+      return;
+    }
+    const at = this.selected >= 0 && this.match[this.m.name[this.selected]] ? stepMatch(this.matches, this.selected, 1) : -1;
+    const index = at < 0 ? -1 : (at - 1 + this.matches.length) % this.matches.length;
+    this.found.textContent = searchText(this.state.query, this.matches.length, this.m.n, index);
+    this.found.classList.toggle("none", this.matches.length === 0);
+    this.found.hidden = false;
+  }
+
+  /** Show and select the next (1) or previous (-1) match in time order. */
+  private step(dir: 1 | -1): void {
+    if (this.searchTimer || this.search.value !== this.state.query) this.runSearch(); // Enter before the pause
+    const k = stepMatch(this.matches, this.selected, dir);
+    if (k >= 0) this.goTo(this.matches[k]);
+  }
+
+  /** Bring an event into view (unfolding its kernel, scrolling to its lane) and select it. */
+  private goTo(i: number): void {
+    const m = this.m;
+    const lane = m.lanes[m.lane[i]];
+    if (lane?.hidden && lane.group >= 0) {
+      setExpanded(m, lane.group, true);
+      this.fillGutter();
+    }
+    const [t0, t1] = focusWindow(this.t0, this.t1, m.start[i], m.dur[i], m.span);
+    this.setWindow(t0, t1);
+    this.select(i);
+    if (lane) {
+      const top = this.canvas.getBoundingClientRect().top + lane.y;
+      if (top < 0 || top + ROW_H > window.innerHeight) window.scrollBy(0, top - window.innerHeight / 3);
+    }
+  }
+
+  /** Put the view's state in the address, a moment after it settles (a drag is many windows). */
+  private save(): void {
+    clearTimeout(this.saveTimer);
+    this.saveTimer = window.setTimeout(() => {
+      if (this.signal.aborted) return;
+      const whole = this.t0 <= 0 && this.t1 >= this.m.span;
+      Object.assign(this.state, { t0: whole ? null : this.t0, t1: whole ? null : this.t1, selected: this.selected });
+      writeState("timeline", stateParams(this.state));
+    }, 200);
   }
 
   private listen(): void {
@@ -174,6 +291,7 @@ class TimelineView {
   /** Set the visible window, clamped to the trace (with a little slack) and to the deepest zoom. */
   setWindow(t0: number, t1: number): void {
     [this.t0, this.t1] = clampWindow(t0, t1, this.m.span);
+    this.save();
     this.schedule();
   }
 
@@ -238,17 +356,35 @@ class TimelineView {
   private click(e: MouseEvent): void {
     const header = groupAt(this.m, e.clientY - this.canvas.getBoundingClientRect().top);
     if (header >= 0) return this.toggle(header);
-    const i = this.hit(e);
+    this.select(this.hit(e));
+  }
+
+  /** Select an event (-1: none) and show its details: name, category, lane, times, then its call
+   * stack from ROOT and its other args, one row each. */
+  private select(i: number): void {
     this.selected = i;
+    const d = this.details;
     if (i < 0) {
-      this.details.hidden = true;
-      delete this.details.dataset.event;
+      d.hidden = true;
+      delete d.dataset.event;
+      delete this.canvas.dataset.selected;
     } else {
       const [name, ...rest] = describeEvent(this.m, i);
-      this.details.dataset.event = name;
-      this.details.replaceChildren(h("b", {}, name), ...rest.map((t) => h("span", {}, t)));
-      this.details.hidden = false;
+      const context = eventContext(this.m.ref, this.m.stack, this.m.args, i);
+      d.dataset.event = name;
+      this.canvas.dataset.selected = String(i);
+      const line = h("div", { class: "tl-line" }, h("b", {}, name), ...rest.map((t) => h("span", {}, t)));
+      const stack = context.stack.length
+        ? h("div", { class: "tl-stack", "data-depth": context.stack.length }, h("span", { class: "k" }, "call stack"), ...context.stack.map((frame, k) => h("span", { class: k === context.stack.length - 1 ? "frame last" : "frame" }, frame)))
+        : null;
+      const args = context.args.length
+        ? h("table", { class: "tl-args" }, h("tbody", {}, ...context.args.map(([key, value]) => h("tr", { "data-arg": key }, h("th", {}, key), h("td", {}, value)))))
+        : null;
+      d.replaceChildren(line, ...(stack ? [stack] : []), ...(args ? [args] : []));
+      d.hidden = false;
     }
+    if (this.match) this.showFound();
+    this.save();
     this.schedule();
   }
 
@@ -266,10 +402,11 @@ class TimelineView {
     }
     const ctx = this.ctx;
     const w: Window = { t0: this.t0, t1: this.t1, width };
-    const stats = this.painter.frame(ctx, w, this.selected, this.highlight);
+    const stats = this.painter.frame(ctx, w, this.selected, this.highlight, this.match, this.arrows.checked);
     const ds = this.canvas.dataset;
     ds.drawn = String(stats.drawn);
     ds.flowsDrawn = String(stats.flows);
+    ds.arrows = String(this.arrows.checked);
     ds.startNs = String(Math.round(this.t0));
     ds.endNs = String(Math.round(this.t1));
     ds.frameMs = (performance.now() - began).toFixed(1);

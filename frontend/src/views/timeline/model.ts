@@ -69,6 +69,8 @@ export interface TimelineModel {
   lane: Uint16Array;
   cat: Uint8Array;
   depth: Uint8Array;
+  stack: Uint32Array | null; // each event's call stack and args (ids into ref.stacks, ref.arg_sets)
+  args: Uint32Array | null;
   span: number; // relative end of the trace
   lanes: Lane[];
   groups: Group[];
@@ -144,6 +146,7 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
   span = Math.max(span, ref.end_ns - ref.start_ns, 1);
   const m: TimelineModel = {
     ref, n, start, dur, name, lane, cat, depth, span, lanes, groups,
+    stack: (packed.stack as Uint32Array | undefined) ?? null, args: (packed.args as Uint32Array | undefined) ?? null,
     rows: [], height: 0, capped: 0, flows: buildFlows(ref, packed), byLevel, levelAt,
   }; // prettier-ignore
   layoutTimeline(m);

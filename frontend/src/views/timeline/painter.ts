@@ -36,7 +36,9 @@ export class Painter {
     return (this.colours[nameId] ??= spanColour(this.m.ref.names[nameId] ?? "?"));
   }
 
-  frame(ctx: CanvasRenderingContext2D, w: Window, selected: number, highlight: Highlight | null = null): FrameStats {
+  /** One frame. `match` (per name id, from a search) lights its events and dims the others;
+   * `arrows` false leaves out the launch arrows. */
+  frame(ctx: CanvasRenderingContext2D, w: Window, selected: number, highlight: Highlight | null = null, match: Uint8Array | null = null, arrows = true): FrameStats {
     const m = this.m;
     ctx.clearRect(0, 0, w.width, m.height);
     ctx.font = "11px system-ui, sans-serif";
@@ -52,8 +54,8 @@ export class Painter {
     ctx.rect(LABEL_W, AXIS_H, plotW, m.height - AXIS_H);
     ctx.clip();
     let drawn = 0;
-    for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected, highlight);
-    const [flows, flowsVisible] = this.flows(ctx, w, scale);
+    for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected, highlight, match);
+    const [flows, flowsVisible] = arrows ? this.flows(ctx, w, scale) : [0, 0];
     ctx.restore();
     return { drawn, flows, flowsVisible };
   }
@@ -108,7 +110,7 @@ export class Painter {
 
   /** One lane+depth row; returns rectangles drawn. Inside kernels, a block of thin spans takes the
    * colour of its longest span, and a highlighted scope's spans stand out while the others fade. */
-  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number, highlight: Highlight | null): number {
+  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number, highlight: Highlight | null, match: Uint8Array | null): number {
     const m = this.m;
     const s = row.start;
     const e = row.end;
@@ -125,8 +127,10 @@ export class Painter {
     const lane = m.lanes[Math.min(row.lane, m.lanes.length - 1)];
     const intra = lane?.kind === "intra";
     const blockFill = lane?.kind === "stream" ? "#7b6bb0" : "#6c7a93";
-    const focus = intra && highlight !== null && m.groups[lane.group]?.kernel === highlight.kernel ? highlight.nameId : -2;
-    const fade = intra && highlight !== null; // every span of another scope or kernel
+    const picked = intra && highlight !== null; // a scope of the scope table: its spans only
+    const focus = picked && m.groups[lane.group]?.kernel === highlight.kernel ? highlight.nameId : -2;
+    const fade = picked || match !== null; // every span of another scope or kernel, or not found
+    const shines = (nameId: number): boolean => (!picked || nameId === focus) && (match === null || match[nameId] === 1);
     const flush = (): void => {
       if (blockX1 > blockX0) {
         ctx.fillStyle = intra && longest >= 0 ? this.colour(m.name[longest]) : blockFill;
@@ -156,7 +160,7 @@ export class Painter {
         covered += x1 - x0;
         const i = row.idx[k];
         if (intra && (longest < 0 || m.dur[i] > m.dur[longest])) longest = i;
-        if (m.name[i] === focus) lit = true;
+        if (fade && !lit && shines(m.name[i])) lit = true;
         continue;
       }
       flush();
@@ -164,7 +168,7 @@ export class Painter {
       const left = Math.max(x0, LABEL_W - 2);
       const right = Math.min(x1, w.width + 2);
       ctx.fillStyle = this.colour(m.name[i]);
-      const dim = fade && m.name[i] !== focus;
+      const dim = fade && !shines(m.name[i]);
       if (dim) ctx.globalAlpha = 0.15;
       ctx.fillRect(left, y, Math.max(1, right - left - (right - left > 3 ? 1 : 0)), hgt);
       ctx.globalAlpha = 1;

@@ -1,0 +1,120 @@
+// The profile's flat view: every frame name summed over the tree (model.ts flatRows) in a table
+// sortable by any header and narrowed by the page's filter; picking a name shows its sandwich,
+// the frames directly above its places (callers) and below them (callees), with their shares.
+import { h } from "../../dom";
+import { fmt } from "../../format";
+import { flatRows, isAdditive, sandwich, sortFlat, type FlatKey, type FlatRow, type Neighbour, type ProfileModel } from "./model";
+
+const SHOWN = 500; // rows in the DOM at most: a 100 000-name profile is narrowed by the filter
+
+export interface FlatOptions {
+  /** A name was picked (null: none): the view puts it in the address. */
+  onSelect: (name: string | null) => void;
+}
+
+export class FlatView {
+  readonly el: HTMLElement;
+  private rows: FlatRow[] = [];
+  private column = 0;
+  private key: FlatKey = "total";
+  private desc = true;
+  private filter: RegExp | null = null;
+  private selected: string | null = null;
+  private note = h("p", { class: "flat-note", role: "status", hidden: true });
+  private table = h("table", { class: "grid flat-table" });
+  private more = h("p", { class: "flat-more", hidden: true });
+  private sides = h("div", { class: "flat-sandwich", hidden: true });
+
+  constructor(private m: ProfileModel, private opts: FlatOptions) {
+    this.el = h("div", { class: "card profile-flat" }, this.note, h("div", { class: "flat-box" }, this.table), this.more, this.sides);
+    this.table.addEventListener("click", (e) => this.click(e));
+    this.sides.addEventListener("click", (e) => {
+      const row = (e.target as HTMLElement).closest<HTMLElement>("tr[data-name]");
+      if (row) this.select(row.dataset.name ?? null);
+    });
+  }
+
+  /** Sum the chosen width column, or the primary one when the chosen one does not add up. */
+  setColumn(chosen: number): void {
+    const labels = this.m.data.columns;
+    const primary = this.m.data.primary;
+    this.column = isAdditive(labels[chosen] ?? "") || !isAdditive(labels[primary] ?? "") ? chosen : primary;
+    const note = this.column === chosen ? "" : `${labels[chosen]} does not add up over places: the flat view sums ${labels[this.column]}`;
+    this.note.textContent = note;
+    this.note.hidden = !note;
+    this.rows = flatRows(this.m, this.column);
+    this.render();
+  }
+
+  setFilter(filter: RegExp | null): void {
+    this.filter = filter;
+    this.render();
+  }
+
+  /** Pick a name (null: none) and show its callers and callees. */
+  select(name: string | null): void {
+    this.selected = name && this.rows.some((r) => r.name === name) ? name : null;
+    this.opts.onSelect(this.selected);
+    this.render();
+  }
+
+  get selectedName(): string | null {
+    return this.selected;
+  }
+
+  render(): void {
+    const label = this.m.data.columns[this.column] ?? "?";
+    const heads: [FlatKey, string][] = [["name", "name"], ["total", `total ${label}`], ["self", `self ${label}`], ["places", "places"]];
+    const head = h("tr", {}, ...heads.map(([key, text]) => h("th", { "data-sort": key, class: key === "name" ? "name" : "num", "aria-sort": key === this.key ? (this.desc ? "descending" : "ascending") : null }, text + (key === this.key ? (this.desc ? " ▾" : " ▴") : ""))));
+    const shown = sortFlat(this.filter ? this.rows.filter((r) => this.filter!.test(r.name)) : this.rows, this.key, this.desc);
+    const body = h("tbody");
+    for (const r of shown.slice(0, SHOWN)) {
+      body.append(h("tr", { "data-name": r.name, class: r.name === this.selected ? "sel" : null }, h("td", { class: "name", title: r.name }, r.name), h("td", { class: "num" }, fmt(r.total)), h("td", { class: "num" }, fmt(r.self)), h("td", { class: "num" }, fmt(r.places))));
+    }
+    this.table.replaceChildren(h("thead", {}, head), body);
+    this.el.dataset.rows = String(shown.length);
+    this.el.dataset.sort = `${this.key} ${this.desc ? "desc" : "asc"}`;
+    this.more.hidden = shown.length <= SHOWN;
+    this.more.textContent = `the first ${fmt(SHOWN)} of ${fmt(shown.length)} names shown: filter to narrow`;
+    this.renderSandwich(label);
+  }
+
+  private renderSandwich(label: string): void {
+    const name = this.selected;
+    const id = name === null ? -1 : this.m.data.names.indexOf(name);
+    this.sides.hidden = id < 0;
+    if (id < 0) {
+      delete this.el.dataset.selected;
+      return this.sides.replaceChildren();
+    }
+    this.el.dataset.selected = name!;
+    const s = sandwich(this.m, this.column, id);
+    const side = (title: string, kind: string, items: Neighbour[]): HTMLElement =>
+      h(
+        "div",
+        { class: "flat-side", "data-side": kind },
+        h("b", {}, title),
+        items.length
+          ? h("table", { class: "grid" }, h("tbody", {}, ...items.map((n) => h("tr", { "data-name": n.name }, h("td", { class: "name", title: n.name }, n.name), h("td", { class: "num" }, fmt(n.value)), h("td", { class: "num share" }, `${(n.share * 100).toFixed(1)}%`)))))
+          : h("p", { class: "empty" }, kind === "callers" ? "none" : "none: it calls nothing"),
+      );
+    this.sides.replaceChildren(
+      h("div", { class: "flat-title" }, h("code", {}, name!), ` — total ${label} ${fmt(s.total)}`),
+      side(`callers of ${name}`, "callers", s.callers),
+      side(`callees of ${name}`, "callees", s.callees),
+    );
+  }
+
+  private click(e: MouseEvent): void {
+    const target = e.target as HTMLElement;
+    const th = target.closest<HTMLElement>("th[data-sort]");
+    if (th) {
+      const key = th.dataset.sort as FlatKey;
+      if (key === this.key) this.desc = !this.desc;
+      else [this.key, this.desc] = [key, key !== "name"];
+      return this.render();
+    }
+    const row = target.closest<HTMLElement>("tr[data-name]");
+    if (row) this.select(row.dataset.name === this.selected ? null : (row.dataset.name ?? null));
+  }
+}

@@ -1,0 +1,102 @@
+"""The profile's flat view in a real browser, served by the real ``deuteron serve``: every name
+summed over the tree (a name nested in itself counted once, as deuteron/view/flat.py does), sorted
+by a header click, narrowed by the page's filter; a picked name shows its callers and callees;
+the toggle and the picked name are in the address and come back on load."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from deuteron.formats import hatchet
+from deuteron.model.metrics import parse_metric
+from deuteron.model.tree import Profile
+from deuteron.view.flat import flat_rows
+from tests.web.browser import Watched, expect
+from tests.web.conftest import serving
+
+pytestmark = pytest.mark.slow
+
+
+def _recursive(path: Path) -> Profile:
+    """ROOT ─┬─ f (own 1 ms) ─┬─ f (own 2 ms) ─── k 4 ms      (f nested in itself)
+    │                └─ g 3 ms
+    └─ g (own 3 ms) ─── k 2 ms"""
+    p = Profile()
+    outer = p.root.child("f", "function")
+    outer.add("time (ns)", 1e6)
+    inner = outer.child("f", "function")
+    inner.add("time (ns)", 2e6)
+    inner.child("k", "kernel").add("time (ns)", 4e6)
+    outer.child("g", "function").add("time (ns)", 3e6)
+    top = p.root.child("g", "function")
+    top.add("time (ns)", 3e6)
+    top.child("k", "kernel").add("time (ns)", 2e6)
+    hatchet.write(p, path)
+    return p
+
+
+def _rows(page: object) -> list[list[str]]:
+    return page.locator(".flat-table tbody tr").evaluate_all(  # type: ignore[attr-defined]
+        "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+    )
+
+
+def test_the_flat_view_sums_sorts_filters_and_shows_a_names_sandwich(
+    tmp_path: Path, watched: Watched
+) -> None:
+    profile = _recursive(tmp_path / "r.hatchet")
+    # The Python twin (deuteron view --flat) gives the numbers the page must show.
+    twin = {r.name: r for r in flat_rows(profile, [parse_metric("time/ms", profile.metric_names())])}
+    assert {n: (r.total[0], r.own[0], r.places) for n, r in twin.items()} == {
+        "f": (10, 3, 2),
+        "g": (8, 6, 2),
+        "k": (6, 6, 2),
+    }
+    page = watched.page
+    with serving("r.hatchet", cwd=tmp_path) as url:
+        page.goto(url + "#profile")
+        page.locator("canvas.flame-canvas[data-drawn]").wait_for()
+        page.check("input[name=flat]")
+        expect(page.locator("canvas.flame-canvas")).to_be_hidden()
+        flat = page.locator(".profile-flat")
+        expect(flat).to_have_attribute("data-rows", "3")
+        assert _rows(page) == [["f", "10", "3", "2"], ["g", "8", "6", "2"], ["k", "6", "6", "2"]]
+        assert page.locator(".flat-table th").all_inner_texts()[:3] == [
+            "name",
+            "total time/ms ▾",
+            "self time/ms",
+        ]
+        page.click(".flat-table th[data-sort=self]")
+        expect(flat).to_have_attribute("data-sort", "self desc")
+        assert [r[0] for r in _rows(page)] == ["g", "k", "f"]
+        page.click(".flat-table th[data-sort=self]")
+        assert [r[0] for r in _rows(page)] == ["f", "g", "k"]
+        page.fill("input[name=filter]", "^[gk]$")
+        expect(flat).to_have_attribute("data-rows", "2")
+        page.fill("input[name=filter]", "")
+        expect(flat).to_have_attribute("data-rows", "3")
+        page.click(".flat-table tr[data-name=k]")
+        expect(flat).to_have_attribute("data-selected", "k")
+        callers = page.locator(".flat-side[data-side=callers] tr")
+        assert callers.evaluate_all("rows => rows.map(r => [...r.cells].map(c => c.textContent))") == [
+            ["f", "4", "66.7%"],
+            ["g", "2", "33.3%"],
+        ]
+        assert "calls nothing" in page.locator(".flat-side[data-side=callees]").inner_text()
+        expect(page).to_have_url(re.compile(r"#profile\?flat=1&frame=k$"))
+        # A caller picked in the sandwich becomes the picked name; its callees include k.
+        callers.first.click()
+        expect(flat).to_have_attribute("data-selected", "f")
+        callees = page.locator(".flat-side[data-side=callees] tr").all_inner_texts()
+        assert [c.split("\t")[0] for c in callees] == ["f", "g"]
+        # The address alone brings the flat view and the picked name back.
+        page.goto("about:blank")  # a new load, not a hash change of the same page
+        page.goto(url + "#profile?flat=1&frame=g")
+        expect(page.locator(".profile-flat")).to_have_attribute("data-selected", "g")
+        expect(page.locator("input[name=flat]")).to_be_checked()
+        page.uncheck("input[name=flat]")
+        expect(page.locator("canvas.flame-canvas")).to_be_visible()
+        expect(page).to_have_url(re.compile(r"#profile$"))
