@@ -19,7 +19,7 @@ from deuteron.render.json_tree import render_json
 from deuteron.view import advise, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
 from deuteron.view.flat import flat_rows
-from deuteron.view.summary import summary_lines
+from deuteron.view.summary import summary_lines, unrelated
 
 
 def add_parser(sub: Any) -> None:
@@ -327,9 +327,7 @@ def _print_sorted(tree: Any, column: str, full_names: bool = False) -> None:
 def _warn_if_unrelated(old: Any, old_path: str, new: Any, new_path: str) -> None:
     """Two profiles of different programs pair no frame: every row would show as added or removed,
     which reads like a result; say so first."""
-    names_old = {n.name for n in old.root.walk()} - {old.root.name}
-    names_new = {n.name for n in new.root.walk()} - {new.root.name}
-    if names_old and names_new and not names_old & names_new:
+    if unrelated(old, new):
         say(
             f"deuteron: warning: {old_path} and {new_path} share no frame name: they look like profiles of "
             "different programs, so every row shows as added or removed"

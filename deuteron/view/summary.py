@@ -62,3 +62,10 @@ def summary_lines(p: Profile, top: int = 3, full_names: bool = False) -> list[st
         if cpu > 0:
             lines.append(f"CPU time of the top frames {_ms(cpu)} (no GPU kernels in this profile)")
     return lines
+
+
+def unrelated(old: Profile, new: Profile) -> bool:
+    """Whether two profiles share no frame name below ROOT (a diff would pair nothing)."""
+    names_old = {n.name for n in old.root.walk()} - {old.root.name}
+    names_new = {n.name for n in new.root.walk()} - {new.root.name}
+    return bool(names_old and names_new and not names_old & names_new)

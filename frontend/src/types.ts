@@ -39,6 +39,10 @@ export interface ProfileData {
   total_nodes: number;
   pruned_nodes: number;
   threshold: number;
+  /** The run at a glance (GPU busy share, forward/backward/optimizer, top kernels), as `deuteron view --summary`. */
+  summary?: string[];
+  /** Said before the view: e.g. a diff of profiles that share no frame. */
+  warnings?: string[];
 }
 
 /** A Chrome/Perfetto trace; its events are fetched from `events` (a packed binary, see Packed). */

@@ -124,7 +124,9 @@ def test_metadata_card_closed_readable_and_wrapping_at_600px(served_diff: str, w
     card = page.locator(".profile-meta")
     assert card.get_attribute("open") is None
     flame_top = page.locator(".profile-flame").bounding_box()
-    assert flame_top is not None and flame_top["y"] < 200, flame_top  # not pushed down
+    glance = page.locator(".profile-summary").bounding_box()  # the run-at-a-glance line(s) above it
+    above = glance["height"] if glance else 0
+    assert flame_top is not None and flame_top["y"] < 200 + above, flame_top  # the closed card pushes nothing
     page.click(".profile-meta summary")
     expect(card).to_have_attribute("open", "")
     start = page.locator('.meta-item[data-key="start_time"] .v').inner_text()
@@ -153,3 +155,34 @@ def test_the_address_follows_the_tab_and_back_goes_back(web_inputs: WebInputs, w
         expect(page.locator("button[data-view=timeline]")).to_have_attribute("aria-selected", "true")
         page.goto(url + "#timeline")
         expect(page.locator("#view-timeline")).to_be_visible()
+
+
+def test_the_run_at_a_glance_and_an_unrelated_diff_are_said(tmp_path: Path, watched: Watched) -> None:
+    """Above the flame graph: the lines `deuteron view --summary` prints, and, for a diff of
+    profiles that share no frame, a warning before the rows that would all read added/removed."""
+    from deuteron.formats import hatchet
+    from deuteron.model.metrics import TIME
+    from deuteron.model.tree import KERNEL, Profile
+
+    step, other = Profile(), Profile()
+    model = step.root.child("Model")
+    step.add_metrics(model.child("backward").child("gemm", KERNEL), {TIME: 6_000_000})
+    step.add_metrics(model.child("fwd").child("gemm", KERNEL), {TIME: 2_000_000})
+    step.metadata.update(gpu_busy_ns=8_000_000, gpu_window_ns=10_000_000)
+    other.add_metrics(other.root.child("serve").child("softmax", KERNEL), {TIME: 1_000_000})
+    hatchet.write(step, tmp_path / "step.hatchet")
+    hatchet.write(other, tmp_path / "other.hatchet")
+    page = watched.page
+    with serving("step.hatchet", cwd=tmp_path) as url:
+        page.goto(url + "#profile")
+        line = page.locator(".profile-summary-line")
+        busy = "GPU busy 8.00 ms of the 10.00 ms from its first kernel to its last (80.0%)"
+        expect(line).to_contain_text(busy)
+        text = line.inner_text()
+        assert "backward 6.00 ms (75%)" in text and "top kernels: gemm 100%" in text
+        assert page.locator(".profile-warning").count() == 0
+    with serving("step.hatchet", "--base", "other.hatchet", cwd=tmp_path) as url:
+        page.goto(url + "#profile")
+        warning = page.locator(".profile-warning")
+        expect(warning).to_be_visible()
+        assert "share no frame name" in warning.inner_text()

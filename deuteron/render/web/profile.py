@@ -20,6 +20,7 @@ from deuteron.model.names import display_name
 from deuteron.model.tree import Node, Profile
 from deuteron.view import processors
 from deuteron.view.build import ViewOptions, build
+from deuteron.view.summary import summary_lines, unrelated
 
 # The columns the UI offers, in order, where the profile has what they need.
 CANDIDATE_COLUMNS = (
@@ -162,9 +163,16 @@ def profile_data(
         "total_nodes": total,
         "pruned_nodes": total - len(parent),
         "threshold": threshold,
+        "summary": summary_lines(profile),  # the lines deuteron view --summary prints
+        "warnings": [],
     }
     if base is not None:
         out["base"] = {"source": base_source, "values": [base_values[i] for i in used]}
+        if unrelated(base, profile):
+            out["warnings"].append(
+                f"{base_source} and {source} share no frame name: they look like profiles of different "
+                "programs, so every row shows as added or removed"
+            )
     return out
 
 

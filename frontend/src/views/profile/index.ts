@@ -61,6 +61,13 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
   const save = (): void => writeState("profile", { flat: kept.flat ? 1 : null, frame: kept.flat ? kept.frame : null });
   let flat: FlatView | null = null;
   const flameCard = h("div", { class: "profile-flame card" }, note, flame.el);
+  const glance = h(
+    "div",
+    { class: "profile-summary" },
+    ...(data.warnings ?? []).map((w) => h("p", { class: "profile-warning", role: "alert" }, w)),
+    // one line, so the flame graph stays near the top: "GPU busy … · kernel time … · top kernels …"
+    ...(data.summary?.length ? [h("p", { class: "profile-summary-line" }, data.summary.join(" · "))] : []),
+  );
   const flatBox = h("input", { type: "checkbox", name: "flat", checked: kept.flat });
   const showFlat = (on: boolean): void => {
     kept.flat = on;
@@ -144,7 +151,7 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
     h("label", { title: "every frame name summed over the tree; pick one for its callers and callees" }, flatBox, " flat"),
     data.base ? h("span", { class: "legend" }, h("i", { class: "slow" }), "slower ", h("i", { class: "fast" }), "faster than ", h("code", {}, data.base.source)) : null,
   );
-  root.append(toolbar, metaCard(data), flameCard, table.el);
+  root.append(toolbar, glance, metaCard(data), flameCard, table.el);
   showNote(data.primary);
   if (kept.filter.trim()) applyFilter(); // the filter typed on the profile shown before
   flame.draw(); // first paint now, not a frame later
