@@ -182,7 +182,7 @@ def run_command(args: argparse.Namespace) -> int:
             else f"deuteron: wrote {names}"
         )
         return code
-    why = _why_empty(code, ended_by, args.context)
+    why = _why_empty(code, ended_by, args.context, args.backend)
     if kept:
         shown = ", ".join(_named(p, args.name, started_in) for p in kept)
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(kept[0].stat().st_mtime))
@@ -190,17 +190,24 @@ def run_command(args: argparse.Namespace) -> int:
     else:
         say(f"deuteron: nothing was recorded ({why}); wrote the empty profile to {names}")
     hint = _hint(target, code, ended_by, args.context, tail.text())
+    if args.backend == "instrumentation":
+        hint = ""  # why-empty already says what to do; -c torch would not fill it
     if hint:
         say(f"deuteron: {hint}")
     return code
 
 
-def _why_empty(code: int, ended_by: str, context: str) -> str:
+def _why_empty(code: int, ended_by: str, context: str, backend: str = "auto") -> str:
     """Why a profile came out empty: how the program ended when it failed, else what ran."""
     if ended_by:
         return f"{ended_by} before any kernel ran"
     if code != 0:
         return f"the program exited with code {code} before any kernel ran"
+    if backend == "instrumentation":  # it records scopes only: kernels without one leave nothing
+        return (
+            "no kernel that ran has a pl.scope, and -b instrumentation records only scopes; "
+            "add pl.scope to a kernel, or -b cupti,instrumentation for every kernel's time too"
+        )
     if "torch" in context:
         return "the program ran no kernel and no torch op while profiled"
     return "no kernel ran and no scope had metrics"

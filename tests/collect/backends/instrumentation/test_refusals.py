@@ -56,3 +56,13 @@ def test_a_mode_needs_the_instrumentation_backend(tmp_path: Path) -> None:
 def test_an_unknown_backend_lists_the_choices(tmp_path: Path) -> None:
     proc = run_cli("run", "-b", "cupti,interpreter", _script(tmp_path), cwd=tmp_path)
     assert proc.returncode == 2 and "instrumentation" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_an_instrumented_run_without_scopes_says_why_it_is_empty() -> None:
+    """Found on Triton's tutorial 01 on an H200: -b instrumentation recorded nothing (no pl.scope)
+    and the hint said to add -c torch; it now says what instrumentation records."""
+    from deuteron.cli.run import _why_empty
+
+    said = _why_empty(0, "", "shadow", "instrumentation")
+    assert "no kernel that ran has a pl.scope" in said and "-b cupti,instrumentation" in said
+    assert "pl.scope" not in _why_empty(0, "", "shadow", "auto")
