@@ -14,6 +14,13 @@ setup(
             libraries=["dl", "pthread"],
             extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
             optional=True,
-        )
+        ),
+        Extension(
+            "deuteron.collect.backends.cupti._sampling",
+            sources=["deuteron/collect/backends/cupti/_sampling.c"],
+            libraries=["dl"],
+            extra_compile_args=["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
+            optional=True,
+        ),
     ]
 )

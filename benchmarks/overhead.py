@@ -7,6 +7,7 @@ profiled steps itself, so a ratio never compares two processes. The table shows 
 ratio over the rounds, finalize time and profile size.
 
     python benchmarks/overhead.py --rounds 5   # workloads: benchmarks/workloads
+    python benchmarks/overhead.py --tools plain,deuteron-sample,proton-pcsampling   # PC sampling
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ TOOLS = (
     "proton-python",
     "torch-profiler",
 )
-STEPS = {"launch_bound": 300, "gpu_bound": 40}
+SAMPLING_TOOLS = ("deuteron-sample", "proton-pcsampling")  # --tools deuteron-sample,proton-pcsampling
+STEPS = {"launch_bound": 300, "gpu_bound": 40, "llama_step": 20}
 
 
 def _load_workload(folder: Path, name: str) -> Any:
@@ -80,6 +82,24 @@ def _floor_library() -> Any:
     raise SystemExit("cupti-floor: no libcupti could be started")
 
 
+def _sampled(path: Path) -> tuple[int, int]:
+    """(samples in the file, samples on a source-line frame ``file:line@function``) of a sampled
+    profile; (0, 0) for other files."""
+    if not path.exists():
+        return 0, 0
+    stack = list(json.loads(path.read_text())[0]["children"])
+    total = on_lines = 0
+    while stack:
+        node = stack.pop()
+        stack.extend(node.get("children", []))
+        n = int(node.get("metrics", {}).get("num_samples", 0))
+        total += n
+        name = node["frame"]["name"]
+        if ":" in name and "@" in name.rsplit(":", 1)[-1]:
+            on_lines += n
+    return total, on_lines
+
+
 def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> dict[str, Any]:
     import torch
 
@@ -112,11 +132,15 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
         elif context == "torchall":  # -c torch with every op observed for the whole run
             os.environ["DEUTERON_TORCH_OPS"] = "all"
             context = "torch"
-        deuteron.start(name, backend="cupti", context=context)
+        mode = None
+        if context == "sample":  # --sample: CUPTI's PC sampling, continuous
+            context, mode = "shadow", "pcsampling"
+        deuteron.start(name, backend="cupti", context=context, mode=mode)
         _timed(w.step, 3, deuteron.scope)
         profiled = _timed(w.step, steps, deuteron.scope)
         if context == "torch":
             from deuteron.collect.context.torch import source as torch_context
+
             if torch_context._active is not None and torch_context._active.infer:
                 torch_ops = torch_context._active.infer_stats()
         t = time.perf_counter()
@@ -126,7 +150,11 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
     elif tool.startswith("proton"):
         import triton.profiler as proton
 
-        proton.start(name, context=tool.split("-")[1])
+        kind = tool.split("-")[1]
+        if kind == "pcsampling":
+            proton.start(name, context="shadow", mode="pcsampling")
+        else:
+            proton.start(name, context=kind)
         _timed(w.step, 3, proton.scope)
         profiled = _timed(w.step, steps, proton.scope)
         t = time.perf_counter()
@@ -147,7 +175,10 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
     else:
         raise SystemExit(f"unknown tool {tool}")
     torch.cuda.synchronize()
+    samples, on_lines = _sampled(Path(name + ".hatchet"))
     return {
+        "samples": samples,
+        "samples_on_lines": on_lines,
         "plain_ms": plain * 1e3,
         "profiled_ms": profiled * 1e3,
         "ratio": profiled / plain,
@@ -162,9 +193,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads"
-    )
+    parser.add_argument("--workloads", type=Path, default=Path(__file__).resolve().parent / "workloads")
     parser.add_argument("--only", default="launch_bound,gpu_bound", help="comma-separated workload names")
     parser.add_argument(
         "--tools",
@@ -172,6 +201,7 @@ def main() -> None:
         help="comma-separated; deuteron-shadow@none runs CUPTI activity without callbacks",
     )
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--steps", type=int, help="timed steps per process, for every workload")
     parser.add_argument("--json", type=Path, help="also write every process's numbers here")
     parser.add_argument("--child", nargs=3, metavar=("TOOL", "WORKLOAD", "STEPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -196,7 +226,7 @@ def main() -> None:
                     "--child",
                     base,
                     workload,
-                    str(STEPS[workload]),
+                    str(args.steps or STEPS[workload]),
                 ]
                 child_env = {**env, "DEUTERON_CUPTI_APIS": apis} if apis else env
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env, timeout=300)
@@ -213,7 +243,12 @@ def main() -> None:
                 print(
                     f"{workload:12s} {tool:16s} round {r}: {res['ratio']:.3f}x "
                     f"({res['plain_ms']:.3f} -> {res['profiled_ms']:.3f} ms/step)"
-                    + (f" ops: {res['torch_ops']}" if res.get("torch_ops") else ""),
+                    + (f" ops: {res['torch_ops']}" if res.get("torch_ops") else "")
+                    + (
+                        f" samples: {res['samples']} ({res['samples_on_lines']} on lines)"
+                        if res["samples"]
+                        else ""
+                    ),
                     flush=True,
                 )
     if args.json:

@@ -23,7 +23,7 @@ from deuteron.collect.backends import NAMES as BACKENDS
 from deuteron.collect.backends import resolve
 from deuteron.collect.context import ContextSpecError, parse_context
 from deuteron.collect.flags import flags
-from deuteron.collect.session import disabled_by
+from deuteron.collect.session import SessionError, disabled_by
 from deuteron.formats.files import OutputError
 from deuteron.process.program import Program, exit_code, run_to_end
 from deuteron.process.program import run as run_target
@@ -52,7 +52,8 @@ def add_parser(sub: Any) -> None:
             "  deuteron run -c python,native app.py    # the Python line, then each launch's C/C++ frames\n"
             "  deuteron run -m mypkg.train             # a module, as python -m\n"
             "  deuteron run -b instrumentation k.py    # the kernels' pl.scopes, per CTA and warp (GPU)\n"
-            "  deuteron run -b interpreter k.py        # pl.scopes per program, without a GPU"
+            "  deuteron run -b interpreter k.py        # pl.scopes per program, without a GPU\n"
+            "  deuteron run --sample k.py              # kernel > source line, samples, stall reasons (GPU)"
         ),
         usage=f"deuteron run [options] {USAGE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -97,10 +98,44 @@ def add_parser(sub: Any) -> None:
         choices=["triton"],
         help="triton: use each kernel's launch_metadata (name, flops, bytes), as Proton does",
     )
+    p.add_argument(
+        "--sample",
+        action="store_true",
+        help="sample each SM's instruction (CUPTI PC sampling, GPU): kernel > source line with samples and "
+        "stall reasons; Proton's mode=pcsampling",
+    )
+    p.add_argument(
+        "--interval",
+        type=_interval,
+        default=None,
+        metavar="CYCLES",
+        help="cycles between samples with --sample, rounded to a power of two from 32 to 2^31 (default 1024)",
+    )
     p.add_argument("--trace", action="store_true", help="also write a Chrome trace of scopes and launches")
     add_device_argument(p)
     add_target_arguments(p)
     p.set_defaults(handler=run_command)
+
+
+def _interval(value: str) -> int:
+    try:
+        cycles = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of cycles: {value!r}") from None
+    if cycles <= 0:
+        raise argparse.ArgumentTypeError(f"the interval must be positive, not {cycles}")
+    return cycles
+
+
+def _sampling_mode(args: argparse.Namespace) -> None:
+    """``--sample [--interval N]`` as Proton's ``mode="pcsampling:interval=N"``."""
+    if args.interval is not None and not args.sample:
+        raise SessionError("--interval sets the PC sampling interval: add --sample")
+    if not args.sample:
+        return
+    if args.mode:
+        raise SessionError("--sample is a mode of its own (pcsampling); drop --mode")
+    args.mode = "pcsampling" + (f":interval={args.interval}" if args.interval is not None else "")
 
 
 def _context(value: str) -> str:
@@ -125,6 +160,7 @@ def run_command(args: argparse.Namespace) -> int:
     if which is not None:
         print(f"deuteron: {which} is set; running without profiling", file=sys.stderr)
         return _run_unprofiled(target)
+    _sampling_mode(args)
     api.check_mode(args.mode, args.backend)
     backend = resolve(args.backend, args.mode)  # fails early, with the reason, before the target runs
     if backend.name == "interpreter":

@@ -25,7 +25,7 @@ from deuteron.collect.hook_manager import Hook, HookManager
 from deuteron.collect.instrumentation_hook import InstrumentationHook
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.modes import MODE_NAMES as INSTRUMENTATION_MODES
-from deuteron.collect.modes import InstrumentationMode
+from deuteron.collect.modes import InstrumentationMode, sampling_interval
 from deuteron.collect.output import OUTPUT_FORMATS
 from deuteron.collect.session import Session, SessionError, disabled
 from deuteron.model.tree import Profile
@@ -98,12 +98,17 @@ PERIODIC_FLUSHING = "periodic_flushing"
 def check_mode(mode: Any, backend: str = "auto") -> str | None:
     """The mode's flush format for ``periodic_flushing`` (each completed phase written to
     ``NAME.part_<phase>.<format>`` and dropped from memory), None for the default mode. The
-    instrumentation backend checks its own modes; PC sampling is not in Deuteron yet: a clear
-    refusal beats a profile that silently lacks what was asked for."""
+    instrumentation backend checks its own modes, the CUPTI backend PC sampling's; any other mode
+    is refused: a clear refusal beats a profile that silently lacks what was asked for."""
     if mode is None or mode == "":
         return None
     if "instrumentation" in str(backend):
         return None
+    try:
+        if sampling_interval(mode) is not None:
+            return None  # PC sampling: the CUPTI backend takes it (backends.resolve)
+    except ValueError as exc:
+        raise SessionError(str(exc)) from None
     if isinstance(mode, InstrumentationMode) or (
         isinstance(mode, str) and mode.split(":", 1)[0] in INSTRUMENTATION_MODES
     ):
@@ -123,7 +128,7 @@ def check_mode(mode: Any, backend: str = "auto") -> str | None:
         return fmt
     text = str(mode).split(":", 1)[0] if isinstance(mode, str) else type(mode).__name__
     raise SessionError(
-        f"mode {text!r} is not supported by Deuteron yet (the default mode and {PERIODIC_FLUSHING}); "
+        f"mode {text!r} is not supported by Deuteron (the default mode, pcsampling and {PERIODIC_FLUSHING}); "
         "start without mode="
     )
 

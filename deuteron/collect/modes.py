@@ -1,6 +1,7 @@
 """Proton's profiling modes as objects (``deuteron.mode.Default(granularity="warp")``), so code that
 builds them runs unchanged. The instrumentation modes drive ``backend="instrumentation"``;
-``PCSampling`` is not in Deuteron yet and ``start(mode=...)`` refuses it with one line."""
+``PCSampling`` (or ``mode="pcsampling:interval=N"``) turns on CUPTI's PC sampling in the CUPTI
+backend (``deuteron run --sample``)."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ class BaseMode:
 
 @dataclass(frozen=True)
 class PCSampling(BaseMode):
-    """Proton's PC sampling mode; ``interval`` is checked when the mode is made, so a bad one fails
-    where it is written, not later at ``start`` (which refuses the mode anyway)."""
+    """Proton's PC sampling mode; ``interval`` (cycles between samples on each SM, rounded to the
+    nearest power of two CUPTI takes, 32 to 2^31) is checked when the mode is made, so a bad one
+    fails where it is written. Proton ignores it; Deuteron samples at it."""
 
     name: str = field(default="pcsampling", init=False)
     interval: int = 1000
@@ -156,3 +158,28 @@ def instrumentation_mode(mode: object) -> InstrumentationMode:
     if name == "mma":
         return MMA(**options)  # type: ignore[arg-type]
     raise ValueError(f"unknown instrumentation mode {name!r}; choose one of: {', '.join(MODE_NAMES)}")
+
+
+PCSAMPLING = "pcsampling"
+
+
+def sampling_interval(mode: object) -> int | None:
+    """The sampling interval in cycles when ``mode`` asks for PC sampling (a :class:`PCSampling`,
+    ``"pcsampling"`` or ``"pcsampling:interval=N"``), else None. A bad option is a ValueError of
+    one line."""
+    if isinstance(mode, PCSampling):
+        return mode.interval
+    if not isinstance(mode, str) or mode.split(":", 1)[0] != PCSAMPLING:
+        return None
+    interval = PCSampling().interval
+    for part in mode.split(":")[1:]:
+        key, sep, value = part.partition("=")
+        if not sep or key.strip() != "interval":
+            raise ValueError(f"unknown {PCSAMPLING} option {part!r}; it takes interval=N (cycles)")
+        try:
+            interval = int(value)
+        except ValueError:
+            raise ValueError(
+                f"the sampling interval must be a whole number of cycles, not {value!r}"
+            ) from None
+    return PCSampling(interval=interval).interval

@@ -36,10 +36,11 @@ from deuteron.collect.deferred import (
     transform_tensor_metrics,
 )
 from deuteron.collect.placement import LaunchContexts
+from deuteron.collect.samples import SampleFiler
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.errors import DeuteronError
 from deuteron.model.intra import IntraSpans, ScopeRow
-from deuteron.model.metrics import CPU_TIME, EXC, split_kind
+from deuteron.model.metrics import CPU_TIME, EXC, TIME, split_kind
 from deuteron.model.trace import KernelSpans, TraceEvent, gpu_busy
 from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, node_paths, plain_value
 from deuteron.triton import proton_knob
@@ -171,6 +172,7 @@ class Session:
         self.context_listener: Callable[[int, int], None] | None = None
         self.kernel_spans: list[KernelSpans] = []
         self.intra_spans: list[IntraSpans] = []  # kernels' scopes per CTA and unit (pl.scope)
+        self.samples = SampleFiler()  # where each kernel ran since the last drain of PC samples
         self.default_format = default_format
         self.trace_shape = trace_shape
         self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
@@ -407,6 +409,8 @@ class Session:
             parent = contexts.kernel_parent(base, other_thread=other_thread, captured_in=captured_in)
             state = contexts.states.get(group.state)
             node = self.add_kernel(parent, group.name, group.metrics, state)
+            if group.symbol:
+                self.samples.saw(group.symbol, node, group.metrics.get(TIME, 0))
             if group.scopes:
                 self.file_scopes(node, group.scopes)
             if group.intra is not None:
@@ -430,6 +434,11 @@ class Session:
                 for name in row.path:
                     node = node.child(name)
                 self.profile.add_metrics(node, row.metrics)
+
+    def file_samples(self, rows_by_symbol: dict[str, list[ScopeRow]]) -> None:
+        """A drain of PC samples, per kernel function: rows under the nodes it ran under."""
+        with self.lock:
+            self.samples.file(self.profile, rows_by_symbol)
 
     def add_intra_spans(self, spans: IntraSpans) -> None:
         """Keep a launch's per-CTA scope spans for the trace, within the same TRACE_LIMIT."""

@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from deuteron.explain.analysis import KernelAnalysis
+from deuteron.explain.heat import kernel_heat
 from deuteron.explain.roofline import KernelCost, ranked
 from deuteron.explain.stages import source_line
 from deuteron.formats import explain_json
 from deuteron.formats.files import source_text
+from deuteron.view.hot_lines import LineAdvice, SampledKernel
 
 
 @dataclass
@@ -28,6 +30,9 @@ class ExplainReport:
     costs: dict[str, KernelCost] = field(default_factory=dict)
     device: str | None = None
     errors: list[str] = field(default_factory=list)
+    lines: dict[str, list[LineAdvice]] = field(default_factory=dict)  # a sampled profile's hot lines
+    sampled: dict[str, SampledKernel] = field(default_factory=dict)  # and its lines per kernel
+    pcs: dict[str, dict[str, Any]] = field(default_factory=dict)  # and its hottest PCs per kernel
 
     # --- JSON ------------------------------------------------------------------------------
     def kernel_json(self, a: KernelAnalysis) -> dict[str, Any]:
@@ -63,7 +68,19 @@ class ExplainReport:
         cost = self.costs.get(spec.name)
         if cost is not None:
             out["profile"] = cost.as_json()
+        if spec.name in self.lines:
+            out["hot_lines"] = [self._joined(advice, a) for advice in self.lines[spec.name]]
+        heat = kernel_heat(a, self.sampled.get(spec.name), self.pcs.get(spec.name))
+        if heat is not None:
+            out["heat"] = heat
         return out
+
+    @staticmethod
+    def _joined(advice: LineAdvice, a: KernelAnalysis) -> dict[str, Any]:
+        """A hot line's advice with explain's own findings on the same line of the same file."""
+        same_file = os.path.basename(advice.file) == os.path.basename(a.spec.file)
+        lints = [f.message for f in a.findings if same_file and f.line == advice.line]
+        return {**advice.as_json(), "lints": lints}
 
     def as_json(self) -> dict[str, Any]:
         launched = {a.spec.name for a in self.kernels}

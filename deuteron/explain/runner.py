@@ -18,7 +18,9 @@ from deuteron.explain.roofline import kernel_costs, profile_device
 from deuteron.explain.targets import Target, default_target, parse_target
 from deuteron.formats import hatchet
 from deuteron.model.devices import DeviceSpec, named_device
+from deuteron.model.tree import Profile
 from deuteron.process.program import Program, run_to_end
+from deuteron.view.hot_lines import LineAdvice, hot_lines, sampled_kernels
 
 # Named devices to judge a profile against when it carries no device table, by target.
 DEVICE_FOR = {"cuda:80": "a100", "cuda:89": "l40s", "cuda:90": "h100", "cuda:100": "b200"}
@@ -110,16 +112,26 @@ def _explain(
         )
     costs: dict[str, Any] = {}
     device_label = None
+    lines: dict[str, list[LineAdvice]] = {}
     if profile:
-        costs, device_label = _profile_costs(profile, device, (capture.targets or [default_target()])[0].name)
+        recorded = hatchet.read(profile)
+        target_name = (capture.targets or [default_target()])[0].name
+        costs, device_label = _profile_costs(recorded, device, target_name)
+        lines = {kernel.name: advice for kernel, advice in hot_lines(recorded, top=len(specs) + 50)[0]}
     report = compile_all(specs, passes=passes, costs=costs, device=device_label, progress=progress)
+    report.lines = lines
+    if profile:
+        report.sampled = sampled_kernels(recorded)
+        sampling = recorded.metadata.get("pc_sampling")
+        kernels = sampling.get("kernels") if isinstance(sampling, dict) else None
+        if isinstance(kernels, dict):
+            report.pcs = {k: v for k, v in kernels.items() if isinstance(v, dict)}
     return ExplainRun(report, code, ended_by, list(capture.errors))
 
 
 def _profile_costs(
-    path: str | os.PathLike[str], device_name: str | None, target_name: str
+    recorded_profile: Profile, device_name: str | None, target_name: str
 ) -> tuple[dict[str, Any], str | None]:
-    recorded_profile = hatchet.read(path)
     recorded = profile_device(recorded_profile)
     spec: DeviceSpec | None
     label: str | None

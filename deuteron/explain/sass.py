@@ -70,7 +70,8 @@ class Resources:
     local: int
 
 
-def _run_on_cubin(tool: str, args: list[str], cubin: bytes) -> str:
+def run_tool(tool: str, args: list[str], cubin: bytes) -> str:
+    """A CUDA tool's output on the cubin; ExplainError with its message when it fails."""
     code, out, err = tools.run_on_cubin(tool, args, cubin)
     if code != 0:
         raise ExplainError(f"{tool} failed on the cubin: {err.strip() or out.strip()}")
@@ -78,7 +79,7 @@ def _run_on_cubin(tool: str, args: list[str], cubin: bytes) -> str:
 
 
 def disassemble(cubin: bytes) -> list[Instruction]:
-    return parse_nvdisasm(_run_on_cubin("nvdisasm", ["-c", "-gp"], cubin))
+    return parse_nvdisasm(run_tool("nvdisasm", ["-c", "-gp"], cubin))
 
 
 def parse_nvdisasm(text: str) -> list[Instruction]:
@@ -96,7 +97,7 @@ def parse_nvdisasm(text: str) -> list[Instruction]:
 
 
 def resources(cubin: bytes) -> Resources:
-    return parse_res_usage(_run_on_cubin("cuobjdump", ["-res-usage"], cubin))
+    return parse_res_usage(run_tool("cuobjdump", ["-res-usage"], cubin))
 
 
 def parse_res_usage(text: str) -> Resources:

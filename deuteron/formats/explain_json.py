@@ -2,7 +2,11 @@
 
 ``{"format", "version", "kernels": [{name, target, file, line, num_warps, num_stages, num_ctas,
 args, launches, grids, registers, spills, shared_bytes, occupancy, sass, stages, source_map,
-findings: [{kind, line, message, severity}], profile?, source_text (the kernel's file, or null),
+findings: [{kind, line, message, severity}], profile?, hot_lines? (a sampled profile's: [{kernel,
+file, line, samples, share, stall, stall_share, meaning, change, lints: [message]}]), heat? (its samples:
+{samples, lines: {source line: {samples, not_issued, stalls}}, stages: {stage: [samples per IR line]},
+by: {stage: "PC" or "source line"}, note}),
+source_text (the kernel's file, or null),
 stage_text: {stage: {lines: [text], src: [source line or null]}}}], "ranking": [{name, opportunity_ns,
 launched}], "device", "errors"}``. The explainer builds the document; this module names and
 versions it, and writes and reads it.

@@ -60,9 +60,12 @@ def _walk(p: Profile, full_names: bool = False) -> tuple[list[Node], list[str], 
     return nodes, branches, labels
 
 
-# Columns that count things (launches, bytes, flops, programs, scope instances, cycles): shown as
-# whole numbers when every value is one, "12" rather than "12.000".
-_COUNTED = ("count", "calls", "bytes", "flops", "programs", "instances", "cycles", "scope programs")
+# Columns that count things (launches, bytes, flops, programs, scope instances, cycles, PC samples
+# and their stall reasons): shown as whole numbers when every value is one, "12" rather than "12.000".
+_COUNTED = (
+    "count", "calls", "bytes", "flops", "programs", "instances", "cycles", "scope programs",
+    "num_samples", "num_stalled_samples", "stalled_",
+)  # fmt: skip
 
 
 def _counted(column: str) -> bool:

@@ -11,6 +11,7 @@ import linecache
 import os
 from typing import IO, Any, Literal
 
+from deuteron.model.names import display_name
 from deuteron.process.terminal import printable
 
 _STYLE = {"warning": "bold yellow", "info": "bold cyan"}
@@ -59,7 +60,8 @@ def _render_ranking(console: Any, doc: dict[str, Any]) -> None:
             side: Literal["left", "right"] = "left" if col == "bound" else "right"
             table.add_column(col, justify=side, no_wrap=True, min_width=len(col))
     for c in doc["ranking"]:
-        name = printable(c["name"]) if c["launched"] else f"{printable(c['name'])} (not launched by this run)"
+        shown = printable(display_name(c["name"]))  # a C++ kernel (cuBLAS, aten) as its short name
+        name = shown if c["launched"] else f"{shown} (not launched by this run)"
         table.add_row(
             name,
             f"{c['time_ns'] / 1e6:.3f}",
@@ -126,6 +128,17 @@ def _render_kernel(console: Any, k: dict[str, Any]) -> None:
             f"{'-' if gbytes is None else f'{gbytes:.1f}'} GB/s · util {util} · "
             f"{cost['bound'] or 'bound unknown'}"
         )
+    for hot in k.get("hot_lines", []):
+        stall = (hot["stall"] or "no dominant stall").removeprefix("stalled_")
+        console.print(
+            f"  [bold]hot line {hot['line']}[/bold]: {hot['samples']:,} PC samples ({hot['share']:.0%} "
+            f"of the kernel's), {escape(stall)}"
+            + (f" ({hot['stall_share']:.0%})" if hot["stall"] else "")
+        )
+        if hot["meaning"]:
+            console.print(f"      it {escape(hot['meaning'])}; try: {escape(hot['change'])}")
+        for lint in hot["lints"]:
+            console.print(f"      explain on the same line: {escape(printable(lint))}")
     if not k["findings"]:
         console.print("  [green]no findings[/green]")
     for f in k["findings"]:

@@ -8,7 +8,9 @@ are strongest on ``-c torch`` profiles, whose frames name modules (``attr (Class
   ops that launch many tiny kernels per call (the GPU waits on the launches);
 - **backward**: the modules whose backward costs most relative to their forward;
 - **fusion**: ops that launch several short kernels per call (``torch.compile`` fuses them);
-- **copies**: time in copy kernels and in ops that wait for the GPU (``.item()``, ``.cpu()``).
+- **copies**: time in copy kernels and in ops that wait for the GPU (``.item()``, ``.cpu()``);
+- **lines**: in a sampled profile (``--sample``), each hot kernel's hottest lines, their dominant
+  stall and what to change (:mod:`.hot_lines`).
 
 Thresholds are stated in each finding's text; a finding is made only when its evidence is in
 the profile.
@@ -16,6 +18,7 @@ the profile.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +26,7 @@ from typing import Any
 from deuteron.model.metrics import CPU_TIME, TIME
 from deuteron.model.names import display_name
 from deuteron.model.tree import KERNEL, Node, Profile
+from deuteron.view.hot_lines import hot_lines
 
 MODULE = re.compile(r"^(?P<path>\S+) \((?P<cls>[A-Za-z_][\w.]*)\)$")
 BACKWARD = "backward"
@@ -95,7 +99,32 @@ def advise(p: Profile, top: int = 5) -> list[Finding]:
         for f in (_idle(p, paths, top), _backward(paths, top), _fusion(paths, top), _copies(p, paths, top))
         if f
     ]
-    return findings
+    return findings + _lines(p, top)
+
+
+def _lines(p: Profile, top: int) -> list[Finding]:
+    """A sampled profile's hot kernels: their hottest lines, each line's dominant stall and what to
+    change (:mod:`.hot_lines` holds the thresholds)."""
+    out = []
+    kernels, total = hot_lines(p, top)
+    for kernel, advice in kernels:
+        first = advice[0]
+        title = (
+            f"{display_name(kernel.name)}: {kernel.samples:,} PC samples "
+            f"({kernel.samples / total:.0%} of the run's); {first.sentence()}"
+        )
+        evidence: list[dict[str, Any]] = [
+            {
+                "path": f"{os.path.basename(a.file)}:{a.line}",
+                "samples": a.samples,
+                "share": f"{a.share:.0%}",
+                "stall": (a.stall or "mixed").removeprefix("stalled_"),
+                "stall_share": f"{a.stall_share:.0%}" if a.stall else "-",
+            }
+            for a in advice
+        ]
+        out.append(Finding("lines", title, evidence))
+    return out
 
 
 def _op_calls(paths: list[tuple[tuple[str, ...], Node]]) -> list[tuple[tuple[str, ...], int, int, int]]:
@@ -232,7 +261,9 @@ def render(findings: list[Finding], full_names: bool = False) -> str:
     """The findings as text: one headline each, then its evidence, a line per item; the frames of a
     path as ``deuteron view`` shows them (a C++ kernel short, or ``full_names`` demangled in full)."""
     if not findings:
-        return "advice: nothing to flag (no idle GPU, outlying backward, unfused ops or waits found)"
+        return (
+            "advice: nothing to flag (no idle GPU, outlying backward, unfused ops, waits or hot lines found)"
+        )
     lines = []
     for f in findings:
         lines.append(f"[{f.kind}] {f.title}")

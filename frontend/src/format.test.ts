@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { colourOf, fmt, fmtNs, timeUnit } from "./format";
+import { colourOf, fmt, fmtCount, fmtNs, fmtShare, timeUnit } from "./format";
 
 describe("fmt", () => {
   it("shows a dash for what has no value, NaN included", () => {
@@ -95,5 +95,45 @@ describe("colourOf", () => {
   it("is stable and takes the saturation and lightness given", () => {
     expect(colourOf("matmul", 58, 64)).toBe("hsl(121 58% 64%)");
     expect(colourOf("matmul")).toBe(colourOf("matmul"));
+  });
+});
+
+describe("fmtCount", () => {
+  it("writes counts below 1000 in full", () => {
+    expect(fmtCount(0)).toBe("0");
+    expect(fmtCount(7)).toBe("7");
+    expect(fmtCount(999)).toBe("999");
+  });
+
+  it("gives larger counts a suffix and at most three digits", () => {
+    expect(fmtCount(1000)).toBe("1.0k");
+    expect(fmtCount(1234)).toBe("1.2k");
+    expect(fmtCount(9949)).toBe("9.9k");
+    expect(fmtCount(9950)).toBe("10k");
+    expect(fmtCount(325003)).toBe("325k");
+    expect(fmtCount(999499)).toBe("999k");
+    expect(fmtCount(999500)).toBe("1.0M");
+    expect(fmtCount(1165594)).toBe("1.2M");
+    expect(fmtCount(46856712)).toBe("47M");
+    expect(fmtCount(2.5e9)).toBe("2.5G");
+  });
+
+  it("shows a dash for what is not a number", () => {
+    expect(fmtCount(NaN)).toBe("–");
+  });
+});
+
+describe("fmtShare", () => {
+  it("writes shares as percentages, one decimal below 10%", () => {
+    expect(fmtShare(0.9846)).toBe("98%");
+    expect(fmtShare(0.6476)).toBe("65%");
+    expect(fmtShare(0.0113)).toBe("1.1%");
+    expect(fmtShare(1)).toBe("100%");
+  });
+
+  it("keeps a tiny share visible and shows nothing as 0%", () => {
+    expect(fmtShare(0.0004)).toBe("<0.1%");
+    expect(fmtShare(0)).toBe("0%");
+    expect(fmtShare(NaN)).toBe("0%");
   });
 });

@@ -23,6 +23,34 @@ export function fmt(value: number | null | undefined): string {
   return value.toExponential(2);
 }
 
+/** A count in a narrow column (a heat column's samples): in full below 1000, else two or three
+ * significant digits with k, M or G ("1.2k", "325k", "1.17M"), so every cell fits in five
+ * characters. A share of the total says the exact size where it matters. */
+export function fmtCount(value: number): string {
+  if (!Number.isFinite(value)) return "–";
+  const abs = Math.abs(value);
+  if (abs < 1000) return String(Math.round(value));
+  const units = ["k", "M", "G", "T"];
+  let v = value / 1000;
+  let i = 0;
+  while (Math.abs(v) >= 999.5 && i < units.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  const digits = Math.abs(v) < 9.95 ? 1 : 0;
+  return `${v.toFixed(digits)}${units[i]}`;
+}
+
+/** A share (0..1) as a percentage for people: "98%", "0.4%", "<0.1%" (a share that is there
+ * but rounds to nothing), "0%". */
+export function fmtShare(share: number): string {
+  if (!Number.isFinite(share) || share <= 0) return "0%";
+  const pct = share * 100;
+  if (pct < 0.1) return "<0.1%";
+  if (pct < 9.95) return `${pct.toFixed(1)}%`;
+  return `${Math.round(pct)}%`;
+}
+
 const TIME_UNITS: [number, string][] = [
   [1e9, "s"],
   [1e6, "ms"],

@@ -228,4 +228,51 @@ export interface ExplainKernel {
   source_text: string | null;
   /** Each stage's lines and, per line, the source line it came from (null: no location). */
   stage_text: Record<string, { lines: string[]; src: (number | null)[] }>;
+  /** With a sampled profile (`deuteron explain --profile`): the hot lines' advice, hottest first. */
+  hot_lines?: HotLine[];
+  /** With a sampled profile: the PC samples on every line of the source and of each stage. */
+  heat?: KernelHeat | null;
+}
+
+/** One hot source line of a sampled kernel (deuteron/view/hot_lines.py LineAdvice). */
+export interface HotLine {
+  kernel: string;
+  file: string;
+  line: number;
+  samples: number;
+  /** Of the kernel's samples, 0..1. */
+  share: number;
+  /** The stall reason behind most of the line's samples ("stalled_mio_throttle"), null when none
+   * holds enough of them to be named. */
+  stall: string | null;
+  stall_share: number;
+  /** What the stall means and what to change ("" when no stall is named). */
+  meaning: string;
+  change: string;
+  /** Explain's findings on the same line (their messages). */
+  lints: string[];
+}
+
+/** A source line's samples and why its warps were where they were. */
+export interface LineSamples {
+  samples: number;
+  /** Samples whose warp issued nothing. */
+  not_issued: number;
+  /** Samples per stall reason ("stalled_mio_throttle": n); they add up to `samples`. */
+  stalls: Record<string, number>;
+}
+
+/** deuteron/explain/heat.py kernel_heat: the kernel's samples by source line and by IR line. */
+export interface KernelHeat {
+  /** The kernel's samples in all (lines, and PCs without one). */
+  samples: number;
+  /** By source line ("30"), lines without samples left out. */
+  lines: Record<string, LineSamples>;
+  /** Per stage, samples per IR line, aligned with stage_text[stage].lines. */
+  stages: Record<string, number[]>;
+  /** Per stage, how its lines got their samples: "PC" (each instruction its own) or "source line"
+   * (each IR line its source line's). */
+  by: Record<string, string>;
+  /** Why SASS/PTX are shown by source line ("" when they are not, or there is nothing to say). */
+  note: string;
 }

@@ -10,7 +10,7 @@ import torch
 
 import deuteron
 import deuteron.collect.api as api
-from deuteron.collect.backends import BackendError
+from deuteron.collect.backends import BackendError, cupti_unavailable_reason
 from deuteron.collect.session import SessionError
 from deuteron.formats import hatchet
 from tests import kernels as k
@@ -314,13 +314,21 @@ def test_states_and_cpu_time_land_where_proton_puts_them(tmp_path: Path, monkeyp
     assert find(p.result, "timed", "add_kernel").metrics["count"] == 1  # the one outside the state
 
 
-@pytest.mark.parametrize(
-    "mode",
-    ["pcsampling", "instrumentation"],
-)
-def test_modes_deuteron_lacks_are_refused_in_one_line(mode: str) -> None:
-    with pytest.raises(SessionError, match=f"mode '{mode.split(':')[0]}' is not supported"):
-        deuteron.start("m", mode=mode)
+def test_modes_deuteron_lacks_are_refused_in_one_line() -> None:
+    with pytest.raises(SessionError, match="mode 'instrumentation' is not supported"):
+        deuteron.start("m", mode="instrumentation")
+    assert api._sessions == {}
+
+
+@pytest.mark.skipif(cupti_unavailable_reason() is None, reason="needs a machine without a usable GPU")
+def test_pc_sampling_without_a_gpu_is_refused_in_one_line() -> None:
+    for mode in ("pcsampling", "pcsampling:interval=2048", deuteron.mode.PCSampling(interval=500)):
+        with pytest.raises(BackendError, match="PC sampling cannot run here: no NVIDIA GPU"):
+            deuteron.start("m", mode=mode)
+    with pytest.raises(BackendError, match="runs on the cupti backend, not 'interpreter'"):
+        deuteron.start("m", backend="interpreter", mode="pcsampling")
+    with pytest.raises(SessionError, match="unknown pcsampling option 'every=3'"):
+        deuteron.start("m", mode="pcsampling:every=3")
     assert api._sessions == {}
 
 
@@ -332,8 +340,6 @@ def test_mode_objects_are_built_as_in_proton_and_refused_at_start() -> None:
     assert str(mma).startswith("mma:metric_type=cycle:")
     with pytest.raises(ValueError, match="Unknown granularity"):
         deuteron.mode.Default(granularity="thread")
-    with pytest.raises(SessionError, match="is not supported by Deuteron yet"):
-        deuteron.start("m", mode=sampling)
     for mode in (mma, deuteron.mode.Default(), "default:granularity=warp"):  # without the backend they need
         with pytest.raises(SessionError, match="instruments kernels: start with backend='instrumentation'"):
             deuteron.start("m", mode=mode)

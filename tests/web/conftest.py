@@ -1,10 +1,13 @@
 """Real inputs for the web UI's tests, made once per session by running the real commands in
 fresh processes: a profile and its Chrome trace, a second profile to diff against, an access
-record with its check report, and an explain report."""
+record with its check report, and an explain report; and a sampled profile (an H200's recorded
+PC-sampling drain, replayed) with the explain report joined to it."""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,4 +84,49 @@ def web_inputs(tmp_path_factory: pytest.TempPathFactory) -> WebInputs:
     for field in ("profile", "base", "trace", "record", "report", "explain"):
         path = getattr(found, field)
         assert os.path.isfile(path), f"{path} was not written; files: {sorted(os.listdir(folder))}"
+    return found
+
+
+# A PC-sampling drain recorded on an H200 running examples/hot_line.py, replayed into a profile as
+# `deuteron run --sample` would have written it (the CUPTI backend's replay needs no GPU).
+REPLAY_SAMPLES = f"""
+from deuteron.collect.backends.cupti import replay
+from deuteron.collect.session import Session
+from deuteron.formats import hatchet
+session = Session(0, "fx", backend="interpreter", context="shadow")
+replay({str(REPO / "tests" / "fixtures" / "cupti_sampling")!r}, session)
+hatchet.write(session.profile, "sampled.hatchet")
+"""
+
+
+@dataclass(frozen=True)
+class SampledInputs:
+    folder: Path
+    profile: Path  # sampled.hatchet: kernels > file:line@kernel frames with samples and stalls
+    explain: Path  # ex.json: deuteron explain --profile of examples/hot_line.py, with heat
+
+
+@pytest.fixture(scope="session")
+def sampled_inputs(tmp_path_factory: pytest.TempPathFactory) -> SampledInputs:
+    folder = tmp_path_factory.mktemp("sampled")
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", REPLAY_SAMPLES],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, f"replaying the sampling fixture failed: {proc.stderr[-2000:]}"
+    example = str(REPO / "examples" / "hot_line.py")
+    _ok(
+        run_cli(
+            "explain", "--profile", "sampled.hatchet", "--json", "ex.json", example, cwd=folder, timeout=600
+        ),
+        "deuteron explain --profile",
+    )
+    found = SampledInputs(folder, folder / "sampled.hatchet", folder / "ex.json")
+    assert found.explain.is_file(), f"ex.json was not written; files: {sorted(os.listdir(folder))}"
     return found

@@ -16,6 +16,7 @@ from deuteron.collect.backends.port import (
     SessionPort,
     benchmark_scope,
 )
+from deuteron.collect.modes import sampling_interval
 
 NAMES = ("auto", "interpreter", "cupti", "instrumentation", "cupti,instrumentation")
 
@@ -85,15 +86,33 @@ def resolve(name: str, mode: object = None) -> Backend:
         if name == "instrumentation":
             return InstrumentationBackend(mode)
         return Together([resolve("cupti"), InstrumentationBackend(mode, combined=True)])
+    interval = _sampling(mode)
+    if interval is not None and name not in ("auto", "cupti"):
+        raise BackendError(
+            f"PC sampling (mode='pcsampling') runs on the cupti backend, not {name!r}: "
+            "it samples the GPU's own instructions"
+        )
     if name == "auto":
-        name = "cupti" if cupti_unavailable_reason() is None else "interpreter"
+        name = "cupti" if cupti_unavailable_reason() is None or interval is not None else "interpreter"
     if name == "cupti":
         reason = cupti_unavailable_reason()
+        if reason is not None and interval is not None:
+            raise BackendError(
+                f"PC sampling cannot run here: {reason}. Without a GPU, deuteron explain shows each "
+                "kernel's SASS, PTX and IR by source line, and -b interpreter its exact bytes and flops"
+            )
         if reason is not None:
             raise BackendError(f"the cupti backend is unavailable: {reason}; use --backend interpreter")
-        from deuteron.collect.backends.cupti import CuptiBackend
+        from deuteron.collect.backends.cupti import CuptiBackend, SampleConfig
 
-        return CuptiBackend()
+        return CuptiBackend(SampleConfig(interval) if interval is not None else None)
     from deuteron.collect.backends.interpreter import InterpreterBackend
 
     return InterpreterBackend()
+
+
+def _sampling(mode: object) -> int | None:
+    try:
+        return sampling_interval(mode)
+    except ValueError as exc:
+        raise BackendError(str(exc)) from None

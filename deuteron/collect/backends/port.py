@@ -34,6 +34,7 @@ class KernelGroup:
     op: int = 0  # the torch context's place of the launch (a trie id); 0 for none
     scopes: list[ScopeRow] = field(default_factory=list)  # the kernel's pl.scopes, filed under it
     intra: IntraSpans | None = None  # their spans per CTA and unit, for the trace
+    symbol: str = ""  # the kernel function's own name, when PC samples are to find its nodes
 
 
 class RecordedTable(Protocol):
@@ -110,6 +111,8 @@ class SessionPort(Protocol):
     ) -> None: ...
 
     def add_intra_spans(self, spans: IntraSpans) -> None: ...
+
+    def file_samples(self, rows_by_symbol: dict[str, list[ScopeRow]]) -> None: ...
 
     def context_ids(self) -> tuple[int, int]: ...
 

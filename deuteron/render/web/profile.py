@@ -32,6 +32,7 @@ CANDIDATE_COLUMNS = (
     "gbyte/s",
     "util",
     "count",
+    "num_samples",  # a sampled profile's (deuteron run --sample): its line frames have nothing else
 )
 MAX_NODES = 200_000  # with no threshold given, larger trees are cut to about this many nodes
 

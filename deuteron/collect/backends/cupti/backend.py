@@ -40,6 +40,8 @@ from deuteron.collect.backends.cupti.library import (
     shim,
     unavailable_reason,
 )
+from deuteron.collect.backends.cupti.sampled_lines import SampleCollector
+from deuteron.collect.backends.cupti.sampling import SampleConfig
 from deuteron.collect.backends.cupti.sharing import SharedContexts
 from deuteron.collect.backends.port import BackendError, KernelGroup, SessionPort, benchmark_scope
 from deuteron.collect.deferred import (
@@ -52,6 +54,7 @@ from deuteron.collect.deferred import (
 )
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
+from deuteron.model.intra import ScopeRow
 from deuteron.model.metrics import COUNT, TIME
 from deuteron.model.trace import KernelSpans
 from deuteron.process.terminal import say
@@ -95,7 +98,8 @@ class CuptiBackend:
     name = "cupti"
     _active: CuptiBackend | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, sampling: SampleConfig | None = None) -> None:
+        self.sampling = SampleCollector(sampling) if sampling is not None else None
         self.join = Join()
         self.names: dict[int, str] = {}
         self.metas: dict[tuple[Any, ...], int] = {}
@@ -131,6 +135,12 @@ class CuptiBackend:
             raise BackendError(f"the cupti backend is unavailable: {reason}")
         engine = CuptiBackend._active
         if engine is not None:  # another session records: share its subscription
+            if (engine.sampling is None) != (self.sampling is None):  # Proton's words, so its tests match
+                raise BackendError(
+                    "Cannot add a session with the same profiler but a different mode than existing "
+                    "sessions: one samples PCs (mode='pcsampling') and the other does not; finalize "
+                    "the open sessions first"
+                )
             engine._attach(session)
             self.engine = engine
             return
@@ -160,6 +170,8 @@ class CuptiBackend:
                 f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})"
             ) from None
         CuptiBackend._active = self
+        if self.sampling is not None:
+            self._start_sampling()
         torch_context, native_context = session.frameworks.torch, session.frameworks.native
         shim.set_op_probe(torch_context.probe_address() if torch_context is not None else 0)
         if native_context is not None:
@@ -179,6 +191,8 @@ class CuptiBackend:
         if len(engine.attached) > 1:  # others go on recording: file everything so far, then leave
             began = time.perf_counter()
             engine.flush(session)
+            if engine.sampling is not None:
+                session.note(pc_sampling=engine.sampling.metadata())
             engine._write_devices(session)
             engine._leave(session)
             engine.finalize_seconds = time.perf_counter() - began
@@ -197,11 +211,17 @@ class CuptiBackend:
                 f"deuteron: {failures} device(s) failed to synchronise; their last kernels may be missing",
                 stacklevel=2,
             )
+        samples = None
         try:
+            try:  # before cuptiFinalize (in shim.stop) ends the sampling
+                samples = self._collect_samples(final=True)
+            except BackendError as exc:
+                warnings.warn(f"deuteron: {exc}; the profile has no PC samples", stacklevel=2)
             shim.stop()
         finally:  # whatever was recorded is filed, even when stopping CUPTI failed
             self._teardown()
             self._drain()
+            self._file_samples(samples, final=True)
             self._write_devices(session)
             self.finalize_seconds = time.perf_counter() - began
             self._report(session)
@@ -216,6 +236,34 @@ class CuptiBackend:
         shim.synchronize()
         shim.flush(True)
         engine._drain()
+        engine._file_samples(engine._collect_samples(final=False), final=False)
+
+    def _start_sampling(self) -> None:
+        assert self.sampling is not None
+        source = loaded_library()
+        try:
+            if source is None:
+                raise BackendError("PC sampling needs libcupti, which is not loaded")
+            if self._record_dir is not None:
+                self.sampling.record_dir = self._record_dir
+            self.sampling.start(str(source[1]))
+        except BackendError:
+            self._teardown()
+            shim.stop()
+            raise
+
+    def _collect_samples(self, final: bool) -> dict[str, list[ScopeRow]] | None:
+        return self.sampling.collect(final) if self.sampling is not None else None
+
+    def _file_samples(self, rows: dict[str, list[ScopeRow]] | None, final: bool) -> None:
+        """PC samples collected since the last drain, under the kernels' nodes in every session
+        (after the kernels of the same period were filed, so each kernel's nodes are known)."""
+        if self.sampling is None or rows is None:
+            return
+        for session in self.attached:
+            session.file_samples(rows)
+            if final:
+                session.note(pc_sampling=self.sampling.metadata())
 
     def set_active(self, session: SessionPort, active: bool) -> None:
         """The shim pauses only when no session records; a session paused while others record
@@ -443,7 +491,7 @@ class CuptiBackend:
             captured = capture & ~records.CTX_FLAGS
             if captured and captured not in reserved:
                 captured = self.sharing.translate(session.id, captured, 0)[0]
-            name = self.kernel_name(name_ptr)
+            name = symbol = self.kernel_name(name_ptr)
             extra: dict[str, Any] = {}
             if meta:  # the launch hook's reading applies to every session, as in Proton
                 hooked_name, hooked = self.meta_table.get(meta, (None, {}))
@@ -466,6 +514,7 @@ class CuptiBackend:
                     name=name,
                     metrics=metrics,
                     op=op,
+                    symbol=symbol if self.sampling is not None else "",
                 )
             )
         return groups

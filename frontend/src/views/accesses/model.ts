@@ -6,7 +6,10 @@
 // all of it under Node; grid.ts draws what this computes.
 import type { Packed } from "../../data";
 import { fmt } from "../../format";
+import { HEAT, heatStep, pack } from "../../heat";
 import type { AccessCells, CheckData, LaunchData, RecordRef, TensorView } from "../../types";
+
+export { HEAT, heatStops, pack, packedCss } from "../../heat";
 
 export type Mode = "program" | "heat";
 
@@ -107,10 +110,8 @@ export function geometry(binRows: number, binCols: number): Geometry {
   return { cellW, cellH, width: binCols * cellW, height: binRows * cellH };
 }
 
-// Colours are packed as the bytes of an RGBA pixel read through a little-endian Uint32Array.
-export function pack(r: number, g: number, b: number): number {
-  return ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
-}
+// Colours are packed as the bytes of an RGBA pixel read through a little-endian Uint32Array
+// (heat.ts: pack, packedCss and the heat ramp, shared with the Explain view's heat column).
 
 export const EMPTY = pack(0xf1, 0xf3, 0xf5);
 export const MASKED_COLOUR = pack(0x49, 0x50, 0x57);
@@ -136,35 +137,6 @@ export function programPalette(count: number): Uint32Array {
   }
   return out;
 }
-
-export function packedCss(colour: number): string {
-  return `rgb(${colour & 255} ${(colour >> 8) & 255} ${(colour >> 16) & 255})`;
-}
-
-// Heat ramp: light yellow → orange → red → dark red (sequential, readable on white).
-const HEAT_STOPS: [number, number, number][] = [
-  [255, 247, 188],
-  [254, 196, 79],
-  [236, 112, 20],
-  [204, 30, 30],
-  [103, 0, 13],
-];
-
-export const HEAT: Uint32Array = (() => {
-  const out = new Uint32Array(256);
-  for (let i = 0; i < 256; i++) {
-    const t = (i / 255) * (HEAT_STOPS.length - 1);
-    const j = Math.min(Math.floor(t), HEAT_STOPS.length - 2);
-    const f = t - j;
-    const [a, b] = [HEAT_STOPS[j], HEAT_STOPS[j + 1]];
-    out[i] = pack(
-      Math.round(a[0] + (b[0] - a[0]) * f),
-      Math.round(a[1] + (b[1] - a[1]) * f),
-      Math.round(a[2] + (b[2] - a[2]) * f),
-    );
-  }
-  return out;
-})();
 
 /** A colour faded most of the way to the backdrop: cells of programs not selected. */
 export function dim(colour: number): number {
@@ -195,7 +167,7 @@ export function binColours(agg: Aggregate, filter: Filter, palette: Uint32Array)
     let colour: number;
     if (filter.mode === "heat") {
       const t = span > 0 ? (Math.log(Math.max(agg.lanes[b], 1)) - logMin) / span : 0.6; // one value: mid-ramp
-      colour = HEAT[Math.max(0, Math.min(255, Math.round(t * 255)))];
+      colour = HEAT[heatStep(t)];
     } else {
       // The selected program's own hue where it touches, so its footprint reads as one colour.
       colour = chosen !== null && agg.mine[b] ? palette[chosen] : palette[f] ?? EMPTY;
@@ -261,9 +233,6 @@ export function asCells(packed: Packed): AccessCells {
 export type Finding = TensorView["findings"][number];
 
 /** A heat ramp's CSS gradient stops: 6 samples from its low end to its high end. */
-export function heatStops(): string {
-  return Array.from({ length: 6 }, (_, i) => packedCss(HEAT[Math.round((i / 5) * 255)])).join(",");
-}
 
 /** No cells: what a card aggregates before its slice has loaded (or when it failed to). */
 export function emptyCells(): AccessCells {

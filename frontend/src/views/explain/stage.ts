@@ -2,11 +2,20 @@
 // source line it came from in a narrow column. SASS can run to tens of thousands of lines, so the
 // DOM is built once per stage and kept, and lines are indexed by source line: highlighting a
 // source line touches only the lines that were and will be highlighted, never the whole stage.
+// For a sampled kernel each line starts with its heat cell (heatview.ts).
 import { h } from "../../dom";
+import { maxCount } from "./heat";
+import { heatCellEl } from "./heatview";
 
 /** Lines per block: blocks let the browser skip laying out the parts of a long stage that are
  * off screen (content-visibility), with a fixed height per line so positions stay exact. */
 const BLOCK = 200;
+
+/** A stage's samples: per IR line (aligned with its lines), and the kernel's total. */
+export interface StageHeat {
+  counts: number[];
+  kernelSamples: number;
+}
 
 export class StageView {
   readonly pre: HTMLPreElement;
@@ -21,9 +30,12 @@ export class StageView {
     stage: { lines: string[]; src: (number | null)[] },
     /** An IR line was clicked: its index and source line (null: no location). */
     onPick: (line: number, src: number | null) => void,
+    /** Its samples, when the kernel was sampled (null: no heat column). */
+    private readonly heat: StageHeat | null = null,
   ) {
-    this.pre = h("pre", { class: "code exp-stage", "data-stage": name, "data-highlighted": 0 });
+    this.pre = h("pre", { class: heat ? "code exp-stage exp-heat" : "code exp-stage", "data-stage": name, "data-highlighted": 0 });
     const n = stage.lines.length;
+    const max = heat ? maxCount(heat.counts) : 0;
     let block: HTMLElement | null = null;
     for (let i = 0; i < n; i++) {
       if (i % BLOCK === 0) {
@@ -38,6 +50,7 @@ export class StageView {
       if (src !== null) el.dataset.src = String(src);
       const gutter = document.createElement("i");
       gutter.textContent = src === null ? "" : String(src);
+      if (heat) el.append(heatCellEl(heat.counts[i] ?? 0, max, heat.kernelSamples));
       el.append(gutter, stage.lines[i], "\n");
       block!.append(el);
       this.lines.push(el);
@@ -58,6 +71,11 @@ export class StageView {
 
   get lineCount(): number {
     return this.lines.length;
+  }
+
+  /** An IR line's samples (1-based; 0 without heat or samples). */
+  countAt(line: number): number {
+    return this.heat?.counts[line - 1] ?? 0;
   }
 
   /** Source lines with IR in this stage. */

@@ -2,14 +2,17 @@
 // icicle graph and the tree table below it. The two stay in step: a rectangle clicked selects its
 // row, a row clicked outlines its rectangle. A "flat" toggle swaps both for the flat view (every
 // name summed over the tree, and a picked name's callers and callees); it and the picked name are
-// in the address (hashstate.ts).
+// in the address (hashstate.ts). With an explain report loaded too, a kernel it covers (and each
+// of its sampled lines) links to its explain view, in the table and in the picked frame's details.
 import "./profile.css";
 import { h, picker } from "../../dom";
 import { readState, writeState } from "../../hashstate";
+import { explainLinker, type ExplainLink } from "../../links";
 import type { Index, ProfileData } from "../../types";
+import { PickDetails } from "./details";
 import { Flame } from "./flame";
 import { FlatView } from "./flat";
-import { buildModel, columnNote, matchNodes, matchText, metaRows, parseDepthLimit, prunedText, withAncestors } from "./model";
+import { buildModel, columnNote, matchNodes, matchText, metaRows, nameOf, parseDepthLimit, prunedText, withAncestors } from "./model";
 import { TreeTable } from "./table";
 
 /** What outlives a switch of profile (several files served): the filter typed, the flat toggle
@@ -25,18 +28,27 @@ export function mountProfile(root: HTMLElement, index: Index): void {
   const profiles = index.profiles;
   const opened = readState("profile");
   const kept: Kept = { filter: "", flat: opened.flat === "1", frame: opened.frame || null };
+  const linkOfName = explainLinker(index.explains);
   const show = (k: number): void => {
     slot.replaceChildren();
-    showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null, kept);
+    showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null, kept, linkOfName);
   };
   root.append(slot);
   show(0);
 }
 
-function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSelectElement | null, kept: Kept): void {
+function showProfile(
+  root: HTMLElement,
+  data: ProfileData,
+  profilePicker: HTMLSelectElement | null,
+  kept: Kept,
+  linkOfName: (name: string) => ExplainLink | null,
+): void {
   const m = buildModel(data);
-  const table = new TreeTable(m, { onPick: (i) => flame.highlight(i) });
-  const flame: Flame = new Flame(m, { onPick: (i) => table.select(i) });
+  const linkOf = (i: number): ExplainLink | null => (i > 0 ? linkOfName(nameOf(m, i)) : null);
+  const details = new PickDetails(m, data.primary, linkOf);
+  const table = new TreeTable(m, { onPick: (i) => (flame.highlight(i), details.show(i)), linkOf });
+  const flame: Flame = new Flame(m, { onPick: (i) => (table.select(i), details.show(i)) });
 
   const error = h("span", { class: "filter-error", role: "alert", hidden: true });
   const filter = h("input", { type: "search", name: "filter", placeholder: "regex filter", spellcheck: "false", "aria-label": "filter by name (regex)" });
@@ -55,12 +67,13 @@ function showProfile(root: HTMLElement, data: ProfileData, profilePicker: HTMLSe
   const columnPicker = picker(data.columns, data.primary, (c) => {
     column = c;
     flame.setColumn(c);
+    details.setColumn(c);
     flat?.setColumn(c);
     showNote(c);
   }, { name: "column", title: "flame width" });
   const save = (): void => writeState("profile", { flat: kept.flat ? 1 : null, frame: kept.flat ? kept.frame : null });
   let flat: FlatView | null = null;
-  const flameCard = h("div", { class: "profile-flame card" }, note, flame.el);
+  const flameCard = h("div", { class: "profile-flame card" }, note, flame.el, details.el);
   const glance = h(
     "div",
     { class: "profile-summary" },

@@ -3,6 +3,7 @@
 // height so the row under any scroll offset is a division away.
 import { h } from "../../dom";
 import { fmt } from "../../format";
+import type { ExplainLink } from "../../links";
 import { childrenInOrder, nameOf, ratioColour, ratioText, typeOf, visibleRows, type ProfileModel } from "./model";
 
 const ROW = 22; // px, must match profile.css (.ptable tr)
@@ -11,6 +12,8 @@ const OVERSCAN = 8;
 export interface TableOptions {
   /** A row's name was clicked: the view highlights the node in the flame graph. */
   onPick: (node: number) => void;
+  /** A frame's link to its kernel's explain view (an explain report was loaded too), or null. */
+  linkOf?: (node: number) => ExplainLink | null;
 }
 
 /** A sortable column: its header and its per-node key (null: the name, sorted as text). */
@@ -50,6 +53,10 @@ export class TreeTable {
     for (let i = 0; i < m.n; i++) if (m.depth[i] < 2) this.expanded[i] = 1; // ROOT + 2 levels shown
     this.head = h("tr");
     const colgroup = h("colgroup", {}, ...this.columns.map((c) => h("col", { class: c.cls === "name" ? "c-name" : c.cls === "num base" ? "c-base" : "c-num" })));
+    // A long column label (num_samples) gets room for itself and the sort mark.
+    this.columns.forEach((c, k) => {
+      if (c.cls === "num" && c.label.length > 10) (colgroup.children[k] as HTMLElement).style.width = `${c.label.length + 4}ch`;
+    });
     this.body = h("tbody");
     const table = h("table", { class: "grid ptable" }, colgroup, h("thead", {}, this.head), this.body);
     table.style.minWidth = `${320 + 110 * (this.columns.length - 1)}px`;
@@ -132,7 +139,9 @@ export class TreeTable {
     const hasKids = m.kidStart[i + 1] > m.kidStart[i] && m.depth[i] < this.depthLimit;
     const toggle = h("span", { class: "tog", "data-toggle": hasKids ? 1 : null }, hasKids ? (this.expanded[i] ? "▾" : "▸") : "");
     const label = h("span", { class: "nm", title: `${name} (${typeOf(m, i)})` }, name);
-    const nameCell = h("td", { class: "name" }, toggle, label);
+    const link = this.opts.linkOf?.(i) ?? null;
+    // The link stays in view however long the name: the name gives way (ellipsis), not the link.
+    const nameCell = link ? h("td", { class: "name" }, h("span", { class: "name-link" }, toggle, label, explainAnchor(link))) : h("td", { class: "name" }, toggle, label);
     nameCell.style.paddingLeft = `${4 + m.depth[i] * 12}px`;
     const cls = [i === this.selected ? "sel" : "", m.removed[i] ? "removed" : "", this.match && !this.match[i] ? "anc" : ""];
     const tr = h("tr", { "data-node": i, "data-name": name, class: cls.filter(Boolean).join(" ") || null }, nameCell);
@@ -186,6 +195,11 @@ export class TreeTable {
     this.render();
     this.opts.onPick(i);
   }
+}
+
+/** The one-click way from a kernel's row (or one of its sampled lines) to its explain view. */
+export function explainAnchor(link: ExplainLink): HTMLAnchorElement {
+  return h("a", { class: "to-explain", href: link.href, title: link.title }, "explain ›");
 }
 
 function spacer(height: number, span: number): HTMLTableRowElement {

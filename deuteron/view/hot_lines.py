@@ -1,0 +1,220 @@
+"""Where sampled kernels spend their time, line by line, and what to change: the ``lines`` analysis
+of ``deuteron view --advise`` and of ``deuteron explain --profile``.
+
+A sampled profile (``deuteron run --sample``) has, under each kernel, one ``file:line@kernel``
+frame per source line with its PC samples and stall reasons (see ``collect/samples.py``). Here a
+kernel's lines are summed over every place it ran; a kernel is *hot* when it holds at least
+:data:`HOT_KERNEL_SHARE` of the run's samples, a line when it holds :data:`HOT_LINE_SHARE` of its
+kernel's; advice is given only with at least :data:`MIN_SAMPLES` samples behind the kernel, and a
+stall is named as a line's cause only when it holds :data:`DOMINANT_STALL_SHARE` of the line's
+samples. The advice per stall reason is NVIDIA's meaning of the reason (Nsight Compute's
+"Warp Stall Reasons") put in Triton's terms.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from deuteron.model.tree import KERNEL, Profile
+
+SAMPLES = "num_samples"
+NOT_ISSUED = "num_stalled_samples"
+MIN_SAMPLES = 1000  # fewer samples behind a kernel: too thin to advise on
+HOT_KERNEL_SHARE = 0.05
+HOT_LINE_SHARE = 0.10
+DOMINANT_STALL_SHARE = 0.30
+LINE_FRAME = re.compile(r"^(?P<file>.+):(?P<line>\d+)@(?P<kernel>[^@]+)$")
+
+# What each stall means and what to try, per CUPTI reason (Proton's column names).
+STALL_ADVICE = {
+    "stalled_long_scoreboard": (
+        "waits for a global or local memory load whose result it uses (the wait shows at the first use, "
+        "so the load may be on a line above)",
+        "make the loads contiguous and vectorized (offsets that grow along the last axis; tl.multiple_of / "
+        "tl.max_contiguous hints), prefetch with more num_stages, or keep more programs in flight; an "
+        "indexed gather (ptr + idx) cannot coalesce: sort or block the indices",
+    ),
+    "stalled_mio_throttle": (
+        "waits because the memory-input/output queue is full: shared-memory instructions or special "
+        "functions (tl.sqrt, tl.exp, division) issue faster than the unit retires them",
+        "issue fewer of them: cheaper math (multiply by a reciprocal, tl.math.rsqrt, fewer "
+        "transcendentals per element) or fewer shared-memory round trips",
+    ),
+    "stalled_math_pipe_throttle": (
+        "waits for an arithmetic pipe (FP32, FP64 or tensor cores) that is saturated: the line is compute "
+        "bound",
+        "do less arithmetic or cheaper arithmetic (bf16/fp16 inputs, tl.dot with tf32), or overlap it "
+        "with memory work",
+    ),
+    "stalled_short_scoreboard": (
+        "waits for shared memory or a special-function result (tl.sqrt, tl.exp)",
+        "avoid shared-memory bank conflicts and layout conversions (explain's convert_layout notes), "
+        "or use fewer special functions",
+    ),
+    "stalled_wait": (
+        "waits on a fixed-latency dependency: each instruction needs the one before",
+        "give each thread independent work to interleave (a larger BLOCK per program, or unrolled "
+        "independent accumulators)",
+    ),
+    "stalled_barrier": (
+        "waits at a barrier for the other warps of its program (reductions, layout conversions, "
+        "tl.debug_barrier)",
+        "use fewer warps per program (num_warps) or avoid cross-warp reductions in the loop",
+    ),
+    "stalled_lg_throttle": (
+        "waits because too many global/local memory instructions are outstanding",
+        "use fewer, wider accesses (vectorized loads) and remove local-memory spills",
+    ),
+    "stalled_drain": ("waits for its stores to drain before exiting", "usually small; store less at the end"),
+    "stalled_imc_miss": (
+        "waits for a constant-cache miss",
+        "read fewer distinct scalar arguments per program",
+    ),
+    "stalled_no_instruction": (
+        "waits for instructions to be fetched (instruction cache misses, or after a branch)",
+        "make the loop body smaller or avoid unrolling huge static loops",
+    ),
+    "stalled_branch_resolving": ("waits for a branch to resolve", "replace divergent branches with tl.where"),
+    "stalled_not_selected": (
+        "was ready but another warp was picked (the SM is issue bound)",
+        "only fewer instructions help here",
+    ),
+    "stalled_selected": ("issued an instruction (no stall)", "only fewer instructions help here"),
+}
+
+
+@dataclass
+class SampledLine:
+    """One source line of one kernel, summed over every place the kernel ran."""
+
+    file: str
+    line: int
+    samples: int = 0
+    not_issued: int = 0
+    stalls: dict[str, int] = field(default_factory=dict)
+
+    def dominant(self) -> tuple[str, int] | None:
+        if not self.stalls:
+            return None
+        name = max(self.stalls, key=lambda k: self.stalls[k])
+        return name, self.stalls[name]
+
+
+@dataclass
+class SampledKernel:
+    """One kernel's samples: its total (lines and the PCs without one) and its lines."""
+
+    name: str
+    samples: int = 0
+    lines: dict[tuple[str, int], SampledLine] = field(default_factory=dict)
+
+    def ranked(self) -> list[SampledLine]:
+        return sorted(self.lines.values(), key=lambda ln: -ln.samples)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) else 0
+
+
+def sampled_kernels(profile: Profile) -> dict[str, SampledKernel]:
+    """Every kernel with PC samples, its lines summed over the places it ran (tree values are
+    exclusive: a kernel node holds the samples of its PCs without a line)."""
+    out: dict[str, SampledKernel] = {}
+    for node in profile.root.walk():
+        if node.type != KERNEL:
+            continue
+        own = _int(node.metrics.get(SAMPLES))
+        below = list(node.children.values())
+        if not own and not any(SAMPLES in c.metrics for c in below):
+            continue
+        kernel = out.setdefault(node.name, SampledKernel(node.name))
+        kernel.samples += own
+        for child in below:
+            n = _int(child.metrics.get(SAMPLES))
+            kernel.samples += n
+            m = LINE_FRAME.match(child.name)
+            if m is None or not n:
+                continue
+            key = (m["file"], int(m["line"]))
+            line = kernel.lines.setdefault(key, SampledLine(*key))
+            line.samples += n
+            line.not_issued += _int(child.metrics.get(NOT_ISSUED))
+            for metric, value in child.metrics.items():
+                if metric.startswith("stalled_") and _int(value):
+                    line.stalls[metric] = line.stalls.get(metric, 0) + _int(value)
+    return out
+
+
+@dataclass
+class LineAdvice:
+    """The advice for one hot line: the evidence (samples, shares, the stall) and the change."""
+
+    kernel: str
+    file: str
+    line: int
+    samples: int
+    share: float  # of the kernel's samples
+    stall: str | None
+    stall_share: float
+    meaning: str
+    change: str
+    lints: list[str] = field(default_factory=list)  # explain's findings on the same line
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel,
+            "file": self.file,
+            "line": self.line,
+            "samples": self.samples,
+            "share": round(self.share, 4),
+            "stall": self.stall,
+            "stall_share": round(self.stall_share, 4),
+            "meaning": self.meaning,
+            "change": self.change,
+            "lints": self.lints,
+        }
+
+    def sentence(self) -> str:
+        where = f"line {self.line}"
+        text = f"{where} holds {self.share:.0%} of {self.kernel}'s samples"
+        if self.stall is None:
+            return text + f", no stall reason above {DOMINANT_STALL_SHARE:.0%} of them"
+        word = self.stall.removeprefix("stalled_")
+        return f"{text}, {self.stall_share:.0%} of them {word}: it {self.meaning}; try: {self.change}"
+
+
+def hot_lines(profile: Profile, top: int = 5) -> tuple[list[tuple[SampledKernel, list[LineAdvice]]], int]:
+    """The hot kernels (most samples first, at most ``top``) with their hot lines' advice, and the
+    run's samples in all. Kernels below the thresholds are left out (see the module's text)."""
+    kernels = sampled_kernels(profile)
+    total = sum(k.samples for k in kernels.values())
+    out = []
+    for kernel in sorted(kernels.values(), key=lambda k: -k.samples)[:top]:
+        if kernel.samples < MIN_SAMPLES or kernel.samples < HOT_KERNEL_SHARE * total or not kernel.lines:
+            continue
+        advice = []
+        for line in kernel.ranked():
+            share = line.samples / kernel.samples
+            if share < HOT_LINE_SHARE:
+                break
+            found = line.dominant()
+            stall = found[0] if found and found[1] >= DOMINANT_STALL_SHARE * line.samples else None
+            meaning, change = STALL_ADVICE.get(stall or "", ("", ""))
+            advice.append(
+                LineAdvice(
+                    kernel.name,
+                    line.file,
+                    line.line,
+                    line.samples,
+                    share,
+                    stall,
+                    found[1] / line.samples if stall and found else 0.0,
+                    meaning,
+                    change,
+                )
+            )
+        if advice:
+            out.append((kernel, advice))
+    return out, total
