@@ -10,11 +10,12 @@ a module-load callback would miss.
 ``torch.compile`` launches Inductor's kernels through its own static launcher
 (``StaticallyLaunchedCudaKernel``), which drops the cubin once loaded but keeps the kernel's name
 and Triton hash: its cubin and PTX are read back from Triton's cache, where Triton wrote them
-(``<cache>/<hash>/<name>.cubin``).
+(``<cache>/<the hash in base32>/<name>.cubin``; Inductor points ``TRITON_CACHE_DIR`` there).
 """
 
 from __future__ import annotations
 
+import base64
 import gc
 import os
 from collections.abc import Iterable, Iterator
@@ -46,10 +47,23 @@ def _cache_dirs() -> list[Path]:
     return [Path(d) for d in dict.fromkeys(d for d in dirs if d)]
 
 
-def _from_cache(name: str, key: str) -> KernelAsm | None:
+def _cache_keys(kernel_hash: str) -> list[str]:
+    """The cache folder names a kernel's hash may have: Triton names each by the hash's bytes in
+    base32 (``FileCacheManager``), older Triton by the hash itself."""
+    keys = [kernel_hash]
+    try:
+        keys.insert(0, base64.b32encode(bytes.fromhex(kernel_hash)).decode("ascii").rstrip("="))
+    except ValueError:
+        pass
+    return keys
+
+
+def _from_cache(name: str, kernel_hash: str) -> KernelAsm | None:
     for folder in _cache_dirs():
-        cubin = folder / key / f"{name}.cubin"
-        if cubin.is_file():
+        cubin = next(
+            (c for key in _cache_keys(kernel_hash) if (c := folder / key / f"{name}.cubin").is_file()), None
+        )
+        if cubin is not None:
             ptx = cubin.with_suffix(".ptx")
             text = ptx.read_text(encoding="utf-8", errors="replace") if ptx.is_file() else None
             return KernelAsm(name, cubin.read_bytes(), text)

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int CUptiResult;
 typedef void *CUcontext;
@@ -184,6 +185,12 @@ static Sampled g_ctx[MAX_CONTEXTS];
 static int g_nctx;
 
 static PyObject *SamplingError;
+
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
 
 static PyObject *fail(const char *what, CUptiResult r) {
     const char *text = NULL;
@@ -482,7 +489,7 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
     if (final < 0) return NULL;
     Out o = {NULL, 0, 0, PyDict_New(), PyList_New(0)};
     if (!o.names || !o.order) goto error;
-    uint64_t total = 0, dropped = 0, non_user = 0, full = 0, full_errors = 0;
+    uint64_t total = 0, dropped = 0, non_user = 0, full = 0, full_errors = 0, get_ns = 0, disable_ns = 0;
     for (int c = 0; c < g_nctx; c++) {
         Sampled *s = &g_ctx[c];
         /* With ranges, ending one makes CUPTI decode what the hardware buffer holds. */
@@ -497,6 +504,7 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
             goto error;
         }
         /* GetData hands at most `capacity` PCs per call; the rest wait in remainingNumPcs. */
+        uint64_t began = now_ns();
         for (int round = 0; round < 1000; round++) {
             reset_records(s);
             GetDataParams gp = {sizeof(GetDataParams), NULL, s->ctx, &s->data};
@@ -511,6 +519,7 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
             if (out_add(&o, s, c) < 0) goto error;
             if (!s->data.remainingNumPcs) break;
         }
+        get_ns += now_ns() - began;
         if (!final) {
             if (g_ranges) {
                 Py_BEGIN_ALLOW_THREADS rs = api.start(&cp);
@@ -523,11 +532,13 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
         } else { /* disabling copies what CUPTI still holds into the configured buffer */
             CUptiResult r;
             reset_records(s);
+            began = now_ns();
             Py_BEGIN_ALLOW_THREADS r = api.disable(&cp);
             Py_END_ALLOW_THREADS if (r != 0) {
                 fail("cuptiPCSamplingDisable", r);
                 goto error;
             }
+            disable_ns += now_ns() - began;
             if (out_add(&o, s, c) < 0) goto error;
         }
         total += s->total;
@@ -546,10 +557,11 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
         Py_DECREF(o.order);
         return NULL;
     }
-    return Py_BuildValue("(NN{sKsKsKsKsKsi})", rows, o.order, "total_samples", (unsigned long long)total,
+    return Py_BuildValue("(NN{sKsKsKsKsKsisKsK})", rows, o.order, "total_samples", (unsigned long long)total,
                          "dropped_samples", (unsigned long long)dropped, "non_user_samples",
                          (unsigned long long)non_user, "hardware_buffer_full", (unsigned long long)full,
-                         "out_of_memory", (unsigned long long)full_errors, "correlation", g_has_correlation);
+                         "out_of_memory", (unsigned long long)full_errors, "correlation", g_has_correlation,
+                         "get_data_ns", (unsigned long long)get_ns, "disable_ns", (unsigned long long)disable_ns);
 error:
     free(o.rows);
     Py_XDECREF(o.names);

@@ -451,10 +451,7 @@ class CuptiBackend:
         off = self.clock_offset
         launch = batch.launch_ts.astype(np.int64)
         launch = np.where(launch > 0, launch - off, 0)
-        idents = np.array(
-            [self.threads.get(int(t), 0) if t >= 0 else 0 for t in batch.launch_thread.tolist()],
-            dtype=np.uint64,
-        )
+        idents = self._idents(batch.launch_thread)
         starts = k["start"].astype(np.int64) - off
         ends = k["end"].astype(np.int64) - off
         devices, streams = k["device"].astype(np.int64), k["stream"].astype(np.int64)
@@ -471,6 +468,16 @@ class CuptiBackend:
             groups.append(None)  # the group of kernels left out for this session
             spans = KernelSpans([], group_of, starts, ends, devices, streams, launch, idents)
             session.file_gpu_kernels(groups, spans)
+
+    def _idents(self, thread: np.ndarray) -> np.ndarray:
+        """Each kernel's launching thread's ident, from the shim's thread index (-1: none), through
+        a lookup table rather than a dict read per kernel."""
+        size = max(self.threads, default=-1) + 2
+        table = np.zeros(size, np.uint64)  # the last slot stands for -1 and unknown indices
+        for index, ident in self.threads.items():
+            table[index] = ident
+        where = np.where((thread >= 0) & (thread < size - 1), thread, size - 1)
+        return table[where]
 
     def _groups(
         self, session: SessionPort, keys: np.ndarray, counts: np.ndarray, times: np.ndarray

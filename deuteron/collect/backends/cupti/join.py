@@ -193,8 +193,7 @@ class Join:
             axis=1,
         )
         if n:
-            groups, group_of = np.unique(keys, axis=0, return_inverse=True)
-            group_of = group_of.reshape(-1)
+            groups, group_of = unique_rows(keys)
         else:
             groups, group_of = keys, np.zeros(0, np.int64)
         duration = (kernels["end"].astype(np.int64) - kernels["start"].astype(np.int64)).clip(min=0)
@@ -214,3 +213,27 @@ class Join:
         if old.any():
             self.counters.expired_launches += int(old.sum())
             self.pending, self.age = self.pending[~old], self.age[~old]
+
+
+def unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, axis=0, return_inverse=True)`` for a 2-D uint64 array, several times faster.
+
+    NumPy sorts rows as opaque byte strings; here each column is ranked on its own (a 1-D sort;
+    a column of one value is skipped) and the ranks are combined column by column, most
+    significant first, into one integer code, re-ranked only when it could overflow: the rows
+    come out in the same (lexicographic) order. Measured on this machine for 33,000 kernels with
+    a real run's few distinct values per column: 37 ms for NumPy's, a few ms here."""
+    n = len(keys)
+    code = np.zeros(n, np.int64)
+    top = 1  # an upper bound of code + 1
+    for column in keys.T:
+        if n == 0 or (column == column[0]).all():
+            continue
+        values, rank = np.unique(column, return_inverse=True)
+        if top * len(values) >= 1 << 62:
+            code = np.unique(code, return_inverse=True)[1].reshape(-1)
+            top = int(code.max()) + 1
+        code = code * len(values) + rank.reshape(-1)
+        top *= len(values)
+    _, first, group_of = np.unique(code, return_index=True, return_inverse=True)
+    return keys[first], group_of.reshape(-1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -99,7 +100,7 @@ class SampleCollector:
         """Line tables for these kernels, nvdisasm run for several at once (0.3 s each)."""
         if not found:
             return
-        with ThreadPoolExecutor(max_workers=min(8, len(found))) as pool:
+        with ThreadPoolExecutor(max_workers=min(os.cpu_count() or 4, len(found))) as pool:
             tables = pool.map(lambda asm: LineTable.build(asm.cubin, asm.ptx), found.values())
             for (crc, asm), table in zip(found.items(), tables, strict=True):
                 self.asm[crc] = asm

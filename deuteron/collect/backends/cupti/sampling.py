@@ -206,7 +206,8 @@ class Sampler:
             ) from None
         try:
             self.version = int(_sampling.load(cupti_path))
-            _sampling.enable(self.config.exponent, PC_CAPACITY, 0, 0, device, False)
+            hardware = int(os.environ.get("DEUTERON_SAMPLE_BUFFER_MB", "0")) << 20  # 0: CUPTI's 512 MB
+            _sampling.enable(self.config.exponent, PC_CAPACITY, hardware, 0, device, False)
         except (OSError, _sampling.SamplingError) as exc:
             raise BackendError(f"PC sampling could not start: {exc}") from None
         self._lib = _sampling

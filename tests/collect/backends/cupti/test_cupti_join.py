@@ -24,7 +24,7 @@ import pytest
 import deuteron.collect.backends.cupti.backend as cupti
 from deuteron.collect.backends import BackendError, resolve
 from deuteron.collect.backends.cupti import library, records, replay
-from deuteron.collect.backends.cupti.join import KEY_COLUMNS, MAX_AGE, UNMATCHED, Batch, Join
+from deuteron.collect.backends.cupti.join import KEY_COLUMNS, MAX_AGE, UNMATCHED, Batch, Join, unique_rows
 from deuteron.collect.backends.cupti.records import (
     CTX_OTHER_THREAD,
     CTX_PAUSED,
@@ -499,3 +499,19 @@ def test_unavailable_reason_per_cause(
         assert reason is None and library.loaded_library() == ("$DEUTERON_CUPTI_LIB", Path("/x/libcupti.so"))
     else:
         assert reason is not None and reason.startswith(expected) and library.loaded_library() is None
+
+
+def test_unique_rows_matches_numpys_rows_and_order() -> None:
+    rng = np.random.default_rng(7)
+    cases = [np.zeros((0, 7), np.uint64), np.ones((1, 7), np.uint64), np.full((50, 7), 3, np.uint64)]
+    for distinct in (1, 2, 40, 5000):
+        n = int(rng.integers(1, 20000))
+        pools = [rng.integers(0, 2**63, size=distinct, dtype=np.uint64) for _ in range(7)]
+        cases.append(np.stack([rng.choice(pool, size=n) for pool in pools], axis=1))
+    for keys in cases:
+        groups, group_of = unique_rows(keys)
+        if len(keys):
+            expected, inverse = np.unique(keys, axis=0, return_inverse=True)
+            assert (groups == expected).all() and (group_of == inverse.reshape(-1)).all()
+        else:
+            assert len(groups) == len(group_of) == 0
