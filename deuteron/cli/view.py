@@ -243,9 +243,11 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         view = build_ranks(profiles, options, source=", ".join(sources))
     else:
         view = build(profile, options, base, source=sources[0], minus=bool(minus))
-    if base is None and len(profiles) == 1:
-        _say_empty_columns(view, profile)
-    if (args.include or args.exclude) and not view.tree.root.children:
+    filtered = bool(args.include or args.exclude)
+    filtered_out = filtered and not view.tree.root.children
+    if base is None and len(profiles) == 1 and not filtered_out:  # an empty filter is said below
+        _say_empty_columns(view, profile, filtered)
+    if filtered_out:
         which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
         say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
     if args.advise:
@@ -287,9 +289,10 @@ def _flat(profile: Any, options: ViewOptions, args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_empty_columns(view: Any, profile: Any) -> None:
+def _say_empty_columns(view: Any, profile: Any, filtered: bool = False) -> None:
     """A column with no value in any frame is said, in one line, with what the profile does have;
-    when every column is empty that is the error (exit 2), not a tree of dashes."""
+    when every column is empty that is the error (exit 2), not a tree of dashes, unless ``-i``/``-e``
+    chose frames without it (then the tree is shown and the line says so)."""
     empty = [
         c
         for c in view.columns
@@ -304,6 +307,9 @@ def _say_empty_columns(view: Any, profile: Any) -> None:
         hint = "; for its CPU time: -m cpu_time/ms" + (",calls" if "calls" in has else "")
     elif "time (ns)" in has:
         hint = "; for its time: -m time/ms"
+    if filtered:
+        say(f"deuteron view: no frame that -i/-e leave in view has {', '.join(empty)}")
+        return
     text = f"no frame has {', '.join(empty)}: this profile has {', '.join(has)}{hint}"
     if len(empty) == len(view.columns):
         raise MetricError(text)

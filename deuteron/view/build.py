@@ -107,23 +107,37 @@ LAUNCH_METADATA_FRAMES = "^" + LAUNCH_METADATA_STATE
 
 
 def _prepared(p: Profile, options: ViewOptions) -> Profile:
-    """Before any sums: launch-metadata work out (it is not the workload), names formatted."""
+    """Before any sums: launch-metadata work out (it is not the workload), repeats folded."""
     if any(n.name.startswith(LAUNCH_METADATA_STATE) for n in p.root.walk()):
         p = processors.exclude(p, LAUNCH_METADATA_FRAMES)
-    if options.name_format != "full":
-        p = processors.rename(p, processors.NAME_FORMATS[options.name_format])
     if options.fold_repeats:
         p = processors.fold_repeats(p)
+    return p
+
+
+def _renamed(p: Profile, options: ViewOptions) -> Profile:
+    """Names formatted (``-f``) after ``-i``/``-e``, so a pattern matches a frame's whole name
+    whatever the display shows, as in proton-viewer."""
+    if options.name_format != "full":
+        p = processors.rename(p, processors.NAME_FORMATS[options.name_format])
     return p
 
 
 def _derived(
     p: Profile, specs: list[MetricSpec], override: DeviceSpec | None, options: ViewOptions
 ) -> Profile:
-    """``-i``/``-e``, then the columns: the totals of the frames left in view are of what is left
-    in view, as proton-viewer's (hatchet's filter with squash recomputes them; measured with
-    llnl-hatchet 2026.2.0 and Triton 3.9's proton-viewer on Proton's own files)."""
-    return processors.derive(_filtered(_prepared(p, options), options), specs, device_lookup(p, override))
+    """``-i``/``-e``, then the columns: every value is of what is left in view (a frame's time,
+    ROOT's total), except a ``/%`` column, which is each frame's share of the whole run, so a
+    filtered view still says how much of the run it shows. proton-viewer (Triton 3.9, llnl-hatchet
+    2026.2.0) mixes the two: its raw columns (count, bytes) are of what is left, its derived ones
+    (time/ms, avg_time, gbyte/s, %) of the whole run, so ``-m time/ms,count -i foo`` gives ROOT the
+    run's time and the filtered count; docs/viewing.md lists the cases."""
+    prepared = _prepared(p, options)
+    filtered = _filtered(prepared, options)
+    totals = None
+    if filtered is not prepared and any(s.kind == "percent" for s in specs):
+        totals = processors.run_totals(prepared)
+    return processors.derive(_renamed(filtered, options), specs, device_lookup(p, override), totals)
 
 
 def _filtered(p: Profile, options: ViewOptions) -> Profile:
@@ -146,7 +160,7 @@ def flat_inputs(
         specs,
         [s.label for s in specs],
         device_lookup(profile, override),
-        _filtered(_prepared(profile, options), options),
+        _renamed(_filtered(_prepared(profile, options), options), options),
     )
 
 

@@ -313,18 +313,22 @@ def derive(
     p: Profile,
     specs: list[MetricSpec],
     device_for: Callable[[Mapping[str, Any]], DeviceSpec | None] = lambda _m: None,
+    totals: Mapping[str, Any] | None = None,
 ) -> Profile:
     """A tree whose node metrics are the asked-for columns, computed from inclusive values.
 
     Where a column cannot be computed at a node it is NaN. One copy of the tree serves both the
     inclusive sums and the columns: this runs on every ``deuteron view`` of large profiles.
+    ``totals``: what a ``/%`` column is a share of (the whole run's sums, when ``p`` was filtered);
+    by default this tree's own root.
     """
     root, order = _copy_with_parents(p.root)
     needs_total = any(s.kind == "percent" for s in specs)
     if needs_total or p.inclusive:
         if not p.inclusive:
             _accumulate(order, p.kinds)
-        fns = [(s.label, compile_spec(s, root.metrics, device_for)) for s in specs]
+        shares_of = root.metrics if totals is None else totals
+        fns = [(s.label, compile_spec(s, shares_of, device_for)) for s in specs]
         for node, _parent in order:
             node.metrics = _columns(node.metrics, fns)
     else:
@@ -339,6 +343,14 @@ def derive(
             node.metrics = _columns(m, fns)
     out = _copy_profile(p, root, inclusive=True)
     out.kinds = {s.label: "pty" for s in specs}
+    return out
+
+
+def run_totals(p: Profile) -> dict[str, Any]:
+    """The whole tree's inclusive sums (its root's inclusive values), without copying the tree."""
+    out: dict[str, Any] = {}
+    for node in p.root.walk():
+        _add_into(out, node.metrics, p.kinds)
     return out
 
 
