@@ -302,9 +302,10 @@ def test_proton_viewer_functions_name_what_they_need(monkeypatch: pytest.MonkeyP
     assert COMPUTE_METADATA_SCOPE_NAME == "__proton_launch_metadata"
 
 
-def test_protons_trace_has_its_kernels_only(tmp_path: Path) -> None:
-    """start(data="trace") writes Proton's trace (kernel events, each with its call stack);
-    Deuteron's own traces (deuteron run --trace, output_format="chrome_trace") keep scopes too."""
+def test_protons_trace_has_its_kernels_scopes_and_arrows(tmp_path: Path) -> None:
+    """start(data="trace") writes Proton's trace as Triton 3.9 does: a scope event per scope, each
+    kernel with its call stack and a launch->kernel arrow, the last kernel last; Deuteron's own
+    traces (deuteron run --trace, output_format="chrome_trace") keep their own shape."""
     x = torch.zeros(16)
     deuteron.start(str(tmp_path / "proton_style"), backend="interpreter", data="trace")
     with deuteron.scope("init"):
@@ -313,7 +314,10 @@ def test_protons_trace_has_its_kernels_only(tmp_path: Path) -> None:
         foo[(1,)](x, 16, B=16)
     deuteron.finalize()
     events = json.loads((tmp_path / "proton_style.chrome_trace").read_text())["traceEvents"]
-    assert [e["name"] for e in events] == ["plain", "foo"]
+    assert [e["name"] for e in events if e["cat"] == "kernel"] == ["plain", "foo"]
+    assert [e["name"] for e in events if e["cat"] == "scope"] == ["init", "test"]
+    arrows = [(e["name"], e["ph"]) for e in events if e["cat"] == "flow"]
+    assert arrows == [("launch->kernel", "s"), ("launch->kernel", "f")] * 2
     assert events[-1]["args"]["call_stack"] == ["ROOT", "test", "foo"]
     with deuteron.profile(str(tmp_path / "ours"), backend="interpreter", output_format="chrome_trace"):
         with deuteron.scope("test"):

@@ -27,6 +27,7 @@ from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.modes import MODE_NAMES as INSTRUMENTATION_MODES
 from deuteron.collect.modes import InstrumentationMode, sampling_interval
 from deuteron.collect.output import OUTPUT_FORMATS
+from deuteron.collect.scope_metrics import open_in
 from deuteron.collect.session import Session, SessionError, disabled
 from deuteron.model.tree import Profile
 from deuteron.process.terminal import printable, say
@@ -202,6 +203,7 @@ def start_session(
         _sessions[sid] = session
         if for_command:
             _command_sessions.add(sid)
+            session.value_types.enforced = False  # it merges the program's sessions (scope_metrics)
     try:
         session.start_frameworks()
         session.backend.start(session)
@@ -337,8 +339,10 @@ class _Scope:
         if _active:
             self._sessions = sessions = tuple(_active)
             self._start = _now()
-            for s in sessions:
-                s.open_scope(self.name, self.metrics)
+            if len(sessions) == 1:  # the common case, without open_in's rollback to arrange
+                sessions[0].open_scope(self.name, self.metrics)
+            else:
+                open_in(sessions, self.name, self.metrics)
         return self
 
     timed = False  # a cpu_timed_scope records its CPU time on its node
@@ -420,10 +424,9 @@ def enter_scope(name: str, *, metrics: dict[str, Any] | None = None) -> int | No
         return None
     sid = next(_scope_ids)
     start_ns = _now()
-    stack = _open_scopes.__dict__.setdefault("stack", [])
-    stack.append((name, start_ns, tuple(_active), sid))
-    for s in _active:
-        s.open_scope(name, metrics)
+    sessions = tuple(_active)
+    open_in(sessions, name, metrics)  # refused: nothing was opened, so nothing is left to close
+    _open_scopes.__dict__.setdefault("stack", []).append((name, start_ns, sessions, sid))
     return sid
 
 

@@ -24,6 +24,15 @@ from typing import Any
 
 REPLAY_SLOTS = 1 << 16  # float64 slots for metrics recorded inside graph capture (512 KiB)
 _warned_capture = False
+# Proton's roofline metrics have one value type however a program gives them (Triton 3.9's
+# ``metric.ROOFLINE_DTYPES``): flops of every width are doubles, bytes integers. Without it,
+# ``{"flops": 2 * M * N * K}`` in one scope and a float in the next would be refused as a
+# mismatch, and viewers would get ints and floats for one column.
+ROOFLINE_TYPES: dict[str, type] = {
+    "flops": float,
+    **{f"flops{width}": float for width in (8, 16, 32, 64)},
+    "bytes": int,
+}
 
 
 class DeferredValue:
@@ -38,24 +47,26 @@ class DeferredValue:
 class TensorMetric(DeferredValue):
     """A device tensor's value, copied at launch into pinned host memory (queued on the stream, no
     sync; the device memory it takes is none, however many launches wait to be read) and read
-    when the profile is read, after an event says the copy is done."""
+    when the profile is read, after an event says the copy is done. ``key``: the metric's name,
+    for its roofline type."""
 
-    __slots__ = ("_snapshot", "_done", "_value")
+    __slots__ = ("_snapshot", "_done", "_value", "_key")
 
-    def __init__(self, tensor: Any) -> None:
+    def __init__(self, tensor: Any, key: str = "") -> None:
         import torch
 
         self._snapshot: Any = tensor.detach().to("cpu", non_blocking=True)
         self._done: Any = torch.cuda.Event()
         self._done.record()
         self._value: Any = None
+        self._key = key
 
     def value(self) -> Any:
         """The number (or list, for a tensor of several elements); waits only for this copy."""
         if self._snapshot is not None:
             self._done.synchronize()
             snap, self._snapshot, self._done = self._snapshot, None, None
-            self._value = snap.tolist() if snap.numel() > 1 else snap.item()
+            self._value = roofline_value(self._key, snap.tolist() if snap.numel() > 1 else snap.item())
         return self._value
 
 
@@ -125,8 +136,9 @@ class ReplayedMetric(DeferredValue):
         self._read: list[float] = [0.0] * n
 
     @classmethod
-    def capture(cls, value: Any) -> ReplayedMetric | None:
-        """Capture the add of ``value`` into the graph; None when there is no room or no buffer."""
+    def capture(cls, value: Any, key: str = "") -> ReplayedMetric | None:
+        """Capture the add of ``value`` into the graph; None when there is no room or no buffer.
+        Read back as integers when ``value`` is, or when ``key`` is a roofline integer (bytes)."""
         import torch
 
         flat = value.detach().reshape(-1) if hasattr(value, "data_ptr") else None
@@ -142,7 +154,8 @@ class ReplayedMetric(DeferredValue):
         else:
             slots.add_(flat.to(torch.float64))
             integer = not (flat.is_floating_point() or flat.is_complex())
-        return cls(start, n, integer)
+        convert = ROOFLINE_TYPES.get(key)
+        return cls(start, n, integer if convert is None else convert is int)
 
     def value(self) -> Any:
         """What the replays since the last read added (numbers; a list for a vector)."""
@@ -185,18 +198,45 @@ def transform_tensor_metrics(metrics: dict[str, Any]) -> tuple[dict[str, Any], d
     deferred: dict[str, DeferredValue] = {}
     for key, value in metrics.items():
         if not hasattr(value, "data_ptr"):
-            scalars[key] = value
+            scalars[key] = roofline_value(key, value)
         elif getattr(getattr(value, "device", None), "type", "cpu") == "cpu":
-            scalars[key] = value.tolist() if value.numel() > 1 else value.item()
+            scalars[key] = roofline_value(key, value.tolist() if value.numel() > 1 else value.item())
         elif capturing():
-            replayed = ReplayedMetric.capture(value)
+            replayed = ReplayedMetric.capture(value, key)
             if replayed is None:
                 _left_out(key)
             else:
                 deferred[key] = replayed
         else:
-            deferred[key] = TensorMetric(value)
+            deferred[key] = TensorMetric(value, key)
     return scalars, deferred
+
+
+def roofline_value(key: str, value: Any) -> Any:
+    """``value`` with the type Proton gives the roofline metric ``key`` (see ``ROOFLINE_TYPES``),
+    element by element for a vector; any other metric, or a value that is no number, as it is
+    (the metric's own checks refuse a bad one, by name)."""
+    convert = ROOFLINE_TYPES.get(key)
+    if convert is None or isinstance(value, str):
+        return value
+    try:
+        if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0) >= 1:
+            items = value.tolist() if hasattr(value, "tolist") else value
+            return [convert(v) for v in items]
+        return convert(value)
+    except (TypeError, ValueError, OverflowError):
+        return value
+
+
+_ROOFLINE_KEYS = frozenset(ROOFLINE_TYPES)
+
+
+def roofline_values(metrics: dict[str, Any]) -> dict[str, Any]:
+    """``metrics`` with its roofline metrics typed (the same dict when it has none: a scope's
+    metrics pass here, so the common case is one set test)."""
+    if _ROOFLINE_KEYS.isdisjoint(metrics):
+        return metrics
+    return {key: roofline_value(key, value) for key, value in metrics.items()}
 
 
 def replayed_metrics(metrics: dict[str, Any]) -> dict[str, DeferredValue]:
@@ -205,7 +245,7 @@ def replayed_metrics(metrics: dict[str, Any]) -> dict[str, DeferredValue]:
     for key, value in metrics.items():
         if isinstance(value, str):
             continue  # a property: nothing to add up per replay
-        replayed = ReplayedMetric.capture(value)
+        replayed = ReplayedMetric.capture(value, key)
         if replayed is None:
             _left_out(key)
         else:

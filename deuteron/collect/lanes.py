@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
+from deuteron.collect.deferred import DeferredValue
 from deuteron.model.intra import IntraSpans
 from deuteron.model.trace import KernelSpans, TraceEvent
 from deuteron.model.tree import STATE, Node, node_paths
@@ -15,6 +17,7 @@ from deuteron.model.tree import STATE, Node, node_paths
 RawEvent = tuple[str, Node, int, int, int, "dict[str, Any] | None"]
 
 _MAIN_IDENT = threading.main_thread().ident
+GPU_LANE_BASE = 10_000  # lanes of GPU streams are numbered from here, after the threads'
 
 
 def trace_events(
@@ -40,6 +43,9 @@ def trace_events(
     for kind, node, start, end, ident, args in events:
         path = paths.get(id(node), (node.name,))
         name = node.name if node.type != STATE else path[-2]
+        if args is not None and "metrics" in args:  # a scope's metrics: device values read now
+            given = args["metrics"].items()
+            args = {"metrics": {k: v.value() if isinstance(v, DeferredValue) else v for k, v in given}}
         out.append(TraceEvent(kind, name, start, end, cpu_lane(ident), path, args or {}))
     for spans in kernel_spans:
         group_paths = [paths.get(id(n), (n.name,)) if n is not None else None for n in spans.nodes]
@@ -51,7 +57,7 @@ def trace_events(
             key = ("gpu", device, stream)
             lane = lanes.get(key)
             if lane is None:
-                lane = lanes[key] = 10_000 + len(lanes)
+                lane = lanes[key] = GPU_LANE_BASE + len(lanes)
                 names[lane] = f"GPU {device} stream {stream}"
             launch = int(spans.launch[i])
             ident = int(spans.thread[i])
@@ -156,3 +162,40 @@ def intra_events(
                 )
             )
     return out, names, dropped
+
+
+def proton_events(events: Sequence[TraceEvent]) -> list[TraceEvent]:
+    """Proton's trace (Triton 3.9's) from ours: a ``scope`` event per scope, or, for a scope that
+    was given metrics, a ``metric`` event instead, named ``"scope: <a, 1.000000>, <b, 2>"`` (its
+    metrics by name, with the values as Proton prints them, also in ``args.metrics``); each
+    kernel with Proton's ``launch->kernel`` arrow from its launch. An interpreted kernel runs on
+    the thread that launched it, so its arrow starts and ends there, at its start: kept, so that
+    every kernel has its arrow as in Proton's (a GPU kernel whose launch is unknown gets none).
+    Spans inside kernels are not among ``events``."""
+    out: list[TraceEvent] = []
+    for e in events:
+        if e.category == "scope":
+            given = e.args.get("metrics")
+            if given:
+                shown = {key: proton_value(value) for key, value in sorted(given.items())}
+                name = f"{e.name}: " + ", ".join(f"<{key}, {value}>" for key, value in shown.items())
+                out.append(replace(e, category="metric", name=name, args={"metrics": shown}))
+            else:
+                out.append(replace(e, args={}))
+        elif e.category == "kernel":
+            launch = e.launched_from
+            if launch is None and e.lane < GPU_LANE_BASE:  # interpreted: launched where it ran
+                launch = (e.lane, e.start_ns)
+            out.append(replace(e, launched_from=launch, proton_flow=True))
+    return out
+
+
+def proton_value(value: Any) -> str:
+    """A metric value as Proton's trace prints it: a double as C++'s ``std::to_string`` does
+    (``1.000000``), an integer as it is, a vector as ``[1.5,2]`` (its doubles as a C++ stream
+    prints them, six significant digits), a string as it is."""
+    if isinstance(value, float):
+        return f"{value:f}"
+    if isinstance(value, list):
+        return "[" + ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) + "]"
+    return str(value)

@@ -15,7 +15,6 @@ from deuteron.collect import api
 from deuteron.collect.session import Session, SessionError
 from deuteron.formats import hatchet, jsonio
 from deuteron.model.tree import Profile
-from deuteron.view import processors
 
 
 def _session(session: int | None) -> Session | None:
@@ -28,12 +27,13 @@ def _session(session: int | None) -> Session | None:
 
 
 def _phase(s: Session, phase: int) -> Profile:
-    """The phase's tree without frames that hold nothing in it (a later phase's frames start
-    empty, and cleared data leaves them so)."""
+    """The phase's tree: the frames entered or given values in it, as Proton's phase holds them
+    (a scope with no kernel under it too; frames of earlier or cleared phases, which the live tree
+    keeps empty, are not in it). The caller holds the session's lock."""
     profile = s.phase_profile(phase)
     if profile is None:
         raise SessionError(f"Session {s.id} has no data for phase {phase} (cleared, or not reached)")
-    return processors.keep_paths_to(profile, lambda n: bool(n.metrics))
+    return profile
 
 
 def get(session: int | None = 0, phase: int = 0) -> Any:

@@ -14,7 +14,6 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -33,18 +32,20 @@ from deuteron.collect.deferred import (
     capturing,
     replayed_metrics,
     resolved,
+    roofline_values,
     transform_tensor_metrics,
 )
 from deuteron.collect.placement import LaunchContexts
 from deuteron.collect.samples import SampleFiler
+from deuteron.collect.scope_metrics import PROTON_CPU_TIME, ValueTypes, as_given, merged
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.errors import DeuteronError
 from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.metrics import CPU_TIME, EXC, TIME, split_kind
 from deuteron.model.trace import KernelSpans, TraceEvent, gpu_busy
-from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, node_paths, plain_value
+from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, node_paths, on_paths_to
 from deuteron.triton import proton_knob
-from deuteron.view.processors import copy, keep_paths_to, merge
+from deuteron.view.processors import copy, merge, prune
 
 HOOKS = (None, "triton")
 TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))
@@ -75,19 +76,6 @@ def disabled() -> bool:
 _get_ident = threading.get_ident
 
 
-def _value_type(name: str, value: Any) -> str:
-    """A metric value's type in Proton's words, judged on the value as it is stored (NumPy and
-    torch scalars as the number they hold, arrays as vectors)."""
-    value = plain_value(name, value)  # a value add_metrics would refuse is refused here, by name
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "vector<double>" if any(isinstance(v, float) for v in value) else "vector<int64_t>"
-    if isinstance(value, int):
-        return "int64_t" if value < 0 else "uint64_t"
-    return "double"
-
-
 class Session:
     """One profiling session: a calling-context tree and what fills it, from ``start`` to ``finalize``.
 
@@ -116,7 +104,7 @@ class Session:
         ``default_format``: what ``finalize()`` writes when not told (``data="tree"``: hatchet);
         ``flush_format``: Proton's periodic flushing, each completed phase written to
         ``NAME.part_<phase>.<format>`` and dropped from memory (None: phases kept until finalize);
-        ``trace_shape``: ``"proton"`` writes kernels only (``start(data="trace")``, Proton's API);
+        ``trace_shape``: ``"proton"`` writes Proton's trace (``start(data="trace")``; see ``trace_events``);
         ``mode``: Proton's instrumentation mode, for the instrumentation backend."""
         try:
             base_context, frameworks = parse_context(context)
@@ -175,13 +163,20 @@ class Session:
         self.samples = SampleFiler()  # where each kernel ran since the last drain of PC samples
         self.default_format = default_format
         self.trace_shape = trace_shape
-        self._value_types: dict[str, str] = {}  # user metric -> its value type (see _check_types)
+        # Proton's rule: a user metric keeps its first value type (`deuteron run`'s own session
+        # turns it off: it merges sessions the program keeps apart; see scope_metrics)
+        self.value_types = ValueTypes(SessionError)
+        # the metrics each open scope was given on entry, by (thread, depth): its trace event's
+        self._given: dict[tuple[int, int], dict[str, Any]] = {}
         self._deferred: list[tuple[Node, dict[str, Any]]] = []  # metrics the GPU has yet to compute
         # metrics given inside graph capture, by the capturing scope's context id: added per replay
         self._replayed: dict[int, list[dict[str, Any]]] = {}
         # Proton's data phases: the live tree is the current phase; completed ones are kept here
         self.phase = 0
         self.phases: dict[int, Profile] = {}
+        # ids of the frames entered since the current phase began; None until a phase ends or is
+        # cleared (until then every frame is the current phase's; see phase_profile)
+        self._phase_frames: set[int] | None = None
         self.flush_format = flush_format
         self.parts_written: list[Path] = []
 
@@ -219,7 +214,11 @@ class Session:
         node = parent.child(name)
         if metrics:  # before the push: a bad metric must not leave the scope open
             with self.lock:
-                self._add_scope_metrics(node, metrics)
+                given = self._add_scope_metrics(node, metrics)
+            if given:
+                self._given[(_get_ident(), len(stack))] = given
+        if self._phase_frames is not None:
+            self._phase_frames.add(id(node))
         stack.append(node)
         if self.context_listener is not None:
             self._tell_context(node)
@@ -235,50 +234,54 @@ class Session:
         timed: bool = False,
     ) -> None:
         """``timed``: a ``cpu_timed_scope``, whose node gets its CPU time (plain scopes do not, as
-        in Proton; every scope's span is in the trace either way)."""
+        in Proton; every scope's span is in the trace either way). The scope's trace event carries
+        the metrics it was given, on entry and here (Proton's trace shows them)."""
         node = self.shadow.pop(name)
+        ident = _get_ident()
+        given = self._given.pop((ident, len(self.shadow.stack())), None) if self._given else None
         if self.context_listener is not None:
             self._tell_context(self.shadow.current())
         if self.torch is not None:
             self.torch.set_base(self.contexts.id_of(self.shadow.current()))
         with self.lock:
             if metrics:
-                self._add_scope_metrics(node, metrics)
+                given = merged(given, self._add_scope_metrics(node, metrics))
             if timed:
                 m = node.metrics
                 m[CPU_TIME] = m.get(CPU_TIME, 0) + (end_ns - start_ns)  # type: ignore[operator]
-            self._event(("scope", node, start_ns, end_ns, _get_ident(), None))
+                given = merged(given, {PROTON_CPU_TIME: end_ns - start_ns})
+            self._event(("scope", node, start_ns, end_ns, ident, {"metrics": given} if given else None))
 
-    def _check_types(self, metrics: dict[str, Any]) -> None:
-        """A user metric (not a property) keeps the value type it first had (float, unsigned or
-        signed integer, string), as in Proton, whose error this repeats: adding 1 to a metric that was 1.0 is
-        refused rather than silently mixed."""
-        for raw, value in metrics.items():
-            name, metric_kind = split_kind(raw)
-            if metric_kind == "pty":  # properties may be a string in one scope, a number in another
-                continue
-            kind = _value_type(name, value)
-            seen = self._value_types.setdefault(name, kind)
-            if seen != kind:
-                index = list(self._value_types).index(name)
-                raise SessionError(
-                    f"Metric value type mismatch for valueId {index} ({name}): current={seen}, new={kind}"
-                )
+    def abandon_scope(self, name: str) -> None:
+        """Undo an ``open_scope`` whose scope never opened in a session after this one (one of them
+        refused a metric): closed with no event, so the stack is as it was (see ``open_in``)."""
+        self.shadow.pop(name)
+        self._given.pop((_get_ident(), len(self.shadow.stack())), None)
+        if self.context_listener is not None:
+            self._tell_context(self.shadow.current())
+        if self.torch is not None:
+            self.torch.set_base(self.contexts.id_of(self.shadow.current()))
 
-    def _add_scope_metrics(self, scope: Node, metrics: dict[str, Any]) -> None:
-        """A scope's metrics, where Proton puts them (see ``_metrics_node``); the caller holds the lock."""
+    def _add_scope_metrics(self, scope: Node, metrics: dict[str, Any]) -> dict[str, Any]:
+        """A scope's metrics, where Proton puts them (see ``_metrics_node``); the caller holds the
+        lock. Returns what was given as the trace shows it: plain values, and device values still
+        to be read (not those replayed from a graph, whose every read is a new one)."""
         target = self._metrics_node(scope)
-        known = self._host_metrics(scope, target, metrics)
-        self._check_types(known)
+        known, later = self._host_metrics(scope, target, metrics)
+        self.value_types.check(known)
         self.profile.add_metrics(target, known)
+        return as_given(known, later)
 
-    def _host_metrics(self, scope: Node, target: Node, metrics: dict[str, Any]) -> dict[str, Any]:
-        """The metrics that can be added now. Device tensors are read later (see
-        :mod:`deuteron.metric`); inside CUDA-graph capture every metric is counted per replay, under
-        the replay's context, when the replayed kernels of this scope are filed."""
+    def _host_metrics(
+        self, scope: Node, target: Node, metrics: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, DeferredValue]]:
+        """The metrics that can be added now, and those read later. Device tensors are read later
+        (see :mod:`deuteron.metric`); inside CUDA-graph capture every metric is counted per replay,
+        under the replay's context, when the replayed kernels of this scope are filed. Proton's
+        roofline metrics get their one value type (``flops`` doubles, ``bytes`` integers)."""
         in_capture = capturing()
         if not in_capture and not any(hasattr(v, "data_ptr") for v in metrics.values()):
-            return metrics
+            return roofline_values(metrics), {}
         previous = self.states.current()
         self.set_state(LAUNCH_METADATA_STATE)  # the copies and adds made here are bookkeeping
         try:
@@ -286,13 +289,13 @@ class Session:
                 replayed = replayed_metrics(metrics)
                 if replayed:
                     self._replayed.setdefault(self.contexts.id_of(scope), []).append(replayed)
-                return {}
+                return {}, {}
             scalars, deferred = transform_tensor_metrics(metrics)
         finally:
             self.set_state(previous)
         if deferred:
             self._deferred.append((target, dict(deferred)))
-        return scalars
+        return scalars, deferred
 
     def settle(self) -> None:
         """Add the metrics known only once the GPU has run (reading them waits for it); on the
@@ -303,7 +306,7 @@ class Session:
             deferred, self._deferred = self._deferred, []
             for node, values in deferred:
                 read = {k: v for k, v in resolved(values).items() if v is not None}
-                self._check_types(read)
+                self.value_types.check(read)
                 self.profile.add_metrics(node, read)
 
     def _metrics_node(self, node: Node) -> Node:
@@ -471,8 +474,9 @@ class Session:
 
     def trace_events(self) -> tuple[list[TraceEvent], dict[int, str]]:
         """Spans of scopes, interpreted launches and GPU kernels, and the names of their lanes.
-        A session started through Proton's API with ``data="trace"`` writes Proton's trace: its
-        kernels only (each with its call stack), which is what code reading Proton's traces counts."""
+        A session started through Proton's API with ``data="trace"`` writes Proton's trace (Triton
+        3.9's): a scope event per scope (a metric event, named by its metrics, where it was given
+        any), kernels with their call stacks and an arrow from each launch, and no lane names."""
         root = self.profile.root
         raw = self.events
         if self.torch is not None:  # modules, ops, backward nodes: torch.profiler's CPU spans
@@ -481,12 +485,11 @@ class Session:
             if left_out:
                 self.profile.metadata["torch_spans_left_out"] = left_out
         events, names = lanes.trace_events(root, raw, self.kernel_spans, self.intra_spans)
-        if self.trace_shape == "proton":  # Proton's: kernels with their call stacks, scopes by CTA and warp
-            kernels = [replace(e, launched_from=None) for e in events if e.category == "kernel"]
+        if self.trace_shape == "proton":  # Proton's: scopes, metrics, kernels; scopes by CTA and warp
             shift = lanes.cupti_shift(self.intra_spans, self.kernel_spans)
             paths = node_paths(self.profile.root)
             inside = lanes.intra_events(self.intra_spans, paths, proton_shape=True, shift=shift)[0]
-            return kernels + inside, {}
+            return lanes.proton_events(events) + inside, {}
         return events, names
 
     # --- phases (Proton's data API) ------------------------------------------------------------
@@ -501,16 +504,33 @@ class Session:
             if self.flush_format is not None:
                 self._write_part(self.flush_format)
             else:
-                self.phases[self.phase] = copy(self.profile)
-            for node in self.profile.root.walk():
-                node.metrics = {}
+                self.phases[self.phase] = self._phase_tree(detached=True)
+            self._restart_phase()
             self.phase += 1
             return self.phase
 
+    def _restart_phase(self) -> None:
+        """The current phase starts again from nothing: values zeroed on the same frames (open
+        scopes stay open), and no frame counted as entered in it yet."""
+        for node in self.profile.root.walk():
+            node.metrics = {}
+        self._phase_frames = set()
+
+    def _phase_tree(self, detached: bool = False) -> Profile:
+        """The current phase as Proton has it: the frames entered or given values since it began
+        (with the paths to them), not those of earlier or cleared phases, which the live tree keeps
+        empty. Before any phase ended or was cleared, the live tree itself (a copy if
+        ``detached``); the caller holds the lock."""
+        frames = self._phase_frames
+        if frames is None:
+            return copy(self.profile) if detached else self.profile
+        wanted = on_paths_to(self.profile.root, lambda n: bool(n.metrics) or id(n) in frames)
+        return prune(self.profile, lambda n, _depth: id(n) in wanted)
+
     def _write_part(self, fmt: str) -> None:
         """Write the current phase as ``NAME.part_<phase>.<fmt>`` and drop its trace spans (the
-        tree is cleared by the caller); frames that hold nothing in this phase are left out."""
-        part = keep_paths_to(self.profile, lambda n: bool(n.metrics))
+        tree is cleared by the caller)."""
+        part = self._phase_tree(detached=True)
         part.metadata = {**self.profile.metadata, "phase": self.phase, "end_time": time.time()}
         base = self.base.with_name(f"{self.base.name}.part_{self.phase}")
         self.parts_written += output.write(part, [fmt], base, self.trace_events)
@@ -518,24 +538,24 @@ class Session:
         self.kernel_spans = []
 
     def phase_profile(self, phase: int) -> Profile | None:
-        """The tree of one phase (the live one for the current phase); None once cleared."""
-        return self.profile if phase == self.phase else self.phases.get(phase)
+        """The tree of one phase (see ``_phase_tree`` for the current one); None once cleared or
+        not reached. The caller holds the lock."""
+        return self._phase_tree() if phase == self.phase else self.phases.get(phase)
 
     def clear_phase(self, phase: int, up_to: bool = False) -> None:
         with self.lock:
             for p in [p for p in list(self.phases) if p == phase or (up_to and p < phase)]:
                 del self.phases[p]
             if phase == self.phase or (up_to and phase > self.phase):
-                for node in self.profile.root.walk():
-                    node.metrics = {}
+                self._restart_phase()
 
     def _whole(self) -> Profile:
         """Every phase not cleared, as one tree (what ``finalize`` writes)."""
-        if not self.phases:
+        if not self.phases and self._phase_frames is None:
             return self.profile
-        merged = merge([*self.phases.values(), self.profile])
-        merged.metadata = self.profile.metadata
-        return merged
+        whole = merge([*self.phases.values(), self._phase_tree()])
+        whole.metadata = self.profile.metadata
+        return whole
 
     def write(self, output_format: str = "hatchet", path: str | os.PathLike[str] | None = None) -> list[Path]:
         try:

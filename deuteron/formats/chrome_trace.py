@@ -32,7 +32,9 @@ def to_json(
 
     One ``X`` event per scope or kernel, in µs from the earliest start or launch (no ``ts`` is
     negative); lanes named by ``thread_name`` events. A kernel with ``launched_from`` also gets a
-    tick on the launching lane and a flow arrow (``s`` to ``f``, ``bp: e``) from the tick to it.
+    tick on the launching lane and a flow arrow (``s`` to ``f``, ``bp: e``) from the tick to it;
+    with ``proton_flow``, Proton's arrow instead: a ``launch->kernel`` flow (``cat: flow``, both
+    ends ``bp: e``) from the launch to the kernel, written just before the kernel's event.
     """
     items = sorted(events, key=lambda e: e.start_ns)
     t0 = min([items[0].start_ns] + [e.launched_from[1] for e in items if e.launched_from]) if items else 0
@@ -43,6 +45,11 @@ def to_json(
         args = dict(e.args)
         args["call_stack"] = list(e.call_stack)
         process, thread, category = e.proton_labels or (pid, e.lane, e.category)
+        if e.launched_from is not None and e.proton_flow:
+            lane, at = e.launched_from
+            arrow = {"name": "launch->kernel", "cat": "flow", "id": len(out), "bp": "e", "pid": pid}
+            out.append({**arrow, "ph": "s", "ts": (at - t0) / 1e3, "tid": lane})
+            out.append({**arrow, "ph": "f", "ts": (e.start_ns - t0) / 1e3, "pid": process, "tid": thread})
         out.append(
             {
                 "name": e.name,
@@ -55,7 +62,7 @@ def to_json(
                 "args": args,
             }
         )
-        if e.launched_from is not None:  # a flow arrow from the launch to the kernel
+        if e.launched_from is not None and not e.proton_flow:  # a flow arrow from the launch to the kernel
             lane, at = e.launched_from
             flow = len(out)
             ts = (at - t0) / 1e3

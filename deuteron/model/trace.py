@@ -14,7 +14,7 @@ from deuteron.model.tree import Node
 class TraceEvent:
     """A span on one lane: a CPU scope on its thread, or a kernel on its device lane."""
 
-    category: str  # "scope" or "kernel"
+    category: str  # "scope" or "kernel" ("metric": a scope given metrics, in Proton's trace)
     name: str
     start_ns: int
     end_ns: int
@@ -24,6 +24,9 @@ class TraceEvent:
     launched_from: tuple[int, int] | None = None  # (lane, time) of the launch, drawn as an arrow
     # Proton's own trace names its lanes by strings: (process, thread, category); None for ours
     proton_labels: tuple[str, str, str] | None = None
+    # the launch arrow as Proton draws it (a "launch->kernel" flow alone) rather than ours (a
+    # "launch" tick on the launching lane and a flow from it)
+    proton_flow: bool = False
 
 
 @dataclass

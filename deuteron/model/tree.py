@@ -7,7 +7,7 @@ by (name, type) so the same call path always lands on the same node.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,23 @@ def node_paths(root: Node) -> dict[int, tuple[str, ...]]:
             out[id(child)] = base + (child.name,)
             stack.append(child)
     return out
+
+
+def on_paths_to(root: Node, hot: Callable[[Node], bool]) -> set[int]:
+    """The identities of the nodes ``hot`` accepts and of all their ancestors (the root too): what
+    a tree cut down to those nodes keeps. Judged on the nodes themselves, not copies, so ``hot``
+    may test their identity."""
+    order: list[tuple[Node, Node | None]] = []
+    stack: list[tuple[Node, Node | None]] = [(root, None)]
+    while stack:
+        node, parent = stack.pop()
+        order.append((node, parent))
+        stack.extend((child, node) for child in node.children.values())
+    wanted = {id(root)}
+    for node, parent in reversed(order):  # children before parents
+        if parent is not None and (id(node) in wanted or hot(node)):
+            wanted.update((id(node), id(parent)))
+    return wanted
 
 
 def plain_value(name: str, value: object) -> MetricValue:
