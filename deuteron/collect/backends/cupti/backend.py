@@ -264,6 +264,9 @@ class CuptiBackend:
             session.file_samples(rows)
             if final:
                 session.note(pc_sampling=self.sampling.metadata())
+        lost = self.sampling.lost() if final else None
+        if lost:
+            warnings.warn(f"deuteron: {lost}", stacklevel=3)
 
     def set_active(self, session: SessionPort, active: bool) -> None:
         """The shim pauses only when no session records; a session paused while others record

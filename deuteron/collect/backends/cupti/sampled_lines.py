@@ -84,6 +84,18 @@ class SampleCollector:
             out.setdefault(ks.name, []).extend(line_rows(ks.name, ks.pcs, columns, table))
         return out
 
+    def lost(self) -> str | None:
+        """One line when CUPTI dropped samples (its hardware buffer filled), with what to do."""
+        dropped = self.counters.get("dropped_samples", 0)
+        full = self.counters.get("hardware_buffer_full", 0) + self.counters.get("out_of_memory", 0)
+        if not dropped and not full:
+            return None
+        return (
+            f"CUPTI dropped {dropped:,} PC samples (its hardware buffer filled {full} time(s)); the lines' "
+            f"shares still hold, their counts are short: sample less often, e.g. --interval "
+            f"{self.config.cycles * 4}"
+        )
+
     def _find_tables(self, kernels: list[KernelSamples]) -> None:
         missing = {ks.name for ks in kernels if ks.crc not in self.tables} - self.unresolved
         if not missing:

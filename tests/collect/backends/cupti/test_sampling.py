@@ -230,3 +230,14 @@ def test_sample_flags_fail_in_one_line_without_a_gpu(tmp_path: Path) -> None:
         proc = run_cli("run", *args, str(script), cwd=tmp_path)
         assert proc.returncode == 2 and text in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
         assert "ran" not in proc.stdout
+
+
+def test_dropped_samples_are_said_with_what_to_do() -> None:
+    from deuteron.collect.backends.cupti.sampled_lines import SampleCollector
+
+    collector = SampleCollector(SampleConfig(1024))
+    collector.rows(Drain(b"", [], [], {"dropped_samples": 0}))
+    assert collector.lost() is None
+    collector.rows(Drain(b"", [], [], {"dropped_samples": 1234, "hardware_buffer_full": 1}))
+    said = collector.lost()
+    assert said is not None and "1,234 PC samples" in said and "--interval 4096" in said
