@@ -19,6 +19,7 @@ from deuteron.explain.errors import ExplainError
 from deuteron.explain.sass import disassemble, run_tool
 from deuteron.explain.stages import Frame, IRLine, ptx_lines, sass_lines
 from deuteron.model.intra import ScopeRow
+from deuteron.model.names import source_frame
 
 NO_LINE = "<no source line>"  # PCs of a kernel with a line table whose instruction has no line
 _SOURCE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')  # nvdisasm -g's line markers
@@ -92,11 +93,6 @@ def _debug_lines(cubin: bytes) -> dict[int, tuple[Frame, ...]]:
     return out
 
 
-def frame_name(file: str, line: int, kernel: str) -> str:
-    """Proton's frame for a sampled line: ``file:line@function`` (the kernel's name as function)."""
-    return f"{file}:{line}@{kernel}"
-
-
 def line_rows(
     kernel: str,
     pcs: np.ndarray,
@@ -117,7 +113,9 @@ def line_rows(
         elif site is None or site.source is None:
             frame = (NO_LINE,)
         else:
-            frame = (frame_name(site.source[0], site.source[1], kernel),)
+            frame = (
+                source_frame(site.source[0], site.source[1], kernel),
+            )  # Proton's: the kernel as function
         row = stacked[i] if stacked is not None else np.zeros(0, np.int64)
         if frame in by_frame:
             by_frame[frame] = by_frame[frame] + row

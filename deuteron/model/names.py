@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -295,3 +296,19 @@ def matches(search: Any, name: str) -> bool:
         return True
     text = demangle(name)
     return text is not None and bool(search(short_name(text)) or search(text))
+
+
+# Proton's name for a place in source: ``file:line@function`` (a Python frame of ``-c python``, a
+# sampled line of ``--sample``, whose function is the kernel's name).
+_SOURCE_FRAME = re.compile(r"^(?P<file>.+):(?P<line>\d+)@(?P<function>[^@]+)$")
+
+
+def source_frame(file: str, line: int, function: str) -> str:
+    """The frame name of a place in source, as Proton writes it."""
+    return f"{file}:{line}@{function}"
+
+
+def parse_source_frame(name: str) -> tuple[str, int, str] | None:
+    """(file, line, function) of a :func:`source_frame` name; None for any other frame."""
+    m = _SOURCE_FRAME.match(name)
+    return (m["file"], int(m["line"]), m["function"]) if m else None

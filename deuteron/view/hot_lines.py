@@ -13,10 +13,10 @@ samples. The advice per stall reason is NVIDIA's meaning of the reason (Nsight C
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from deuteron.model.names import parse_source_frame
 from deuteron.model.tree import KERNEL, Profile
 
 SAMPLES = "num_samples"
@@ -25,7 +25,6 @@ MIN_SAMPLES = 1000  # fewer samples behind a kernel: too thin to advise on
 HOT_KERNEL_SHARE = 0.05
 HOT_LINE_SHARE = 0.10
 DOMINANT_STALL_SHARE = 0.30
-LINE_FRAME = re.compile(r"^(?P<file>.+):(?P<line>\d+)@(?P<kernel>[^@]+)$")
 
 # What each stall means and what to try, per CUPTI reason (Proton's column names).
 STALL_ADVICE = {
@@ -134,10 +133,10 @@ def sampled_kernels(profile: Profile) -> dict[str, SampledKernel]:
         for child in below:
             n = _int(child.metrics.get(SAMPLES))
             kernel.samples += n
-            m = LINE_FRAME.match(child.name)
-            if m is None or not n:
+            place = parse_source_frame(child.name)
+            if place is None or not n:
                 continue
-            key = (m["file"], int(m["line"]))
+            key = (place[0], place[1])
             line = kernel.lines.setdefault(key, SampledLine(*key))
             line.samples += n
             line.not_issued += _int(child.metrics.get(NOT_ISSUED))

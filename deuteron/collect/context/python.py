@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from deuteron.model.names import source_frame
 from deuteron.model.tree import Node
 
 _DEUTERON_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -80,7 +81,7 @@ class PythonContext:
             node = self.root
             for fr in reversed(frames):
                 code = fr.f_code
-                node = node.child(f"{code.co_filename}:{fr.f_lineno}@{code.co_name}")
+                node = node.child(source_frame(code.co_filename, fr.f_lineno, code.co_name))
             self._cache[key] = node
         return node
 
@@ -99,7 +100,7 @@ class PythonContext:
             if filename in self._launchers or len(names) >= self.max_depth:
                 break
             if not self._skipped(filename):
-                names.append(f"{filename}:{line}@{function}")
+                names.append(source_frame(filename, line, function))
         node = self.root if base is None else base
         for name in reversed(names):
             node = node.child(name)

@@ -246,7 +246,8 @@ class CuptiBackend:
                 raise BackendError("PC sampling needs libcupti, which is not loaded")
             if self._record_dir is not None:
                 self.sampling.record_dir = self._record_dir
-            self.sampling.start(str(source[1]))
+            visible = shim.cuda_devices()
+            self.sampling.start(str(source[1]), visible if isinstance(visible, int) else 1)
         except BackendError:
             self._teardown()
             shim.stop()

@@ -50,8 +50,8 @@ class SampleCollector:
         self.unresolved: set[str] = set()
         self.seconds = {"cupti": 0.0, "lines": 0.0}  # drains' time in CUPTI, and here
 
-    def start(self, cupti_path: str) -> None:
-        self.sampler.start(cupti_path, sampling_device())
+    def start(self, cupti_path: str, visible: int) -> None:
+        self.sampler.start(cupti_path, sampling_device(visible))
 
     def collect(self, final: bool) -> dict[str, list[ScopeRow]]:
         began = time.perf_counter()

@@ -229,11 +229,12 @@ class Sampler:
         return int(self._lib.cubin_crc(cubin)) if self._lib is not None else None
 
 
-def sampling_device() -> int:
-    """The device whose context is sampled when none is current at start: ``LOCAL_RANK`` under a
-    launcher (one rank per GPU), else ``DEUTERON_SAMPLE_DEVICE``, else 0."""
+def sampling_device(visible: int) -> int:
+    """The device whose context is sampled when none is current at start: ``DEUTERON_SAMPLE_DEVICE``,
+    else ``LOCAL_RANK`` under a launcher (one rank per GPU), else 0; an index past the ``visible``
+    devices (a launcher that gives each rank one GPU by ``CUDA_VISIBLE_DEVICES``) means device 0."""
     for env in ("DEUTERON_SAMPLE_DEVICE", "LOCAL_RANK"):
         value = os.environ.get(env, "")
         if value.isdigit():
-            return int(value)
+            return int(value) if int(value) < visible else 0
     return 0

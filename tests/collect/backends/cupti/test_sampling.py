@@ -241,3 +241,16 @@ def test_dropped_samples_are_said_with_what_to_do() -> None:
     collector.rows(Drain(b"", [], [], {"dropped_samples": 1234, "hardware_buffer_full": 1}))
     said = collector.lost()
     assert said is not None and "1,234 PC samples" in said and "--interval 4096" in said
+
+
+def test_the_sampled_device_follows_the_rank_within_the_visible_devices(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deuteron.collect.backends.cupti.sampling import sampling_device
+
+    monkeypatch.delenv("DEUTERON_SAMPLE_DEVICE", raising=False)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert sampling_device(8) == 3
+    assert sampling_device(1) == 0  # CUDA_VISIBLE_DEVICES gave this rank one GPU
+    monkeypatch.setenv("DEUTERON_SAMPLE_DEVICE", "1")
+    assert sampling_device(2) == 1
