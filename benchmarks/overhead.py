@@ -85,6 +85,8 @@ def _floor_library() -> Any:
 def _sampled(path: Path) -> tuple[int, int]:
     """(samples in the file, samples on a source-line frame ``file:line@function``) of a sampled
     profile; (0, 0) for other files."""
+    from deuteron.model.names import parse_source_frame
+
     if not path.exists():
         return 0, 0
     stack = list(json.loads(path.read_text())[0]["children"])
@@ -95,7 +97,7 @@ def _sampled(path: Path) -> tuple[int, int]:
         n = int(node.get("metrics", {}).get("num_samples", 0))
         total += n
         name = node["frame"]["name"]
-        if ":" in name and "@" in name.rsplit(":", 1)[-1]:
+        if parse_source_frame(name) is not None:
             on_lines += n
     return total, on_lines
 
