@@ -36,7 +36,8 @@ TOOLS = (
     "proton-python",
     "torch-profiler",
 )
-SAMPLING_TOOLS = ("deuteron-sample", "proton-pcsampling")  # --tools deuteron-sample,proton-pcsampling
+# --tools deuteron-sample,proton-pcsampling; deuteron-sample256 samples every 256 cycles
+SAMPLING_TOOLS = ("deuteron-sample", "proton-pcsampling")
 STEPS = {"launch_bound": 300, "gpu_bound": 40, "llama_step": 20}
 
 
@@ -135,8 +136,9 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
             os.environ["DEUTERON_TORCH_OPS"] = "all"
             context = "torch"
         mode = None
-        if context == "sample":  # --sample: CUPTI's PC sampling, continuous
-            context, mode = "shadow", "pcsampling"
+        if context.startswith("sample"):  # --sample: CUPTI's PC sampling, continuous
+            cycles = context.removeprefix("sample")  # deuteron-sample256: --interval 256
+            context, mode = "shadow", f"pcsampling:interval={cycles}" if cycles else "pcsampling"
         deuteron.start(name, backend="cupti", context=context, mode=mode)
         _timed(w.step, 3, deuteron.scope)
         profiled = _timed(w.step, steps, deuteron.scope)

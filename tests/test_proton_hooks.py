@@ -109,7 +109,7 @@ def test_kernels_launched_by_a_metadata_function_are_bookkeeping() -> None:
         outer[(1,)](x, 8, B=8)
     assert p.result is not None
     assert find(p.result, "outer_meta").metrics["count"] == 1
-    inner = find(p.result, "__proton_launch_metadata:outer", "plain")
+    inner = find(p.result, "__proton_launch_metadata", "outer", "plain")
     assert inner.metrics["count"] == 1
     view = build(p.result, ViewOptions(metrics=["count"]))
     assert [c.name for c in view.tree.root.children.values()] == ["outer_meta"]

@@ -5,8 +5,9 @@ GPU). Proton keeps device tensors in a device-side metric buffer; Deuteron does 
 ways, and reads the values only when the profile is next read or written, on the program's own
 thread (never on the background drain thread, which could upset a capture in progress):
 
-- outside CUDA-graph capture, a :class:`TensorMetric` copies the value to pinned host memory
-  (an asynchronous copy queued on the launching stream, so waiting reads hold no device memory);
+- outside CUDA-graph capture, a :class:`TensorMetric` copies the value into slots of the same
+  device buffer (a copy queued on the launching stream; the slots are reused once read), or, with
+  no buffer on that device, to pinned host memory;
 - inside capture, a :class:`ReplayedMetric` adds the value (a tensor, or a plain number) to a slot
   of a buffer allocated before capture, with an ``add_`` captured into the graph: every replay adds
   again, so reading gives the total over the replays since the last read, as Proton counts them.
@@ -45,17 +46,23 @@ class DeferredValue:
 
 
 class TensorMetric(DeferredValue):
-    """A device tensor's value, copied at launch into pinned host memory (queued on the stream, no
-    sync; the device memory it takes is none, however many launches wait to be read) and read
-    when the profile is read, after an event says the copy is done. ``key``: the metric's name,
-    for its roofline type."""
+    """A device tensor's value as it was at launch, read when the profile is read, after an event
+    says the copy is done; ``key``: the metric's name, for its roofline type.
 
-    __slots__ = ("_snapshot", "_done", "_value", "_key")
+    The copy stays on the device when it can: into slots of the metric buffer (one small copy
+    kernel, queued on the stream, which the profile files as ``<metric>`` under the launch-metadata
+    frames, as Proton's does), the slots going back to the buffer once read. Without a buffer on
+    the tensor's device (or with it full) the value is copied to pinned host memory instead."""
+
+    __slots__ = ("_snapshot", "_done", "_value", "_key", "_slot", "_integer")
 
     def __init__(self, tensor: Any, key: str = "") -> None:
         import torch
 
-        self._snapshot: Any = tensor.detach().to("cpu", non_blocking=True)
+        flat = tensor.detach().reshape(-1)
+        self._integer = not (flat.is_floating_point() or flat.is_complex())
+        self._slot = REPLAY_BUFFER.copy_in(flat)
+        self._snapshot: Any = None if self._slot is not None else flat.to("cpu", non_blocking=True)
         self._done: Any = torch.cuda.Event()
         self._done.record()
         self._value: Any = None
@@ -63,10 +70,18 @@ class TensorMetric(DeferredValue):
 
     def value(self) -> Any:
         """The number (or list, for a tensor of several elements); waits only for this copy."""
-        if self._snapshot is not None:
+        if self._done is not None:
             self._done.synchronize()
-            snap, self._snapshot, self._done = self._snapshot, None, None
-            self._value = roofline_value(self._key, snap.tolist() if snap.numel() > 1 else snap.item())
+            self._done = None
+            if self._slot is not None:
+                start, n = self._slot
+                read = REPLAY_BUFFER.tensor[start : start + n].tolist()
+                REPLAY_BUFFER.give_back(start, n)
+                self._slot = None
+                items = [int(round(v)) for v in read] if self._integer else read
+            else:
+                items, self._snapshot = self._snapshot.tolist(), None
+            self._value = roofline_value(self._key, items if len(items) > 1 else items[0])
         return self._value
 
 
@@ -93,6 +108,7 @@ class _ReplayBuffer:
     def __init__(self) -> None:
         self.tensor: Any = None
         self.used = 0
+        self.free: dict[int, list[int]] = {}  # slots lent to one-shot copies and given back, by size
         self.lock = threading.Lock()
 
     def reserve(self, device: Any) -> None:
@@ -108,6 +124,28 @@ class _ReplayBuffer:
                 return None
             start, self.used = self.used, self.used + n
             return start
+
+    def copy_in(self, flat: Any) -> tuple[int, int] | None:
+        """Copy a flat device tensor into slots lent until :meth:`give_back` (slots given back
+        first, so a long run of launches reuses a few); None without a buffer on its device, when
+        full, or for a value the slots cannot hold (complex)."""
+        buffer = self.tensor
+        n = int(flat.numel())
+        if buffer is None or n == 0 or flat.device != buffer.device or flat.is_complex():
+            return None
+        with self.lock:
+            free = self.free.get(n)
+            start = free.pop() if free else None
+        if start is None:
+            start = self.take(n)
+            if start is None:
+                return None
+        buffer[start : start + n].copy_(flat)
+        return start, n
+
+    def give_back(self, start: int, n: int) -> None:
+        with self.lock:
+            self.free.setdefault(n, []).append(start)
 
 
 REPLAY_BUFFER = _ReplayBuffer()
@@ -139,9 +177,9 @@ class ReplayedMetric(DeferredValue):
     def capture(cls, value: Any, key: str = "") -> ReplayedMetric | None:
         """Capture the add of ``value`` into the graph; None when there is no room or no buffer.
         Read back as integers when ``value`` is, or when ``key`` is a roofline integer (bytes)."""
-        import torch
-
         flat = value.detach().reshape(-1) if hasattr(value, "data_ptr") else None
+        if flat is not None and flat.is_complex():
+            return None  # no real slot holds it: left out, with the warning
         n = int(flat.numel()) if flat is not None else 1
         buffer = REPLAY_BUFFER.tensor
         start = REPLAY_BUFFER.take(n)
@@ -152,7 +190,7 @@ class ReplayedMetric(DeferredValue):
             slots.add_(float(value))
             integer = isinstance(value, int)
         else:
-            slots.add_(flat.to(torch.float64))
+            slots.add_(flat)  # one kernel (it casts as it adds): one <metric> per replay
             integer = not (flat.is_floating_point() or flat.is_complex())
         convert = ROOFLINE_TYPES.get(key)
         return cls(start, n, integer if convert is None else convert is int)

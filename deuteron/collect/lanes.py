@@ -9,9 +9,10 @@ from dataclasses import replace
 from typing import Any
 
 from deuteron.collect.deferred import DeferredValue
+from deuteron.collect.placement import CAPTURED_AT
 from deuteron.model.intra import IntraSpans
 from deuteron.model.trace import KernelSpans, TraceEvent
-from deuteron.model.tree import STATE, Node, node_paths
+from deuteron.model.tree import LAUNCH_METADATA_STATE, METRIC_KERNEL, STATE, Node, node_paths
 
 # (kind, node, start_ns, end_ns, thread ident, args): paths are rebuilt from the tree at write time.
 RawEvent = tuple[str, Node, int, int, int, "dict[str, Any] | None"]
@@ -199,3 +200,57 @@ def proton_value(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) + "]"
     return str(value)
+
+
+GRAPH_LANE_BASE = 30_000  # lanes of the scopes rebuilt for graph replays, one per stream
+_BOOKKEEPING = (LAUNCH_METADATA_STATE, METRIC_KERNEL)
+_Open = list[tuple[tuple[str, ...], int]]  # open scopes: (call stack to the scope, start)
+
+
+def graph_scope_events(events: Sequence[TraceEvent]) -> tuple[list[TraceEvent], dict[int, str]]:
+    """The scopes a CUDA graph was captured in, as spans of its replays (Proton's ``Graph: Stream
+    N`` lanes): a replayed kernel's call stack from ``<captured_at>`` down names the scopes it ran
+    in, and on each stream a scope lasts from the first replayed kernel inside it to the end of the
+    last. A kernel launched for launch metadata (a ``<metric>`` copy, a helper) marks the scopes
+    above its launch-metadata frame only; the frames below are bookkeeping, not scopes."""
+    by_stream: dict[tuple[int, int], list[TraceEvent]] = {}
+    for e in events:
+        if e.category == "kernel" and CAPTURED_AT in e.call_stack:
+            key = (int(e.args.get("device", 0)), int(e.args.get("stream", 0)))
+            by_stream.setdefault(key, []).append(e)
+    out: list[TraceEvent] = []
+    names: dict[int, str] = {}
+    for index, (key, kernels) in enumerate(sorted(by_stream.items())):
+        lane = GRAPH_LANE_BASE + index
+        names[lane] = f"Graph: Stream {key[1]}"
+        out.extend(_stream_scopes(sorted(kernels, key=lambda k: k.start_ns), lane))
+    return out, names
+
+
+def _stream_scopes(kernels: list[TraceEvent], lane: int) -> list[TraceEvent]:
+    """One stream's replayed kernels (by start) as the spans of the captured scopes around them."""
+    out: list[TraceEvent] = []
+    open_scopes: _Open = []
+    last_end = 0
+    for e in kernels:
+        stack = e.call_stack
+        first = stack.index(CAPTURED_AT)
+        last = next((i for i in range(first, len(stack)) if stack[i] in _BOOKKEEPING), len(stack) - 1)
+        wanted = [stack[: i + 1] for i in range(first, last)]  # the kernel's own name left out
+        same = 0
+        while same < min(len(open_scopes), len(wanted)) and open_scopes[same][0] == wanted[same]:
+            same += 1
+        out.extend(_closed(open_scopes, same, last_end, lane))
+        open_scopes.extend((scope, e.start_ns) for scope in wanted[same:])
+        last_end = max(last_end, e.end_ns)
+    out.extend(_closed(open_scopes, 0, last_end, lane))
+    return out
+
+
+def _closed(open_scopes: _Open, keep: int, at: int, lane: int) -> list[TraceEvent]:
+    """The scopes above the first ``keep``, ended at ``at`` (taken off ``open_scopes``)."""
+    out = []
+    while len(open_scopes) > keep:
+        stack, began = open_scopes.pop()
+        out.append(TraceEvent("scope", stack[-1], began, max(at, began), lane, stack))
+    return out

@@ -17,7 +17,12 @@ import re
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-from deuteron.collect.context.state import COMPUTE_METADATA_SCOPE_NAME, metadata_state
+from deuteron.collect.context.state import (
+    COMPUTE_METADATA_SCOPE_NAME,
+    metadata_state,
+    metric_state_name,
+    state,
+)
 from deuteron.collect.deferred import is_metric_value, transform_tensor_metrics
 from deuteron.collect.hook_manager import Hook
 
@@ -117,7 +122,8 @@ class LaunchHook(Hook):
                 if not self.matches(name):
                     return
                 values = {k: v for k, v in data.items() if k not in RESERVED and is_metric_value(v)}
-                scalars, tensors = transform_tensor_metrics(values)
+                with state(metric_state_name(raw_name)):  # copies of device values: <metric>
+                    scalars, tensors = transform_tensor_metrics(values)
             for listener in list(self._listeners):
                 listener.launch_entered(str(name), {**scalars, **tensors})
             id.set(next(_ids))

@@ -25,7 +25,7 @@ from deuteron.collect.context.jax.source import JaxContext
 from deuteron.collect.context.native import NativeContext
 from deuteron.collect.context.python import PythonContext
 from deuteron.collect.context.shadow import ShadowContext
-from deuteron.collect.context.state import StateContext
+from deuteron.collect.context.state import StateContext, metric_state_name
 from deuteron.collect.context.torch.source import TorchContext
 from deuteron.collect.deferred import (
     DeferredValue,
@@ -43,7 +43,7 @@ from deuteron.model.errors import DeuteronError
 from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.metrics import CPU_TIME, EXC, TIME, split_kind
 from deuteron.model.trace import KernelSpans, TraceEvent, gpu_busy
-from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, STATE, Node, Profile, node_paths, on_paths_to
+from deuteron.model.tree import Node, Profile, node_paths, on_paths_to
 from deuteron.triton import proton_knob
 from deuteron.view.processors import copy, merge, prune
 
@@ -283,7 +283,10 @@ class Session:
         if not in_capture and not any(hasattr(v, "data_ptr") for v in metrics.values()):
             return roofline_values(metrics), {}
         previous = self.states.current()
-        self.set_state(LAUNCH_METADATA_STATE)  # the copies and adds made here are bookkeeping
+        # The copies made here are bookkeeping: <metric> kernels below the scope's launch-metadata
+        # frame (the scope is not on the stack yet when it opens), as Proton files them.
+        self.states.set(metric_state_name())
+        self._tell_context(scope)
         try:
             if in_capture:
                 replayed = replayed_metrics(metrics)
@@ -292,7 +295,8 @@ class Session:
                 return {}, {}
             scalars, deferred = transform_tensor_metrics(metrics)
         finally:
-            self.set_state(previous)
+            self.states.set(previous)
+            self._tell_context(self.shadow.current())
         if deferred:
             self._deferred.append((target, dict(deferred)))
         return scalars, deferred
@@ -312,8 +316,7 @@ class Session:
     def _metrics_node(self, node: Node) -> Node:
         """Where a scope's metrics go: the scope, or, inside a state, that state's frame below it
         (as Proton files them: scope, then state, then the values)."""
-        state = self.states.current()
-        return node.child(state, STATE) if state else node
+        return self.states.place(node, self.states.current())
 
     def state(self) -> str | None:
         """The state the calling thread is in (see ``deuteron.state``)."""
@@ -380,7 +383,7 @@ class Session:
     def add_kernel(self, parent: Node, name: str, metrics: dict[str, Any], state: str | None) -> Node:
         """File a kernel's metrics under ``parent`` (and its state), as the kernel's node."""
         with self.lock:
-            node = self.states.place(parent, state).child(name, KERNEL)
+            node = self.states.place_kernel(parent, state, name)
             later = {k: v for k, v in metrics.items() if isinstance(v, DeferredValue)}
             if later:
                 self._deferred.append((node, later))
@@ -489,7 +492,8 @@ class Session:
             shift = lanes.cupti_shift(self.intra_spans, self.kernel_spans)
             paths = node_paths(self.profile.root)
             inside = lanes.intra_events(self.intra_spans, paths, proton_shape=True, shift=shift)[0]
-            return lanes.proton_events(events) + inside, {}
+            graph_scopes, graph_lanes = lanes.graph_scope_events(events)
+            return lanes.proton_events(events) + graph_scopes + inside, graph_lanes
         return events, names
 
     # --- phases (Proton's data API) ------------------------------------------------------------

@@ -23,6 +23,9 @@ KERNEL = "kernel"
 STATE = "state"
 # Proton's state around computing a kernel's launch metadata (that work is not the workload).
 LAUNCH_METADATA_STATE = "__proton_launch_metadata"
+# Proton's name for a kernel that copies a device-tensor metric (bookkeeping, filed under the
+# launch-metadata frames rather than by its own name).
+METRIC_KERNEL = "<metric>"
 
 
 class Node:

@@ -371,7 +371,7 @@ def test_launch_metadata_work_is_left_out_of_views() -> None:
             k.add(torch.rand(8), torch.rand(8))
         k.add(torch.rand(8), torch.rand(8))
     assert p.result is not None
-    assert find(p.result, "__proton_launch_metadata:add_kernel", "add_kernel").metrics["count"] == 1
+    assert find(p.result, "__proton_launch_metadata", "add_kernel", "add_kernel").metrics["count"] == 1
     view = build(p.result, ViewOptions(metrics=["count"]))
     names = [n.name for n in view.tree.root.walk()]
     assert not any(n.startswith("__proton_launch_metadata") for n in names), names

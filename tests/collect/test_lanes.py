@@ -12,7 +12,8 @@ from typing import Any
 import torch
 
 import deuteron
-from deuteron.collect.lanes import proton_value
+from deuteron.collect.lanes import graph_scope_events, proton_value
+from deuteron.model.trace import TraceEvent
 from tests import kernels as k
 
 
@@ -85,3 +86,35 @@ def test_our_own_trace_keeps_its_shape_and_shows_a_scopes_metrics(tmp_path: Path
     scope = next(e for e in events if e.get("cat") == "scope")
     assert scope["args"]["metrics"] == {"flops": 4.0}
     assert not any(e.get("cat") in ("metric", "flow") for e in events)
+
+
+def _replayed(name: str, stack: tuple[str, ...], start: int, end: int, stream: int = 7) -> TraceEvent:
+    return TraceEvent("kernel", name, start, end, 10_000, ("ROOT", "test0", "<captured_at>", *stack),
+                      {"device": 0, "stream": stream})  # fmt: skip
+
+
+def test_graph_replays_rebuild_the_captured_scopes_per_stream() -> None:
+    """Proton's ``Graph: Stream N`` lanes: the scopes a graph was captured in, spanning their
+    replayed kernels; launch-metadata kernels open the scopes above their bookkeeping frames only;
+    kernels not replayed from a graph add nothing."""
+    kernels = [
+        _replayed("<metric>", ("a", "b", "c", "__proton_launch_metadata", "<metric>"), 100, 110),
+        _replayed("foo", ("a", "b", "c", "foo"), 120, 150),
+        _replayed("foo", ("a", "b", "foo"), 160, 170),
+        _replayed("foo", ("a", "foo"), 180, 200),
+        _replayed("bar", ("x", "bar"), 300, 310, stream=9),
+        TraceEvent("kernel", "plain", 0, 5, 10_001, ("ROOT", "plain"), {"device": 0, "stream": 7}),
+    ]
+    events, names = graph_scope_events(kernels)
+    assert names == {30_000: "Graph: Stream 7", 30_001: "Graph: Stream 9"}
+    spans = {(e.lane, e.call_stack[3:]): (e.start_ns, e.end_ns) for e in events}
+    assert spans == {
+        (30_000, ()): (100, 200),  # <captured_at>
+        (30_000, ("a",)): (100, 200),
+        (30_000, ("a", "b")): (100, 170),
+        (30_000, ("a", "b", "c")): (100, 150),
+        (30_001, ()): (300, 310),
+        (30_001, ("x",)): (300, 310),
+    }
+    assert all(e.category == "scope" and e.name == e.call_stack[-1] for e in events)
+    assert graph_scope_events(kernels[-1:]) == ([], {})

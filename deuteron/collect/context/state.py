@@ -7,6 +7,11 @@ scope (``scope > warmup``), so the same work in two states can be told apart.
 decorator) set it on every active session. ``metadata_state`` is the state Proton puts around
 computing a kernel's launch metadata: kernels launched inside it are bookkeeping, and every view
 leaves their frames out.
+
+Launch-metadata states are nested frames, as Proton files them: ``__proton_launch_metadata:foo``
+(computing kernel ``foo``'s metadata) is ``__proton_launch_metadata > foo``, and a kernel that
+copies a device-tensor metric (:func:`metric_state_name`) is filed as ``<metric>`` below them
+rather than by its own name.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, TypeVar
 
 from deuteron.collect.registry import OpenSession
 from deuteron.collect.registry import active as _active
-from deuteron.model.tree import LAUNCH_METADATA_STATE, STATE, Node
+from deuteron.model.tree import KERNEL, LAUNCH_METADATA_STATE, METRIC_KERNEL, STATE, Node
 
 
 class StateContext:
@@ -41,8 +46,34 @@ class StateContext:
 
     @staticmethod
     def place(base: Node, name: str | None) -> Node:
-        """The frame of state ``name`` below ``base``, or ``base`` without a state."""
-        return base.child(name, STATE) if name else base
+        """The frame of state ``name`` below ``base`` (the innermost of a launch-metadata state's
+        nested frames), or ``base`` without a state."""
+        if not name:
+            return base
+        node = base
+        for frame in state_frames(name)[0]:
+            node = node.child(frame, STATE)
+        return node
+
+    @staticmethod
+    def place_kernel(base: Node, name: str | None, kernel: str) -> Node:
+        """Where a kernel named ``kernel`` launched in state ``name`` goes below ``base``: a
+        metric-copy kernel is filed as ``<metric>``, as Proton names it."""
+        metric = bool(name) and state_frames(name or "")[1]
+        return StateContext.place(base, name).child(METRIC_KERNEL if metric else kernel, KERNEL)
+
+
+def state_frames(name: str) -> tuple[tuple[str, ...], bool]:
+    """A state's frames, outermost first, and whether kernels in it copy metrics:
+    ``"warmup"`` is one frame; ``"__proton_launch_metadata:foo"`` two
+    (``__proton_launch_metadata > foo``); ``"__proton_launch_metadata:foo:<metric>"`` the same two,
+    with metric copies."""
+    if name != LAUNCH_METADATA_STATE and not name.startswith(COMPUTE_METADATA_SCOPE_PREFIX):
+        return (name,), False
+    rest = name[len(COMPUTE_METADATA_SCOPE_PREFIX) :]
+    metric = rest == METRIC_KERNEL or rest.endswith(_METRIC_SUFFIX)
+    owner = rest[: -len(_METRIC_SUFFIX)] if rest.endswith(_METRIC_SUFFIX) else "" if metric else rest
+    return ((LAUNCH_METADATA_STATE, owner) if owner else (LAUNCH_METADATA_STATE,)), metric
 
 
 # Proton's user-facing states (``deuteron.state`` re-exports them), over every active session.
@@ -52,9 +83,19 @@ COMPUTE_METADATA_SCOPE_NAME = LAUNCH_METADATA_STATE  # Proton's names for it
 COMPUTE_METADATA_SCOPE_PREFIX = LAUNCH_METADATA_STATE + ":"
 
 
+_METRIC_SUFFIX = ":" + METRIC_KERNEL
+
+
 def get_metadata_state_name(kernel_name: str | None = None) -> str:
     """The launch-metadata state's name for one kernel (or for any, without a name)."""
     return f"{COMPUTE_METADATA_SCOPE_PREFIX}{kernel_name}" if kernel_name else COMPUTE_METADATA_SCOPE_NAME
+
+
+def metric_state_name(kernel_name: str | None = None) -> str:
+    """The state in which a kernel's (or a scope's, without a name) device-tensor metrics are
+    copied: ``__proton_launch_metadata[:kernel]:<metric>``."""
+    owner = f"{kernel_name}:" if kernel_name else ""
+    return f"{COMPUTE_METADATA_SCOPE_PREFIX}{owner}{METRIC_KERNEL}"
 
 
 class state:  # noqa: N801 - Proton's name

@@ -213,10 +213,7 @@ class CuptiBackend:
             )
         samples = None
         try:
-            try:  # before cuptiFinalize (in shim.stop) ends the sampling
-                samples = self._collect_samples(final=True)
-            except BackendError as exc:
-                warnings.warn(f"deuteron: {exc}; the profile has no PC samples", stacklevel=2)
+            samples = self._collect_samples(final=True)  # before cuptiFinalize (in shim.stop) ends it
             shim.stop()
         finally:  # whatever was recorded is filed, even when stopping CUPTI failed
             self._teardown()
@@ -259,11 +256,12 @@ class CuptiBackend:
     def _file_samples(self, rows: dict[str, list[ScopeRow]] | None, final: bool) -> None:
         """PC samples collected since the last drain, under the kernels' nodes in every session
         (after the kernels of the same period were filed, so each kernel's nodes are known)."""
-        if self.sampling is None or rows is None:
+        if self.sampling is None:
             return
         for session in self.attached:
-            session.file_samples(rows)
-            if final:
+            if rows is not None:
+                session.file_samples(rows)
+            if final:  # also when the last drain failed: what was filed before, and the error
                 session.note(pc_sampling=self.sampling.metadata())
         lost = self.sampling.lost() if final else None
         if lost:
@@ -501,7 +499,8 @@ class CuptiBackend:
             )
             captured = capture & ~records.CTX_FLAGS
             if captured and captured not in reserved:
-                captured = self.sharing.translate(session.id, captured, 0)[0]
+                captured, captured_state = self.sharing.translate(session.id, captured, 0)
+                own_state = captured_state or own_state  # shared ids fold the captured state in
             name = symbol = self.kernel_name(name_ptr)
             extra: dict[str, Any] = {}
             if meta:  # the launch hook's reading applies to every session, as in Proton

@@ -147,6 +147,7 @@ class Join:
                 nodes = kernels["graph_node"][graph]
                 uniq, inverse = np.unique(nodes, return_inverse=True)
                 found = np.zeros(len(uniq), np.uint64)
+                found_state = np.zeros(len(uniq), np.uint64)  # the state it was captured in
                 found_meta = np.zeros(len(uniq), np.uint64)  # the captured launch's metadata id
                 found_op = np.zeros(len(uniq), np.uint64)  # and its torch place
                 captured_paused = np.zeros(len(uniq), bool)
@@ -160,10 +161,13 @@ class Join:
                         captured_paused[i] = True
                     else:
                         found[i] = hit_capture[0]
+                        found_state[i] = hit_capture[1]
                         found_meta[i] = hit_capture[2]
                         found_op[i] = hit_capture[3]
                 capture[graph] = found[inverse]
-                # a replayed kernel carries the metadata its launch had when it was captured
+                # a replayed kernel carries the state and metadata its launch had when captured
+                replay_state = found_state[inverse]
+                state[graph] = np.where(replay_state != 0, replay_state, state[graph])
                 replay_meta = found_meta[inverse]
                 meta[graph] = np.where(replay_meta != 0, replay_meta, meta[graph])
                 replay_op = found_op[inverse]

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from deuteron.collect.backends.cupti.sampling import (
     Sampler,
     sampling_device,
 )
+from deuteron.collect.backends.port import BackendError
 from deuteron.explain.pc_lines import LineTable, line_rows
 from deuteron.model.intra import ScopeRow
 from deuteron.triton.runtime.cubins import KernelAsm, compiled_kernels
@@ -49,13 +51,21 @@ class SampleCollector:
         self.drains = 0
         self.unresolved: set[str] = set()
         self.seconds = {"cupti": 0.0, "lines": 0.0}  # drains' time in CUPTI, and here
+        self.error: str | None = None  # why the last drain failed: the file says it, with what came before
 
     def start(self, cupti_path: str, visible: int) -> None:
         self.sampler.start(cupti_path, sampling_device(visible))
 
     def collect(self, final: bool) -> dict[str, list[ScopeRow]]:
         began = time.perf_counter()
-        drain = self.sampler.drain(final)
+        try:
+            drain = self.sampler.drain(final)
+        except BackendError as exc:
+            if not final:
+                raise
+            self.error = str(exc)  # the file keeps the samples of earlier drains, and says why
+            warnings.warn(f"deuteron: {exc}; no PC samples after the last drain", stacklevel=4)
+            return {}
         self.seconds["cupti"] += time.perf_counter() - began
         if self.record_dir is not None and drain.rows:
             drain.save(self.record_dir, self.drains, self.config.interval)
@@ -178,7 +188,9 @@ class SampleCollector:
                     else "no cubin with this CRC among the process's Triton kernels"
                 )
             kernels.setdefault(name, entry)
+        failed = {"error": self.error} if self.error else {}
         return {
+            **failed,
             "mode": "continuous (kernels not serialised)",
             "interval_cycles": self.config.cycles,
             "asked_interval": self.config.interval,

@@ -463,7 +463,7 @@ assert "bar" not in calls, calls
     foo = find(test0, "foo_meta")["metrics"]
     assert foo["count"] == 1 and foo["flops"] == 8.0 and foo["bytes"] == 16
     assert find(test0, "bar")["metrics"]["count"] == 1  # not included: profiled under its own name
-    state = find(test0, "__proton_launch_metadata:foo")  # x.sum() launched by the metadata function
+    state = find(test0, "__proton_launch_metadata", "foo")  # x.sum() launched by the metadata function
     assert sum(kernel_counts(state).values()) >= 1
 
 
@@ -510,8 +510,8 @@ deuteron.finalize()
 
 
 def test_waiting_tensor_metrics_hold_no_device_memory(tmp_path: Path) -> None:
-    """Thousands of launches with a device-tensor metric, none read yet: the values wait in pinned
-    host memory, so the program's device memory does not grow with them."""
+    """Thousands of launches with a device-tensor metric, none read yet: the values wait in the
+    metric buffer allocated at start, so the program's device memory does not grow with them."""
     script = tmp_path / "many.py"
     script.write_text("""
 import json, torch, triton, triton.language as tl, deuteron
@@ -537,6 +537,40 @@ print(json.dumps({"grew": grew}))
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
     foo = find(root, "foo_meta")["metrics"]
     assert foo["count"] == 3000 and foo["flops"] == 3000 * 8.0
+
+
+def test_metric_copies_are_filed_as_metric_under_launch_metadata(tmp_path: Path) -> None:
+    """A device-tensor metric is the tensor's value at launch (changed afterwards, it still counts
+    what it was), and the kernel copying it is filed as ``<metric>`` under the launch-metadata
+    frames (a kernel's: ``__proton_launch_metadata > foo``; a scope's: ``__proton_launch_metadata``),
+    with the helper kernels the metadata function launched, as Proton files them."""
+    script = tmp_path / "metric.py"
+    script.write_text("""
+import torch, triton, triton.language as tl, deuteron
+v = torch.tensor(8.0, device="cuda")
+def meta(grid, metadata, args):
+    return {"name": "foo_test", "flops": v, "bytes": args["x"].sum()}
+@triton.jit(launch_metadata=meta)
+def foo(x, y):
+    tl.store(y, tl.load(x))
+x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
+foo[(1,)](x, y); torch.cuda.synchronize()
+deuteron.start("out", backend="cupti", hook="triton")
+foo[(1,)](x, y)
+v.zero_()  # after the launch: the launch still counts 8
+with deuteron.scope("s", metrics={"m": torch.tensor(3.0, device="cuda")}):
+    foo[(1,)](x, y)
+deuteron.finalize()
+""")
+    run_plain(script)
+    root = json.loads((tmp_path / "out.hatchet").read_text())[0]
+    assert find(root, "foo_test")["metrics"]["flops"] == 8.0
+    assert find(root, "foo_test")["metrics"]["bytes"] == 8
+    assert find(root, "s")["metrics"]["m"] == 3.0 and find(root, "s", "foo_test")["metrics"]["flops"] == 0.0
+    owner = find(root, "__proton_launch_metadata", "foo")
+    assert find(owner, "<metric>")["metrics"]["count"] >= 1  # the copies of flops and bytes
+    assert any("reduce" in c["frame"]["name"] for c in owner["children"])  # x.sum()
+    assert find(root, "s", "__proton_launch_metadata", "<metric>")["metrics"]["count"] >= 1
 
 
 def run_plain(script: Path) -> subprocess.CompletedProcess[str]:

@@ -243,6 +243,27 @@ def test_dropped_samples_are_said_with_what_to_do() -> None:
     assert said is not None and "1,234 PC samples" in said and "--interval 4096" in said
 
 
+class _FailingSampler:
+    """A sampler whose drains fail as CUPTI's did once at a short interval on a busy GPU."""
+
+    def drain(self, final: bool) -> Drain:
+        raise BackendError("cuptiPCSamplingDisable failed: CUPTI_ERROR_UNKNOWN")
+
+
+def test_a_failed_last_drain_keeps_what_came_before_and_the_file_says_why() -> None:
+    from deuteron.collect.backends.cupti.sampled_lines import SampleCollector
+
+    collector = SampleCollector(SampleConfig(1024))
+    collector.rows(Drain(b"", [], [], {"dropped_samples": 0}))  # an earlier drain that worked
+    collector.sampler = _FailingSampler()  # type: ignore[assignment]
+    with pytest.raises(BackendError):  # a periodic drain's failure stops the run, as before
+        collector.collect(final=False)
+    with pytest.warns(UserWarning, match="no PC samples after the last drain"):
+        assert collector.collect(final=True) == {}
+    meta = collector.metadata()
+    assert meta["error"] == "cuptiPCSamplingDisable failed: CUPTI_ERROR_UNKNOWN" and meta["drains"] == 1
+
+
 def test_the_sampled_device_follows_the_rank_within_the_visible_devices(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
