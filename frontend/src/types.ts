@@ -29,6 +29,10 @@ export interface ProfileData {
   name_id: number[]; // index into names
   type_id: number[]; // index into types ("function", "kernel", "state", ...)
   names: string[];
+  /** Index for index with `names`: each name demangled in full, and as recorded (a C++ kernel's
+   * `names` entry is its short form, `reduce_kernel<…>`). Absent in older pages. */
+  full_names?: string[];
+  raw_names?: string[];
   types: string[];
   /** values[column][node]: inclusive values, null where a column cannot be computed at a node. */
   values: (number | null)[][];

@@ -4,7 +4,7 @@
 import { h } from "../../dom";
 import { fmt } from "../../format";
 import type { ExplainLink } from "../../links";
-import { nameOf, typeOf, type ProfileModel } from "./model";
+import { longNamesOf, nameOf, typeOf, type ProfileModel } from "./model";
 import { explainAnchor } from "./table";
 
 export class PickDetails {
@@ -40,6 +40,9 @@ export class PickDetails {
       h("span", { class: "flame-details-meta" }, ` ${typeOf(this.m, node)} · ${this.m.data.columns[this.column]} ${fmt(value === undefined || Number.isNaN(value) ? null : value)}`),
     );
     if (link) this.el.append(explainAnchor(link));
+    const { full, raw } = longNamesOf(this.m, node);  // a C++ kernel: its whole name, and as recorded
+    if (full) this.el.append(h("div", { class: "flame-details-full" }, full));
+    if (raw) this.el.append(h("div", { class: "flame-details-raw", title: "as recorded" }, raw));
     this.el.hidden = false;
   }
 }

@@ -37,7 +37,7 @@ export class Flame {
 
   constructor(private m: ProfileModel, private opts: FlameOptions) {
     this.column = m.data.primary;
-    this.canvas = h("canvas", { class: "flame-canvas", "data-zoom": "ROOT", "data-drawn": 0 });
+    this.canvas = h("canvas", { class: "flame-canvas", "data-zoom": "ROOT", "data-zoom-node": 0, "data-selected": -1, "data-drawn": 0 });
     this.tip = h("div", { class: "tip", hidden: true });
     this.el = h("div", { class: "flame-box" }, this.canvas, this.tip);
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
@@ -67,11 +67,29 @@ export class Flame {
   zoomTo(node: number): void {
     this.zoom = node;
     this.canvas.dataset.zoom = nameOf(this.m, node);
+    this.canvas.dataset.zoomNode = String(node); // the node ids the address names (zoom, sel)
+    this.canvas.dataset.selected = String(this.selected);
     this.schedule();
   }
 
   resetZoom(): void {
     this.zoomTo(0);
+  }
+
+  /** The zoomed frame (0: ROOT) and the outlined one (-1: none), as the address keeps them. */
+  get zoomed(): number {
+    return this.zoom;
+  }
+
+  get picked(): number {
+    return this.selected;
+  }
+
+  /** Put back a zoom and an outline exactly as a link names them (highlight() would move the
+   * zoom to keep the outlined frame in view). */
+  restore(zoom: number, selected: number): void {
+    this.selected = selected;
+    this.zoomTo(zoom);
   }
 
   /** Outline a node (a table row was clicked); zoom out or in when it would not be visible. */

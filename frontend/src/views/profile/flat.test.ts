@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ProfileData } from "../../types";
-import { buildModel, flatRows, isAdditive, sandwich, sortFlat } from "./model";
+import { flatDiffRows, flatRows, isAdditive, sandwich, sortFlat, sumRatio } from "./flatmodel";
+import { buildModel } from "./model";
 
 // ROOT(0) ─┬─ f(1) 10 ─┬─ f(2) 6 ─── k(3) 4     (f nested in itself)
 //          │           └─ g(4) 3
@@ -92,5 +93,122 @@ describe("isAdditive", () => {
   it("sums times, percentages and counts, not rates or averages", () => {
     expect(["time/ms", "time/%", "count", "flops"].map(isAdditive)).toEqual([true, true, true, true]);
     expect(["avg/ms", "tflop/s", "gbyte/s", "util"].map(isAdditive)).toEqual([false, false, false, false]);
+  });
+});
+
+// A diff (new against base) on the union tree; values are inclusive, as the server sends them.
+// ROOT(0) ─┬─ A(1) new 9, base 6 ─┬─ gemm(2) 6 / 2
+//          │                      ├─ fresh(3) 2 / –     (only in the new profile)
+//          │                      └─ gone(4) – / 3      (only in the base)
+//          └─ B(5) new 4, base 5 ─── gemm(6) 2 / 2
+function diff(): ProfileData {
+  return {
+    name: "new.hatchet",
+    source: "new.hatchet",
+    metadata: {},
+    columns: ["time/ms", "avg/ms"],
+    primary: 0,
+    parent: [-1, 0, 1, 1, 1, 0, 5],
+    name_id: [0, 1, 2, 3, 4, 5, 2],
+    type_id: [0, 0, 1, 1, 1, 0, 1],
+    names: ["ROOT", "A", "gemm", "fresh", "gone", "B"],
+    types: ["function", "kernel"],
+    values: [
+      [13, 9, 6, 2, null, 4, 2],
+      [1, 1, 1, 1, null, 1, 1],
+    ],
+    base: {
+      source: "old.hatchet",
+      values: [
+        [11, 6, 2, null, 3, 5, 2],
+        [1, 1, 1, null, 1, 1, 1],
+      ],
+    },
+    total_nodes: 7,
+    pruned_nodes: 0,
+    threshold: 0,
+  };
+}
+
+describe("flatDiffRows", () => {
+  const rows = flatDiffRows(buildModel(diff()), 0);
+  const byName = Object.fromEntries(rows.map((r) => [r.name, r]));
+
+  it("sums each name in both profiles over the whole tree: ratio and change of the sums", () => {
+    // gemm is 3x slower under A and unchanged under B: over the profile, 8 / 4.
+    expect(byName.gemm).toMatchObject({ total: 8, base: 4, ratio: 2, change: 4, self: 8, places: 2, only: null });
+    expect(byName.A).toMatchObject({ total: 9, base: 6, ratio: 1.5, change: 3, self: 1, places: 1, only: null });
+    expect(byName.B).toMatchObject({ total: 4, base: 5, ratio: 0.8, change: -1, self: 2, places: 1, only: null });
+    expect(rows.some((r) => r.name === "ROOT")).toBe(false);
+  });
+
+  it("gives a name of one profile only no ratio, its missing side NaN, its change in full", () => {
+    expect(byName.fresh).toMatchObject({ total: 2, self: 2, places: 1, change: 2, only: "new" });
+    expect(byName.fresh.base).toBeNaN();
+    expect(byName.fresh.ratio).toBeNaN();
+    expect(byName.gone).toMatchObject({ base: 3, change: -3, only: "base" });
+    for (const key of ["total", "self", "places", "ratio"] as const) expect(byName.gone[key]).toBeNaN();
+  });
+
+  it("sorts by ratio or change over all names, not per sibling group; no ratio last either way", () => {
+    expect(rows.map((r) => r.name)).toEqual(["A", "gemm", "B", "fresh", "gone"]); // total, largest first
+    expect(sortFlat(rows, "ratio", true).map((r) => r.name)).toEqual(["gemm", "A", "B", "fresh", "gone"]);
+    expect(sortFlat(rows, "ratio", false).map((r) => r.name)).toEqual(["B", "A", "gemm", "fresh", "gone"]);
+    expect(sortFlat(rows, "change", true).map((r) => r.name)).toEqual(["gemm", "A", "fresh", "B", "gone"]);
+    expect(sortFlat(rows, "change", false).map((r) => r.name)).toEqual(["gone", "B", "fresh", "A", "gemm"]);
+    expect(sortFlat(rows, "base", true).map((r) => r.name)).toEqual(["A", "B", "gemm", "gone", "fresh"]);
+    expect(sortFlat(rows, "total", false).map((r) => r.name)).toEqual(["fresh", "B", "gemm", "A", "gone"]);
+  });
+
+  it("refuses a profile without a base; a single profile's rows sort by ratio by name", () => {
+    expect(() => flatDiffRows(buildModel(recursive()), 0)).toThrow(/diff/);
+    const single = flatRows(buildModel(recursive()), 0);
+    expect(sortFlat(single, "ratio", true).map((r) => r.name)).toEqual(["f", "g", "k"]);
+  });
+
+  it("sums the base's column of the chosen index", () => {
+    const avg = Object.fromEntries(flatDiffRows(buildModel(diff()), 1).map((r) => [r.name, r]));
+    expect(avg.gemm).toMatchObject({ total: 2, base: 2, ratio: 1 });
+  });
+});
+
+describe("sumRatio", () => {
+  it("is new / base only where both sides have the thing and the base is above 0", () => {
+    expect(sumRatio(6, 2, true, true)).toBe(3);
+    expect(sumRatio(6, 0, true, true)).toBeNaN();
+    expect(sumRatio(6, 2, true, false)).toBeNaN();
+    expect(sumRatio(0, 2, false, true)).toBeNaN();
+  });
+});
+
+describe("sandwich in a diff", () => {
+  const m = buildModel(diff());
+  it("gives each caller and callee its base value and ratio beside its value", () => {
+    expect(sandwich(m, 0, 2)).toEqual({
+      total: 8,
+      base: 4,
+      ratio: 2,
+      callers: [
+        { name: "A", value: 6, share: 0.75, base: 2, ratio: 3 },
+        { name: "B", value: 2, share: 0.25, base: 2, ratio: 1 },
+      ],
+      callees: [],
+    });
+  });
+
+  it("says a side without the call with NaN and lists it last", () => {
+    const a = sandwich(m, 0, 1);
+    expect(a.callers).toEqual([{ name: "ROOT", value: 9, share: 1, base: 6, ratio: 1.5 }]);
+    expect(a.callees.map((n) => n.name)).toEqual(["gemm", "fresh", "gone"]);
+    expect(a.callees[1]).toMatchObject({ value: 2, share: 2 / 9 });
+    expect(a.callees[1].base).toBeNaN();
+    expect(a.callees[2]).toMatchObject({ base: 3, share: 0 });
+    expect(a.callees[2].value).toBeNaN();
+    const gone = sandwich(m, 0, 4);
+    expect(gone.total).toBeNaN();
+    expect(gone.base).toBe(3);
+    expect(gone.ratio).toBeNaN();
+    expect(gone.callers).toHaveLength(1);
+    expect(gone.callers[0]).toMatchObject({ name: "A", base: 3, share: 0 });
   });
 });

@@ -1,9 +1,12 @@
-// The profile's flat view: every frame name summed over the tree (model.ts flatRows) in a table
-// sortable by any header and narrowed by the page's filter; picking a name shows its sandwich,
-// the frames directly above its places (callers) and below them (callees), with their shares.
+// The profile's flat view: every frame name summed over the tree (flatmodel.ts) in a table
+// sortable by any header over all names and narrowed by the page's filter; picking a name shows its
+// sandwich, the frames directly above its places (callers) and below them (callees), with their
+// shares. In a diff each name also has its base total, the ratio (coloured as the table's) and
+// the change, so sorting by ratio lists what got slower over the whole profile.
 import { h } from "../../dom";
 import { fmt } from "../../format";
-import { flatRows, isAdditive, sandwich, sortFlat, type FlatKey, type FlatRow, type Neighbour, type ProfileModel } from "./model";
+import { flatDiffRows, flatRows, isAdditive, sandwich, sortFlat, type FlatDiffRow, type FlatKey, type FlatRow, type Neighbour } from "./flatmodel";
+import { ratioColour, ratioText, type ProfileModel } from "./model";
 
 const SHOWN = 500; // rows in the DOM at most: a 100 000-name profile is narrowed by the filter
 
@@ -42,7 +45,7 @@ export class FlatView {
     const note = this.column === chosen ? "" : `${labels[chosen]} does not add up over places: the flat view sums ${labels[this.column]}`;
     this.note.textContent = note;
     this.note.hidden = !note;
-    this.rows = flatRows(this.m, this.column);
+    this.rows = this.m.base ? flatDiffRows(this.m, this.column) : flatRows(this.m, this.column);
     this.render();
   }
 
@@ -64,12 +67,25 @@ export class FlatView {
 
   render(): void {
     const label = this.m.data.columns[this.column] ?? "?";
-    const heads: [FlatKey, string][] = [["name", "name"], ["total", `total ${label}`], ["self", `self ${label}`], ["places", "places"]];
-    const head = h("tr", {}, ...heads.map(([key, text]) => h("th", { "data-sort": key, class: key === "name" ? "name" : "num", "aria-sort": key === this.key ? (this.desc ? "descending" : "ascending") : null }, text + (key === this.key ? (this.desc ? " ▾" : " ▴") : ""))));
+    const heads: [FlatKey, string][] = this.m.base
+      ? [["name", "name"], ["total", `total ${label}`], ["base", `base ${label}`], ["ratio", "ratio"], ["change", "change"], ["self", `self ${label}`], ["places", "places"]]
+      : [["name", "name"], ["total", `total ${label}`], ["self", `self ${label}`], ["places", "places"]];
+    const head = h(
+      "tr",
+      {},
+      ...heads.map(([key, text]) =>
+        h("th", { "data-sort": key, class: key === "name" ? "name" : `num ${key}`, title: "sort all names", "aria-sort": key === this.key ? (this.desc ? "descending" : "ascending") : null }, text + (key === this.key ? (this.desc ? " ▾" : " ▴") : "")),
+      ),
+    );
     const shown = sortFlat(this.filter ? this.rows.filter((r) => this.filter!.test(r.name)) : this.rows, this.key, this.desc);
     const body = h("tbody");
     for (const r of shown.slice(0, SHOWN)) {
-      body.append(h("tr", { "data-name": r.name, class: r.name === this.selected ? "sel" : null }, h("td", { class: "name", title: r.name }, r.name), h("td", { class: "num" }, fmt(r.total)), h("td", { class: "num" }, fmt(r.self)), h("td", { class: "num" }, fmt(r.places))));
+      const only = (r as Partial<FlatDiffRow>).only ?? null; // a diff's name of one profile only
+      const cls = [r.name === this.selected ? "sel" : "", only === "base" ? "removed" : ""].filter(Boolean).join(" ") || null;
+      const why = only === "base" ? "removed: only in the base profile" : only === "new" ? "added: only in the new profile" : null;
+      const tr = h("tr", { "data-name": r.name, "data-only": only, class: cls, title: why }, h("td", { class: "name", title: r.name }, r.name));
+      for (const [key] of heads.slice(1)) tr.append(cell(r, key));
+      body.append(tr);
     }
     this.table.replaceChildren(h("thead", {}, head), body);
     this.el.dataset.rows = String(shown.length);
@@ -89,20 +105,24 @@ export class FlatView {
     }
     this.el.dataset.selected = name!;
     const s = sandwich(this.m, this.column, id);
+    const diff = this.m.base !== null;
+    const row = (n: Neighbour): HTMLElement => {
+      const tr = h("tr", { "data-name": n.name }, h("td", { class: "name", title: n.name }, n.name), h("td", { class: "num" }, fmt(n.value)), h("td", { class: "num share" }, `${(n.share * 100).toFixed(1)}%`));
+      if (diff) tr.append(h("td", { class: "num base" }, fmt(n.base ?? NaN)), ratioCell(n.ratio ?? NaN));
+      return tr;
+    };
     const side = (title: string, kind: string, items: Neighbour[]): HTMLElement =>
       h(
         "div",
         { class: "flat-side", "data-side": kind },
         h("b", {}, title),
         items.length
-          ? h("table", { class: "grid" }, h("tbody", {}, ...items.map((n) => h("tr", { "data-name": n.name }, h("td", { class: "name", title: n.name }, n.name), h("td", { class: "num" }, fmt(n.value)), h("td", { class: "num share" }, `${(n.share * 100).toFixed(1)}%`)))))
+          ? h("table", { class: "grid" }, diff ? h("thead", {}, h("tr", {}, h("th", { class: "name" }, "name"), h("th", { class: "num" }, label), h("th", { class: "num" }, "share"), h("th", { class: "num" }, "base"), h("th", { class: "num" }, "ratio"))) : null, h("tbody", {}, ...items.map(row)))
           : h("p", { class: "empty" }, kind === "callers" ? "none" : "none: it calls nothing"),
       );
-    this.sides.replaceChildren(
-      h("div", { class: "flat-title" }, h("code", {}, name!), ` — total ${label} ${fmt(s.total)}`),
-      side(`callers of ${name}`, "callers", s.callers),
-      side(`callees of ${name}`, "callees", s.callees),
-    );
+    const title = h("div", { class: "flat-title" }, h("code", {}, name!), ` — total ${label} ${fmt(s.total)}`);
+    if (diff) title.append(`, base ${fmt(s.base ?? NaN)}, ratio `, ratioCell(s.ratio ?? NaN, "span"));
+    this.sides.replaceChildren(title, side(`callers of ${name}`, "callers", s.callers), side(`callees of ${name}`, "callees", s.callees));
   }
 
   private click(e: MouseEvent): void {
@@ -117,4 +137,29 @@ export class FlatView {
     const row = target.closest<HTMLElement>("tr[data-name]");
     if (row) this.select(row.dataset.name === this.selected ? null : (row.dataset.name ?? null));
   }
+}
+
+/** A flat row's cell under a header: numbers for people, the ratio as the table shows it, the
+ * change signed. */
+function cell(r: FlatRow, key: FlatKey): HTMLElement {
+  const d = r as Partial<FlatDiffRow>;
+  if (key === "ratio") return ratioCell(d.ratio ?? NaN);
+  if (key === "change") {
+    const v = d.change ?? NaN;
+    return h("td", { class: "num change" }, v > 0 ? `+${fmt(v)}` : fmt(v));
+  }
+  const v = key === "total" ? r.total : key === "self" ? r.self : key === "places" ? r.places : (d.base ?? NaN);
+  return h("td", { class: `num ${key}` }, fmt(v));
+}
+
+/** A ratio (new / base) coloured as the tree table's: red slower, green faster, blank "–" where a
+ * side lacks the name. */
+function ratioCell(v: number, tag: "td" | "span" = "td"): HTMLElement {
+  const el = h(tag, { class: "num ratio" }, ratioText(v));
+  const colour = ratioColour(v);
+  if (colour) {
+    el.style.background = colour;
+    el.dataset.trend = v > 1 ? "slower" : v < 1 ? "faster" : "same";
+  }
+  return el;
 }

@@ -2,53 +2,95 @@
 // icicle graph and the tree table below it. The two stay in step: a rectangle clicked selects its
 // row, a row clicked outlines its rectangle. A "flat" toggle swaps both for the flat view (every
 // name summed over the tree, and a picked name's callers and callees); it and the picked name are
-// in the address (hashstate.ts). With an explain report loaded too, a kernel it covers (and each
-// of its sampled lines) links to its explain view, in the table and in the picked frame's details.
+// in the address (hashstate.ts), with the flame graph's zoomed and picked frames; a link set on an
+// open page (pasted into its address bar, Back, Forward) brings them back. With an explain report
+// loaded too, a kernel it covers (and each of its sampled lines) links to its explain view, in the
+// table and in the picked frame's details.
 import "./profile.css";
 import { h, picker } from "../../dom";
 import { readState, writeState } from "../../hashstate";
 import { explainLinker, type ExplainLink } from "../../links";
+import { viewOfHash } from "../../route";
 import type { Index, ProfileData } from "../../types";
 import { PickDetails } from "./details";
 import { Flame } from "./flame";
 import { FlatView } from "./flat";
-import { buildModel, columnNote, matchNodes, matchText, metaRows, nameOf, parseDepthLimit, prunedText, withAncestors } from "./model";
+import { buildModel, columnNote, matchNodes, matchText, metaRows, nameOf, parseDepthLimit, parseProfileState, profileParams, prunedText, withAncestors, type ProfileState } from "./model";
 import { TreeTable } from "./table";
 
 /** What outlives a switch of profile (several files served): the filter typed, the flat toggle
- * and (from the address, for the first profile shown) the name picked in the flat view. */
+ * and the name picked in the flat view; and, for the profile the address names, its zoomed and
+ * picked frames (node ids of that profile's tree, so a switch of profile forgets them). */
 interface Kept {
   filter: string;
   flat: boolean;
   frame: string | null;
+  zoom: number;
+  sel: number;
+}
+
+/** A shown profile: `apply` puts a state the address names on it. */
+interface ShownProfile {
+  apply: (want: ProfileState) => void;
 }
 
 export function mountProfile(root: HTMLElement, index: Index): void {
   const slot = h("div", { class: "profile-slot" });
   const profiles = index.profiles;
-  const opened = readState("profile");
-  const kept: Kept = { filter: "", flat: opened.flat === "1", frame: opened.frame || null };
+  const which = (s: ProfileState): number => (s.profile < profiles.length ? s.profile : 0);
+  const opened = parseProfileState(readState("profile"));
+  const kept: Kept = { filter: "", flat: opened.flat, frame: opened.frame, zoom: opened.zoom, sel: opened.sel };
   const linkOfName = explainLinker(index.explains);
+  let current = -1;
+  let shown: ShownProfile | null = null;
   const show = (k: number): void => {
+    current = k;
     slot.replaceChildren();
-    showProfile(slot, profiles[k], profiles.length > 1 ? picker(profiles.map((p) => p.name), k, show, { name: "profile", title: "profile" }) : null, kept, linkOfName);
+    const choose = (j: number): void => {
+      [kept.zoom, kept.sel] = [0, -1];
+      show(j);
+    };
+    const profilePicker = profiles.length > 1 ? picker(profiles.map((p) => p.name), k, choose, { name: "profile", title: "profile" }) : null;
+    shown = showProfile(slot, profiles[k], k, profilePicker, kept, linkOfName);
   };
   root.append(slot);
-  show(0);
+  show(which(opened));
+  // The address changed under the open page (a link pasted into this tab's address bar,
+  // `location.hash = …`, Back, Forward): show what it names. Applying a state twice changes
+  // nothing, so popstate and hashchange of one step may both come.
+  const follow = (): void => {
+    if (viewOfHash(location.hash) !== "profile") return;
+    const want = parseProfileState(readState("profile"));
+    if (which(want) === current) return shown?.apply(want);
+    Object.assign(kept, { flat: want.flat, frame: want.frame, zoom: want.zoom, sel: want.sel });
+    show(which(want));
+  };
+  window.addEventListener("hashchange", follow);
+  window.addEventListener("popstate", follow);
 }
 
 function showProfile(
   root: HTMLElement,
   data: ProfileData,
+  which: number,
   profilePicker: HTMLSelectElement | null,
   kept: Kept,
   linkOfName: (name: string) => ExplainLink | null,
-): void {
+): ShownProfile {
   const m = buildModel(data);
   const linkOf = (i: number): ExplainLink | null => (i > 0 ? linkOfName(nameOf(m, i)) : null);
   const details = new PickDetails(m, data.primary, linkOf);
-  const table = new TreeTable(m, { onPick: (i) => (flame.highlight(i), details.show(i)), linkOf });
-  const flame: Flame = new Flame(m, { onPick: (i) => (table.select(i), details.show(i)) });
+  const table = new TreeTable(m, { onPick: (i) => (flame.highlight(i), details.show(i), save()), linkOf });
+  const flame: Flame = new Flame(m, { onPick: (i) => (table.select(i), details.show(i), save()) });
+  /** Zoom and outline frames as a link names them (ids outside this tree: ROOT, none). */
+  const restoreFrames = (zoom: number, sel: number): void => {
+    const z = zoom < m.n ? zoom : 0;
+    const s = sel < m.n ? sel : -1;
+    if (z === flame.zoomed && s === flame.picked) return;
+    flame.restore(z, s);
+    table.select(s);
+    details.show(s);
+  };
 
   const error = h("span", { class: "filter-error", role: "alert", hidden: true });
   const filter = h("input", { type: "search", name: "filter", placeholder: "regex filter", spellcheck: "false", "aria-label": "filter by name (regex)" });
@@ -62,7 +104,7 @@ function showProfile(
   };
   const depth = h("input", { type: "number", name: "depth", min: 0, max: m.maxDepth, placeholder: String(m.maxDepth), title: "depth limit" });
   depth.style.width = "6ch";
-  const reset = h("button", { type: "button", name: "reset-zoom", onclick: () => flame.resetZoom() }, "reset zoom");
+  const reset = h("button", { type: "button", name: "reset-zoom", onclick: () => (flame.resetZoom(), save()) }, "reset zoom");
   let column = data.primary;
   const columnPicker = picker(data.columns, data.primary, (c) => {
     column = c;
@@ -71,7 +113,7 @@ function showProfile(
     flat?.setColumn(c);
     showNote(c);
   }, { name: "column", title: "flame width" });
-  const save = (): void => writeState("profile", { flat: kept.flat ? 1 : null, frame: kept.flat ? kept.frame : null });
+  const save = (): void => writeState("profile", profileParams({ profile: which, flat: kept.flat, frame: kept.frame, zoom: flame.zoomed, sel: flame.picked }));
   let flat: FlatView | null = null;
   const flameCard = h("div", { class: "profile-flame card" }, note, flame.el, details.el);
   const glance = h(
@@ -167,9 +209,23 @@ function showProfile(
   root.append(toolbar, glance, metaCard(data), flameCard, table.el);
   showNote(data.primary);
   if (kept.filter.trim()) applyFilter(); // the filter typed on the profile shown before
+  restoreFrames(kept.zoom, kept.sel);
   flame.draw(); // first paint now, not a frame later
   table.render();
   if (kept.flat) showFlat(true);
+  save();
+  return {
+    apply: (want) => {
+      restoreFrames(want.zoom, want.sel);
+      if (want.flat) kept.frame = want.frame;
+      if (want.flat !== kept.flat) {
+        flatBox.checked = want.flat;
+        showFlat(want.flat); // builds the flat view on first use, with kept.frame picked
+      }
+      if (want.flat && flat && flat.selectedName !== want.frame) flat.select(want.frame);
+      save();
+    },
+  };
 }
 
 /** The run's metadata, closed by default (one line: the file's name and the run's date) so the

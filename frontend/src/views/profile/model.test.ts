@@ -14,10 +14,14 @@ import {
   diffColour,
   flameLayout,
   isUnder,
+  longNamesOf,
   matchNodes,
   metaRows,
   nameOf,
+  nameTitle,
   parseDepthLimit,
+  parseProfileState,
+  profileParams,
   prunedText,
   ratioText,
   sortedKids,
@@ -25,6 +29,7 @@ import {
   visibleRows,
   withAncestors,
 } from "./model";
+import { hashOf, hashParams } from "../../route";
 
 // ROOT(0) ─┬─ main(1) ─┬─ load(3)
 //          │           └─ load(5)      (a second node of the same name)
@@ -265,6 +270,30 @@ describe("describeNode", () => {
   });
 });
 
+describe("long names", () => {
+  // load is a C++ kernel: shown short, demangled in full and recorded mangled; store is shown as recorded.
+  const named = (): ProfileData =>
+    profile({
+      names: ["ROOT", "main", "work", "load<…>", "store"],
+      full_names: ["ROOT", "main", "work", "void at::load<float>(float*)", "store"],
+      raw_names: ["ROOT", "main", "work", "_ZN2at4loadIfEEvPT_", "store"],
+    });
+
+  it("gives the full and the recorded name only where they differ from the shown one", () => {
+    const m = buildModel(named());
+    expect(longNamesOf(m, 3)).toEqual({ full: "void at::load<float>(float*)", raw: "_ZN2at4loadIfEEvPT_" });
+    expect(longNamesOf(m, 4)).toEqual({ full: null, raw: null });
+    expect(longNamesOf(buildModel(profile()), 3)).toEqual({ full: null, raw: null }); // an older page
+  });
+
+  it("hovers with the full name and the recorded one, and lists the full one in the tooltip", () => {
+    const m = buildModel(named());
+    expect(nameTitle(m, 3)).toBe("void at::load<float>(float*)\n_ZN2at4loadIfEEvPT_ (kernel)");
+    expect(nameTitle(m, 4)).toBe("store (kernel)");
+    expect(describeNode(m, 3).split("\n").slice(0, 3)).toEqual(["load<…>", "void at::load<float>(float*)", "type: kernel"]);
+  });
+});
+
 describe("ratioText", () => {
   it("writes a ratio with a ×, or a dash for none", () => {
     expect(ratioText(2)).toBe("×2");
@@ -427,5 +456,23 @@ describe("ratioColour", () => {
     expect(ratioColour(2)).toMatch(/^hsl\(350 /);
     expect(ratioColour(0.5)).toMatch(/^hsl\(130 /);
     expect(ratioColour(NaN)).toBeNull();
+  });
+});
+
+describe("parseProfileState and profileParams", () => {
+  it("reads the profile, the flat view's name, the zoomed and picked frames, and writes them back", () => {
+    const state = parseProfileState({ profile: "1", flat: "1", frame: "gemm", zoom: "12", sel: "14" });
+    expect(state).toEqual({ profile: 1, flat: true, frame: "gemm", zoom: 12, sel: 14 });
+    expect(profileParams(state)).toEqual({ profile: 1, flat: 1, frame: "gemm", zoom: 12, sel: 14 });
+    expect(hashOf("profile", profileParams(state))).toBe("#profile?profile=1&flat=1&frame=gemm&zoom=12&sel=14");
+  });
+
+  it("leaves defaults and malformed values out: ROOT zoom, no pick, no name outside the flat view", () => {
+    const none = parseProfileState({});
+    expect(none).toEqual({ profile: 0, flat: false, frame: null, zoom: 0, sel: -1 });
+    expect(hashOf("profile", profileParams(none))).toBe("#profile");
+    expect(parseProfileState({ zoom: "-3", sel: "1.5", profile: "x", flat: "yes" })).toEqual(none);
+    expect(profileParams({ profile: 0, flat: false, frame: "gemm", zoom: 0, sel: 0 })).toEqual({ profile: null, flat: null, frame: null, zoom: null, sel: null });
+    expect(hashParams(hashOf("profile", profileParams({ ...none, flat: true, frame: "a b&c" })))).toEqual({ flat: "1", frame: "a b&c" });
   });
 });

@@ -81,6 +81,22 @@ export function nameOf(m: ProfileModel, i: number): string {
   return m.data.names[m.data.name_id[i]] ?? "?";
 }
 
+/** The name demangled in full and as recorded, where they differ from the shown one (a C++
+ * kernel's short name); empty for names shown as they are. */
+export function longNamesOf(m: ProfileModel, i: number): { full: string | null; raw: string | null } {
+  const k = m.data.name_id[i];
+  const shown = m.data.names[k];
+  const full = m.data.full_names?.[k] ?? null;
+  const raw = m.data.raw_names?.[k] ?? null;
+  return { full: full && full !== shown ? full : null, raw: raw && raw !== shown && raw !== full ? raw : null };
+}
+
+/** A name's hover text: the shown name, or the full demangled one and the recorded one. */
+export function nameTitle(m: ProfileModel, i: number): string {
+  const { full, raw } = longNamesOf(m, i);
+  return [full ?? nameOf(m, i), raw].filter(Boolean).join("\n") + ` (${typeOf(m, i)})`;
+}
+
 export function typeOf(m: ProfileModel, i: number): string {
   return m.data.types[m.data.type_id[i]] ?? "?";
 }
@@ -179,7 +195,8 @@ function nanToNull(v: number): number | null {
 
 /** A flame rectangle's tooltip: name, type, then every column (with the base and ratio in a diff). */
 export function describeNode(m: ProfileModel, i: number): string {
-  const lines = [nameOf(m, i), `type: ${typeOf(m, i)}`];
+  const { full } = longNamesOf(m, i);
+  const lines = [nameOf(m, i), ...(full ? [full] : []), `type: ${typeOf(m, i)}`];
   m.data.columns.forEach((label, c) => {
     let line = `${label}: ${fmt(nanToNull(m.vals[c][i]))}`;
     if (m.base) {
@@ -351,111 +368,35 @@ export function ratioColour(ratio: number): string | null {
   return diffColour(ratio, 1);
 }
 
-/** One frame name of the flat view, summed over the tree (deuteron/view/flat.py's semantics, on
- * one column): `total` counts each outermost place's inclusive value once (a name nested in
- * itself is not counted twice), `self` what its places hold themselves (their value less their
- * children's, at least 0), `places` how many frames have the name. */
-export interface FlatRow {
-  nameId: number;
-  name: string;
-  total: number;
-  self: number;
-  places: number;
+/** The profile view's state as the address spells it (`#profile?flat=1&frame=gemm`,
+ * `#profile?zoom=12&sel=14`): which profile of several, the flat toggle and the name picked
+ * there, the flame graph's zoomed frame (0: ROOT) and the picked frame (-1: none), as node ids of
+ * that profile's tree, so a copied link opens the same place of the same files. */
+export interface ProfileState {
+  profile: number;
+  flat: boolean;
+  frame: string | null;
+  zoom: number;
+  sel: number;
 }
 
-/** Rates, averages and utilisations do not add up over places: the flat view sums these
- * columns only. */
-export function isAdditive(label: string): boolean {
-  return !/\/s$|^avg|util|ratio/.test(label);
+/** Read the state from the hash's parameters; anything malformed is left at its default. */
+export function parseProfileState(p: Record<string, string>): ProfileState {
+  const id = (key: string, none: number): number => {
+    const v = p[key] === undefined || p[key] === "" ? NaN : Number(p[key]);
+    return Number.isInteger(v) && v >= 0 ? v : none;
+  };
+  return { profile: id("profile", 0), flat: p.flat === "1", frame: p.frame || null, zoom: id("zoom", 0), sel: id("sel", -1) };
 }
 
-/** Each node's value in a column, NaN as 0, and whether it is the outermost frame of its name on
- * its path (no ancestor has the name). One walk of the tree, keeping per-name counts of the path. */
-function places(m: ProfileModel, column: number): { v: Float64Array; outermost: Uint8Array } {
-  const v = new Float64Array(m.n);
-  const src = m.vals[column];
-  for (let i = 0; i < m.n; i++) v[i] = Number.isNaN(src[i]) ? 0 : src[i];
-  const outermost = new Uint8Array(m.n);
-  const onPath = new Int32Array(m.data.names.length);
-  const ids = m.data.name_id;
-  // Depth-first: a node is pushed once to enter and once (negated) to leave.
-  const stack: number[] = [0];
-  while (stack.length) {
-    const x = stack.pop()!;
-    if (x < 0) {
-      onPath[ids[~x]]--;
-      continue;
-    }
-    outermost[x] = onPath[ids[x]] === 0 ? 1 : 0;
-    onPath[ids[x]]++;
-    stack.push(~x);
-    for (let k = m.kidStart[x]; k < m.kidStart[x + 1]; k++) stack.push(m.kids[k]);
-  }
-  return { v, outermost };
-}
-
-/** Every frame name but ROOT's over the whole tree, largest total first (ties by name). */
-export function flatRows(m: ProfileModel, column: number): FlatRow[] {
-  const { v, outermost } = places(m, column);
-  const k = m.data.names.length;
-  const total = new Float64Array(k);
-  const self = new Float64Array(k);
-  const count = new Int32Array(k);
-  const ids = m.data.name_id;
-  for (let i = 1; i < m.n; i++) {
-    const id = ids[i];
-    count[id]++;
-    if (outermost[i]) total[id] += v[i];
-    let own = v[i];
-    for (let c = m.kidStart[i]; c < m.kidStart[i + 1]; c++) own -= v[m.kids[c]];
-    self[id] += Math.max(0, own);
-  }
-  const rows: FlatRow[] = [];
-  for (let id = 0; id < k; id++) if (count[id]) rows.push({ nameId: id, name: m.data.names[id] ?? "?", total: total[id], self: self[id], places: count[id] });
-  return sortFlat(rows, "total", true);
-}
-
-export type FlatKey = "name" | "total" | "self" | "places";
-
-/** The flat rows sorted by a header (descending: numbers largest first, names Z to A), ties by
- * name. A new array. */
-export function sortFlat(rows: FlatRow[], key: FlatKey, descending: boolean): FlatRow[] {
-  const sign = descending ? -1 : 1;
-  const byName = (a: FlatRow, b: FlatRow): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
-  if (key === "name") return rows.slice().sort((a, b) => sign * byName(a, b));
-  return rows.slice().sort((a, b) => sign * (a[key] - b[key]) || byName(a, b));
-}
-
-/** A caller or callee of a name in the sandwich: the name, its value there and its share of the
- * picked name's total. */
-export interface Neighbour {
-  name: string;
-  value: number;
-  share: number;
-}
-
-/** speedscope's sandwich for one name: its callers (the frames directly above its outermost
- * places, weighted by those places' values) and callees (the frames directly below them, by
- * their own values); shares of the name's total, largest first. */
-export function sandwich(m: ProfileModel, column: number, nameId: number): { total: number; callers: Neighbour[]; callees: Neighbour[] } {
-  const { v, outermost } = places(m, column);
-  const ids = m.data.name_id;
-  const callers = new Map<number, number>();
-  const callees = new Map<number, number>();
-  let total = 0;
-  for (let i = 1; i < m.n; i++) {
-    if (ids[i] !== nameId || !outermost[i]) continue;
-    total += v[i];
-    const p = ids[m.parent[i]];
-    callers.set(p, (callers.get(p) ?? 0) + v[i]);
-    for (let c = m.kidStart[i]; c < m.kidStart[i + 1]; c++) {
-      const kid = m.kids[c];
-      callees.set(ids[kid], (callees.get(ids[kid]) ?? 0) + v[kid]);
-    }
-  }
-  const list = (sums: Map<number, number>): Neighbour[] =>
-    [...sums.entries()]
-      .map(([id, value]) => ({ name: m.data.names[id] ?? "?", value, share: total > 0 ? value / total : 0 }))
-      .sort((a, b) => b.value - a.value || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { total, callers: list(callers), callees: list(callees) };
+/** The state as hash parameters, defaults left out; the picked name only while the flat view
+ * shows it. */
+export function profileParams(s: ProfileState): Record<string, string | number | null> {
+  return {
+    profile: s.profile > 0 ? s.profile : null,
+    flat: s.flat ? 1 : null,
+    frame: s.flat ? s.frame : null,
+    zoom: s.zoom > 0 ? s.zoom : null,
+    sel: s.sel > 0 ? s.sel : null,
+  };
 }

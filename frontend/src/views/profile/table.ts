@@ -4,7 +4,7 @@
 import { h } from "../../dom";
 import { fmt } from "../../format";
 import type { ExplainLink } from "../../links";
-import { childrenInOrder, nameOf, ratioColour, ratioText, typeOf, visibleRows, type ProfileModel } from "./model";
+import { childrenInOrder, nameOf, nameTitle, ratioColour, ratioText, visibleRows, type ProfileModel } from "./model";
 
 const ROW = 22; // px, must match profile.css (.ptable tr)
 const OVERSCAN = 8;
@@ -138,7 +138,7 @@ export class TreeTable {
     const name = nameOf(m, i);
     const hasKids = m.kidStart[i + 1] > m.kidStart[i] && m.depth[i] < this.depthLimit;
     const toggle = h("span", { class: "tog", "data-toggle": hasKids ? 1 : null }, hasKids ? (this.expanded[i] ? "▾" : "▸") : "");
-    const label = h("span", { class: "nm", title: `${name} (${typeOf(m, i)})` }, name);
+    const label = h("span", { class: "nm", title: nameTitle(m, i) }, name);
     const link = this.opts.linkOf?.(i) ?? null;
     // The link stays in view however long the name: the name gives way (ellipsis), not the link.
     const nameCell = link ? h("td", { class: "name" }, h("span", { class: "name-link" }, toggle, label, explainAnchor(link))) : h("td", { class: "name" }, toggle, label);

@@ -5,12 +5,14 @@
 // over the canvas' gutter; below, a table of the scopes inside kernels when the trace has any.
 // A search box finds events by name and steps through them in time order; the launch arrows can be
 // turned off; a clicked event's details show its call stack and args. The window, the selected
-// event, the search and the arrows toggle live in the address (hashstate.ts), so a link reopens them.
+// event, the search and the arrows toggle live in the address (hashstate.ts), so a link reopens them,
+// also when it is set on the open page (pasted into its address bar, Back, Forward).
 import "./timeline.css";
 import { getPacked } from "../../data";
 import { fitCanvas, h, picker, placeTip } from "../../dom";
 import { fmt } from "../../format";
 import { readState, writeState } from "../../hashstate";
+import { viewOfHash } from "../../route";
 import type { Index } from "../../types";
 import { LABEL_W, ROW_H, buildTimeline, clampWindow, describeEvent, eventAt, groupAt, setExpanded, traceSummary, type TimelineModel } from "./model";
 import { Painter, type Highlight, type Window } from "./painter";
@@ -26,9 +28,13 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
   // The state the address opened with applies to the trace it names, once.
   const opened = parseState(readState("timeline"));
   if (opened.trace >= traces.length) opened.trace = 0;
+  let current = -1;
+  let view: TimelineView | null = null; // the trace shown, once loaded
   const show = async (k: number): Promise<void> => {
     const state: TimelineState = k === opened.trace ? { ...opened } : { trace: k, t0: null, t1: null, selected: -1, query: "", arrows: true };
     opened.trace = -1;
+    current = k;
+    view = null;
     listening?.abort();
     listening = new AbortController();
     const signal = listening.signal;
@@ -41,13 +47,26 @@ export async function mountTimeline(root: HTMLElement, index: Index): Promise<vo
     slot.replaceChildren(h("p", { class: "empty" }, `Loading ${traces[k].name} (${fmt(traces[k].count)} events)…`));
     try {
       const model = buildTimeline(traces[k], await getPacked(traces[k].events));
+      if (signal.aborted) return; // another trace was asked for meanwhile
       slot.replaceChildren();
-      new TimelineView(slot, model, choose, signal, state);
+      view = new TimelineView(slot, model, choose, signal, state);
     } catch (error) {
       slot.replaceChildren(h("div", { class: "error", role: "alert" }, error instanceof Error ? error.message : String(error)));
     }
   };
   root.append(slot);
+  // The address changed under the open page (a link pasted into this tab's address bar,
+  // `location.hash = …`, Back, Forward): show the trace, window, selection and search it names.
+  const follow = (): void => {
+    if (viewOfHash(location.hash) !== "timeline") return;
+    const want = parseState(readState("timeline"));
+    if (want.trace >= traces.length) want.trace = 0;
+    if (want.trace === current) return view?.apply(want);
+    Object.assign(opened, want);
+    void show(want.trace);
+  };
+  window.addEventListener("hashchange", follow);
+  window.addEventListener("popstate", follow);
   await show(Math.max(0, opened.trace));
 }
 
@@ -131,6 +150,25 @@ class TimelineView {
     if (state.query.trim()) this.runSearch();
     if (state.selected >= 0 && state.selected < m.n) this.select(state.selected);
     this.draw(); // the first frame now: opening time includes it
+  }
+
+  /** Take the state a link names (the address changed under the open view); what is already so
+   * is left alone, so applying it twice changes nothing. */
+  apply(want: TimelineState): void {
+    if (this.arrows.checked !== want.arrows) {
+      this.arrows.checked = want.arrows;
+      this.state.arrows = want.arrows;
+    }
+    if (this.search.value !== want.query) {
+      this.search.value = want.query;
+      this.runSearch();
+    }
+    const [t0, t1] = want.t0 !== null && want.t1 !== null ? clampWindow(want.t0, want.t1, this.m.span) : [0, this.m.span];
+    if (t0 !== this.t0 || t1 !== this.t1) this.setWindow(t0, t1);
+    const selected = want.selected < this.m.n ? want.selected : -1;
+    if (selected !== this.selected) this.select(selected);
+    this.save();
+    this.schedule();
   }
 
   /** The search box: typing searches (after a pause), Enter and Shift+Enter step through the
