@@ -19,6 +19,7 @@ from deuteron.render.json_tree import render_json
 from deuteron.view import advise, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
 from deuteron.view.flat import flat_rows
+from deuteron.view.jobs import check_one_job
 from deuteron.view.summary import summary_lines, unrelated
 
 
@@ -216,6 +217,9 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if len(sources) > 1 and diff_path:
         raise DeuteronError("--diff compares one profile with another: give one profile, not several")
     profiles = [hatchet.read(path) for path in sources]
+    if len(profiles) > 1:
+        for note in check_one_job(profiles, sources):
+            say(f"deuteron view: {note}")
     profile = profiles[0]
     if args.list_metrics:
         print(list_metrics(processors.merge(profiles) if len(profiles) > 1 else profile))

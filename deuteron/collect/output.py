@@ -14,6 +14,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from deuteron.collect import job
 from deuteron.formats import chrome_trace, hatchet
 from deuteron.formats.files import OutputError, atomic_write
 from deuteron.model.trace import TraceEvent
@@ -34,16 +35,9 @@ def parse_formats(output_format: str) -> list[str]:
     return formats
 
 
-RANK_VARIABLES = ("RANK", "LOCAL_RANK")  # torchrun, torch.distributed and most launchers set these
-
-
 def rank() -> int | None:
-    """This process's rank in a distributed job (``RANK``, else ``LOCAL_RANK``), None outside one."""
-    for variable in RANK_VARIABLES:
-        value = os.environ.get(variable, "").strip()
-        if value.isdigit():
-            return int(value)
-    return None
+    """This process's rank in a distributed job (see :mod:`deuteron.collect.job`), None outside one."""
+    return job.current().rank
 
 
 def paths(base: Path, formats: list[str]) -> list[Path]:
@@ -161,9 +155,7 @@ def run_metadata(
         "pid": os.getpid(),
         "python": platform.python_version(),
     }
-    r = rank()
-    if r is not None:
-        meta["rank"] = str(r)
+    meta.update(job.current().metadata())  # rank, world size, launcher, the job's id
     triton = sys.modules.get("triton")
     if triton is not None:
         meta["triton"] = getattr(triton, "__version__", "")

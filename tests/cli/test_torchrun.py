@@ -1,0 +1,71 @@
+"""A real job under torchrun (``python -m torch.distributed.run``) on the CPU: its ranks all-reduce
+over gloo, each writes its own file with the job's id, and ``deuteron view`` reads them as one job;
+the leftovers of an earlier job of more ranks in the same folder are refused, not merged."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deuteron.formats import hatchet
+from tests.conftest import REPO, run_cli
+
+pytestmark = pytest.mark.slow
+
+JOB = """
+import torch, torch.distributed as dist, deuteron
+dist.init_process_group("gloo")
+x = torch.ones(1024) * (dist.get_rank() + 1)
+with deuteron.scope("step"):
+    y = (x * 2).sum()
+    dist.all_reduce(x)
+n = dist.get_world_size()
+assert x[0].item() == n * (n + 1) / 2
+dist.destroy_process_group()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _torchrun(folder: Path, ranks: int) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks),
+         "--master_port", str(_free_port()), "-m", "deuteron", "run", "-c", "torch", "job.py"],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_a_torchrun_jobs_ranks_are_one_job_and_an_earlier_jobs_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "job.py").write_text(JOB)
+    _torchrun(tmp_path, 3)
+    first = {r: hatchet.read(tmp_path / f"deuteron.rank{r}.hatchet").metadata for r in range(3)}
+    _torchrun(tmp_path, 2)  # a second job: ranks 0 and 1 are rewritten, rank 2 is the first job's
+    second = {r: hatchet.read(tmp_path / f"deuteron.rank{r}.hatchet").metadata for r in range(2)}
+    for meta, size in ((first[0], 3), (second[0], 2)):
+        assert (meta["launcher"], meta["world_size"]) == ("torchrun", str(size))
+        assert str(meta["job_id"]).startswith(f"torchrun:{socket.gethostname()}:")
+    assert first[0]["job_id"] == first[1]["job_id"] == first[2]["job_id"]  # one job: one id
+    assert second[0]["job_id"] == second[1]["job_id"] != first[0]["job_id"]  # a new agent: a new job
+    files = sorted(p.name for p in tmp_path.glob("deuteron.rank*.hatchet"))
+    assert files == ["deuteron.rank0.hatchet", "deuteron.rank1.hatchet", "deuteron.rank2.hatchet"]
+    mixed = run_cli("view", *files, cwd=tmp_path)
+    assert mixed.returncode == 2 and not mixed.stdout
+    (said,) = mixed.stderr.strip().splitlines()
+    assert said.startswith("deuteron: error: these files are from 2 jobs: deuteron.rank0.hatchet, ")
+    assert "deuteron.rank2.hatchet (job torchrun:" in said and said.endswith("view one job's files")
+    ok = run_cli("view", *files[:2], cwd=tmp_path)
+    assert ok.returncode == 0 and "step" in ok.stdout and not ok.stderr.strip(), ok.stderr
+    one = run_cli("view", files[0], files[2], cwd=tmp_path)  # rank 2 alone of the first job: refused
+    assert one.returncode == 2
