@@ -20,6 +20,7 @@ from deuteron.view import advise, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
 from deuteron.view.flat import flat_rows
 from deuteron.view.jobs import check_one_job
+from deuteron.view.ranks import advise_ranks
 from deuteron.view.summary import summary_lines, unrelated
 
 
@@ -34,6 +35,7 @@ def add_parser(sub: Any) -> None:
             "  deuteron view deuteron.hatchet --flat 20  # the 20 frame names with most time, over the tree\n"
             "  deuteron view deuteron.hatchet -i attn --sort -d 6  # paths through attn, largest first\n"
             "  deuteron view deuteron.rank*.hatchet  # ranks merged: min, median, max per frame\n"
+            "  deuteron view deuteron.rank*.hatchet --advise  # each rank's compute and waits; straggler\n"
             "  deuteron view new.hatchet --diff old.hatchet  # old, new, ratio and change per frame\n"
             "  deuteron view deuteron.hatchet --advise  # then what to look at, with evidence"
         ),
@@ -254,8 +256,8 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if filtered_out:
         which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
         say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
-    if args.advise:
-        findings = advise.advise(profile)
+    if args.advise:  # several ranks: side by side, and the straggler
+        findings = advise_ranks(profiles, sources) if len(profiles) > 1 else advise.advise(profile)
         if args.json:
             json.dump({"advice": [f.as_json() for f in findings]}, sys.stdout, indent=1)
             print()

@@ -1,0 +1,178 @@
+"""Several ranks of one job side by side: each rank's GPU time split into compute and communication,
+and the straggler the others wait for (``deuteron view NAME.rank*.hatchet --advise``).
+
+Why communication time names the straggler: a collective's kernel (NCCL's, RCCL's) starts on each
+rank when that rank reaches it and ends when the last rank has; a rank that arrives early spends
+the difference inside the kernel, waiting. So over a step, the ranks' compute differs by what
+each did, and their communication by how long each waited: the rank with the most compute and the
+least communication is the one the others wait for (named when its compute is at least 10% over
+the other ranks' median). What it did instead is where its compute differs most from the rank
+nearest that median: followed from ROOT down the frames that hold most of the difference, as long
+as one frame holds more than half of it.
+
+Only the files are read (each rank's tree and its GPU busy time), so this holds for any number of
+ranks; the collectives' own records (sizes, arrival times per call) are not in the files yet.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from deuteron.model.metrics import TIME
+from deuteron.model.names import display_name
+from deuteron.model.tree import KERNEL, Node, Profile
+from deuteron.view.advise import Finding
+
+COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL's and RCCL's kernels, mangled or not
+MIN_SPREAD = 0.10  # a straggler is named when the ranks' compute differs by at least this share
+HOLDS_MOST = 0.5  # a frame on the straggler's path holds more than this share of the difference
+
+
+@dataclass(frozen=True)
+class RankTimes:
+    """One rank's GPU time: all its kernels, those of collectives, and its window and busy time."""
+
+    rank: str
+    source: str
+    kernels_ns: int
+    comm_ns: int
+    busy_ns: int | None
+    window_ns: int | None
+
+    @property
+    def compute_ns(self) -> int:
+        return self.kernels_ns - self.comm_ns
+
+
+def rank_times(profile: Profile, source: str, index: int) -> RankTimes:
+    kernels = comm = 0
+    for node in profile.root.walk():
+        if node.type != KERNEL:
+            continue
+        t = node.metrics.get(TIME, 0)
+        t = int(t) if isinstance(t, (int, float)) else 0
+        kernels += t
+        if COMM_KERNEL.search(node.name):
+            comm += t
+    meta = profile.metadata
+    busy, window = meta.get("gpu_busy_ns"), meta.get("gpu_window_ns")
+    rank = meta.get("rank")
+    return RankTimes(
+        str(rank) if isinstance(rank, str) and rank else str(index),
+        source,
+        kernels,
+        comm,
+        int(busy) if isinstance(busy, (int, float)) else None,
+        int(window) if isinstance(window, (int, float)) else None,
+    )
+
+
+def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Finding]:
+    """The per-rank breakdown, and the straggler where the evidence is there (see the module)."""
+    times = [rank_times(p, s, i) for i, (p, s) in enumerate(zip(profiles, sources, strict=True))]
+    if not any(t.kernels_ns for t in times):
+        return []
+    findings = [_breakdown(times)]
+    straggler = _straggler(times, profiles)
+    if straggler is not None:
+        findings.append(straggler)
+    return findings
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms"
+
+
+def _rounded(ns: int) -> float:
+    return round(ns / 1e6, 3)
+
+
+def _breakdown(times: list[RankTimes]) -> Finding:
+    rows = []
+    for t in times:
+        row: dict[str, object] = {
+            "path": f"rank {t.rank}",
+            "compute_ms": _rounded(t.compute_ns),
+            "communication_ms": _rounded(t.comm_ns),
+        }
+        if t.busy_ns is not None and t.window_ns:
+            row["idle_ms"] = _rounded(t.window_ns - t.busy_ns)
+            row["busy_share"] = f"{t.busy_ns / t.window_ns:.0%}"
+        rows.append(row)
+    comm = [t.comm_ns for t in times]
+    title = (
+        f"{len(times)} ranks: kernel time per rank split into compute and communication "
+        f"(collective kernels: names holding nccl or rccl; they include the time spent waiting "
+        f"for other ranks); communication {_ms(min(comm))} to {_ms(max(comm))}"
+    )
+    return Finding("ranks", title, rows)
+
+
+def _straggler(times: list[RankTimes], profiles: Sequence[Profile]) -> Finding | None:
+    """The rank the others wait for, with what it did instead; None below :data:`MIN_SPREAD`."""
+    if len(times) < 2 or not any(t.comm_ns for t in times):
+        return None
+    slow = max(range(len(times)), key=lambda i: (times[i].compute_ns, -times[i].comm_ns))
+    s = times[slow]
+    others = [t for t in times if t is not s]
+    median = statistics.median(t.compute_ns for t in others)
+    if median <= 0 or s.compute_ns < (1 + MIN_SPREAD) * median:
+        return None
+    waits = max(others, key=lambda t: t.comm_ns)
+    # the other rank nearest the median: the slow rank's tree is compared with its tree
+    near = [i for i in range(len(times)) if i != slow]
+    typical = min(near, key=lambda i: abs(times[i].compute_ns - median))
+    path, extra = _where_it_differs(profiles[slow].root, profiles[typical].root)
+    title = (
+        f"rank {s.rank} is the straggler: its compute {_ms(s.compute_ns)} is "
+        f"{s.compute_ns / median:.2f}x the other ranks' median {_ms(median)}, and they wait in "
+        f"communication (rank {waits.rank}: {_ms(waits.comm_ns)} against rank {s.rank}'s "
+        f"{_ms(s.comm_ns)}); most of the extra time is under {path} (+{_ms(extra)} against rank "
+        f"{times[typical].rank})"
+    )
+    slowest = sorted(times, key=lambda t: -t.compute_ns)[:8]
+    evidence: list[dict[str, object]] = [
+        {
+            "path": f"rank {t.rank}",
+            "compute_ms": _rounded(t.compute_ns),
+            "communication_ms": _rounded(t.comm_ns),
+        }
+        for t in slowest
+    ]
+    return Finding("straggler", title, evidence)
+
+
+def _compute(node: Node) -> int:
+    """GPU time of the non-collective kernels under ``node``."""
+    total = 0
+    for n in node.walk():
+        if n.type == KERNEL and not COMM_KERNEL.search(n.name):
+            t = n.metrics.get(TIME, 0)
+            total += int(t) if isinstance(t, (int, float)) else 0
+    return total
+
+
+def _where_it_differs(slow: Node, typical: Node) -> tuple[str, int]:
+    """The deepest frame of the slow rank that holds more than :data:`HOLDS_MOST` of its extra
+    compute over the typical rank (frames matched by name and type), and that extra time."""
+    extra = _compute(slow) - _compute(typical)
+    path: list[str] = []
+    here, there = slow, typical
+    while True:
+        best: tuple[int, Node, Node | None] | None = None
+        for key, child in here.children.items():
+            other = there.children.get(key)
+            diff = _compute(child) - (_compute(other) if other is not None else 0)
+            if best is None or diff > best[0]:
+                best = (diff, child, other)
+        if best is None or extra <= 0 or best[0] <= HOLDS_MOST * extra:
+            break
+        _, here, other_child = best
+        path.append(display_name(here.name))
+        if other_child is None:
+            break
+        there = other_child
+    return (" > ".join(path) if path else "ROOT"), extra
