@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deuteron.collect import lanes, output
+from deuteron.collect import collectives, lanes, output
 from deuteron.collect.backends import Backend, KernelGroup, resolve
 from deuteron.collect.backends.port import Frameworks
 from deuteron.collect.context import ContextSource, ContextSpecError, LaunchPlaces, parse_context
@@ -130,6 +130,7 @@ class Session:
         self.profile.metadata.update(
             output.run_metadata(name, self.backend.name, self.context_spec, hook, command)
         )
+        collectives.prepare()  # a rank's process groups made from now on record their calls
         self.profile.kinds[CPU_TIME] = EXC
         root = self.profile.root
         # Scopes are always tracked (their stack closes them); they place kernels only in the shadow chain.
@@ -579,6 +580,7 @@ class Session:
             if self.kernel_spans:  # what `deuteron view --advise` needs for the GPU's idle share
                 busy, window = gpu_busy(self.kernel_spans)
                 self.profile.metadata.update(gpu_busy_ns=busy, gpu_window_ns=window)
+            self.profile.metadata.update(collectives.read())  # a rank's calls, as torch recorded them
             written = output.write(self._whole(), formats, base, self.trace_events)
         return [self._as_named(p) for p in written]
 

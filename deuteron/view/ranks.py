@@ -10,8 +10,8 @@ the other ranks' median). What it did instead is where its compute differs most 
 nearest that median: followed from ROOT down the frames that hold most of the difference, as long
 as one frame holds more than half of it.
 
-Only the files are read (each rank's tree and its GPU busy time), so this holds for any number of
-ranks; the collectives' own records (sizes, arrival times per call) are not in the files yet.
+Only the files are read (each rank's tree and its GPU busy time, and its collectives' record where
+torch kept one: see :mod:`deuteron.view.collectives`), so this holds for any number of ranks.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from deuteron.model.metrics import TIME
 from deuteron.model.names import display_name
 from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view.advise import Finding
+from deuteron.view.collectives import collective_findings
 
 COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL's and RCCL's kernels, mangled or not
 MIN_SPREAD = 0.10  # a straggler is named when the ranks' compute differs by at least this share
@@ -73,12 +74,13 @@ def rank_times(profile: Profile, source: str, index: int) -> RankTimes:
 def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Finding]:
     """The per-rank breakdown, and the straggler where the evidence is there (see the module)."""
     times = [rank_times(p, s, i) for i, (p, s) in enumerate(zip(profiles, sources, strict=True))]
+    findings = collective_findings(profiles)  # who waits for whom, call by call; what they move
     if not any(t.kernels_ns for t in times):
-        return []
-    findings = [_breakdown(times)]
+        return findings
+    findings.insert(0, _breakdown(times))
     straggler = _straggler(times, profiles)
     if straggler is not None:
-        findings.append(straggler)
+        findings.insert(1, straggler)
     return findings
 
 

@@ -69,3 +69,36 @@ def test_a_torchrun_jobs_ranks_are_one_job_and_an_earlier_jobs_are_refused(tmp_p
     assert ok.returncode == 0 and "step" in ok.stdout and not ok.stderr.strip(), ok.stderr
     one = run_cli("view", files[0], files[2], cwd=tmp_path)  # rank 2 alone of the first job: refused
     assert one.returncode == 2
+
+
+LATE = """
+import time, torch, torch.distributed as dist, deuteron
+dist.init_process_group("gloo")
+x = torch.ones(1024)
+for _ in range(4):
+    if dist.get_rank() == 1:
+        time.sleep(0.03)  # rank 1 is late to every call
+    with deuteron.scope("step"):
+        dist.all_reduce(x)
+dist.destroy_process_group()
+"""
+
+
+def test_each_collective_is_matched_across_ranks_and_the_late_rank_named(tmp_path: Path) -> None:
+    """torch's Flight Recorder, turned on by `deuteron run` in a rank, records every call; the
+    view matches the calls across the ranks' files and names the rank the others wait for."""
+    (tmp_path / "job.py").write_text(LATE)
+    _torchrun(tmp_path, 2)
+    for r in range(2):
+        calls = hatchet.read(tmp_path / f"deuteron.rank{r}.hatchet").metadata["collectives"]
+        assert isinstance(calls, dict)
+        assert calls["op"] == ["gloo:all_reduce"] * 4 and calls["seq"] == [1, 2, 3, 4]
+        assert calls["in_bytes"] == [4096] * 4 and calls["dtype"] == ["Float"] * 4
+    proc = run_cli("view", "deuteron.rank0.hatchet", "deuteron.rank1.hatchet", "--advise", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    waits = next(line for line in proc.stdout.splitlines() if line.startswith("[waits]"))
+    assert waits.startswith("[waits] rank 1 reaches the collectives last at 4 of 4 calls, ")
+    late = float(waits.split("calls, ")[1].split(" ms")[0])
+    assert 20 < late < 200, waits  # it slept 30 ms before each call
+    assert "[collectives] rank 0's 4 collective calls by operation, size and dtype" in proc.stdout
+    assert "gloo:all_reduce 4.0 KiB Float  (calls=4, total_bytes=16,384)" in proc.stdout

@@ -1,0 +1,82 @@
+"""Collective calls across ranks from each rank's Flight Recorder record: waits by arrival, and
+bytes and bandwidth per operation (NCCL's bus factors). Real gloo calls under torchrun are checked
+in tests/cli/test_torchrun.py; these are the rules on made records."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from deuteron.collect import collectives
+from deuteron.model.tree import Profile
+from deuteron.view.collectives import _bus_factor, collective_findings
+
+
+def _rank(
+    rank: int, arrivals_ms: list[float], host: str = "h", durations: list[float | None] | None = None
+) -> Profile:
+    p = Profile()
+    p.metadata.update(rank=str(rank), world_size="8", host=host)
+    n = len(arrivals_ms)
+    p.metadata["collectives"] = {
+        "group": ["0"] * n,
+        "seq": list(range(1, n + 1)),
+        "op": ["nccl:all_reduce"] * n,
+        "in_bytes": [256 << 20] * n,
+        "out_bytes": [256 << 20] * n,
+        "dtype": ["BFloat16"] * n,
+        "created_ns": [int((1000 + ms) * 1e6) for ms in arrivals_ms],  # host clock times
+        "duration_ms": durations or [None] * n,
+        "p2p": [False] * n,
+    }
+    return p
+
+
+def test_the_rank_arriving_last_is_named_with_the_waits_it_causes() -> None:
+    ranks = [_rank(0, [0, 100, 200]), _rank(1, [10, 150, 205]), _rank(2, [1, 101, 240])]
+    waits, costs = collective_findings(ranks)
+    assert waits.title.startswith("rank 1 reaches the collectives last at 2 of 3 calls, 30.00 ms after")
+    assert "the other ranks wait 158.00 ms in all" in waits.title  # rank 0: 10 + 50 + 40, rank 2: 9 + 49
+    assert "the longest: nccl:all_reduce #2 of group 0, 50.00 ms" in waits.title
+    assert {row["path"]: row["last_at"] for row in waits.evidence} == {"rank 0": 0, "rank 1": 2, "rank 2": 1}
+    assert costs.kind == "collectives" and costs.evidence[0]["path"] == "nccl:all_reduce 256.0 MiB BFloat16"
+
+
+def test_arrivals_on_different_hosts_are_not_compared() -> None:
+    ranks = [_rank(0, [0, 100], host="a"), _rank(1, [50, 150], host="b")]
+    assert [f.kind for f in collective_findings(ranks)] == ["collectives"]  # clocks not aligned yet
+
+
+def test_bandwidth_from_durations_with_the_bus_factor() -> None:
+    (costs,) = collective_findings([_rank(0, [0, 1, 2], durations=[2.0, 4.0, 3.0])])
+    row = costs.evidence[0]
+    assert row["median_ms"] == 3.0 and row["algbw_gbs"] == round((256 << 20) / 3e-3 / 1e9, 2)
+    assert row["busbw_gbs"] == round(row["algbw_gbs"] * 2 * 7 / 8, 2)  # all_reduce over 8 ranks
+    assert "with durations" in costs.title
+
+
+@pytest.mark.parametrize(
+    ("op", "factor"),
+    [("nccl:all_reduce", 1.75), ("nccl:_allgather_base", 0.875), ("nccl:reduce_scatter", 0.875),
+     ("nccl:broadcast", 1.0), ("gloo:all_gather0", 0.875)],
+)  # fmt: skip
+def test_bus_factors_follow_nccl_tests(op: str, factor: float) -> None:
+    assert _bus_factor(op, 8) == factor
+
+
+def test_no_record_no_finding() -> None:
+    assert collective_findings([Profile(), Profile()]) == []
+
+
+def test_the_recorder_is_turned_on_only_in_a_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("RANK", "LOCAL_RANK", "SLURM_PROCID", *collectives.BUFFER_VARIABLES):
+        monkeypatch.delenv(variable, raising=False)
+    collectives.prepare()
+    assert "TORCH_FR_BUFFER_SIZE" not in os.environ
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("TORCH_NCCL_TRACE_BUFFER_SIZE", "64")  # the program's own choice stays
+    collectives.prepare()
+    assert os.environ["TORCH_FR_BUFFER_SIZE"] == collectives.BUFFER_SIZE
+    assert os.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "64"
+    assert collectives._bytes([[2, 3], [4]], ["BFloat16", "Float"]) == 2 * 3 * 2 + 4 * 4
