@@ -44,8 +44,8 @@ def prepare() -> None:
 
 def read() -> dict[str, Any]:
     """``{"collectives": columns}`` of the calls the recorder kept, or {} (no torch.distributed, no
-    recorder in this torch, nothing recorded)."""
-    if "torch.distributed" not in sys.modules:
+    recorder in this torch, nothing recorded, not a rank of a job)."""
+    if "torch.distributed" not in sys.modules or job.current().rank is None:
         return {}
     c10d = getattr(getattr(sys.modules.get("torch"), "_C", None), "_distributed_c10d", None)
     dump = getattr(c10d, "_dump_fr_trace_json", None) or getattr(c10d, "_dump_nccl_trace_json", None)

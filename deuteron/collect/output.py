@@ -35,18 +35,13 @@ def parse_formats(output_format: str) -> list[str]:
     return formats
 
 
-def rank() -> int | None:
-    """This process's rank in a distributed job (see :mod:`deuteron.collect.job`), None outside one."""
-    return job.current().rank
-
-
 def paths(base: Path, formats: list[str]) -> list[Path]:
     """The files ``formats`` write for ``base`` (``run`` -> ``run.hatchet``, ``run.chrome_trace``);
     in a distributed job each rank writes its own (``run.rank1.hatchet``): ranks share a folder,
     and one file for all would keep only the last rank's profile."""
     if base.suffix in (".hatchet", ".hatchet_msgpack", ".chrome_trace", ".json"):
         base = base.with_suffix("")
-    r = rank()
+    r = job.current().rank  # see deuteron.collect.job: torchrun, srun, mpirun
     if r is not None and not base.name.endswith(f".rank{r}"):
         base = base.with_name(f"{base.name}.rank{r}")
     return [base.with_name(base.name + "." + f) for f in formats]

@@ -21,6 +21,7 @@ from typing import Any
 
 from deuteron.model.tree import Profile
 from deuteron.view.advise import Finding
+from deuteron.view.jobs import rank_of
 
 SOURCE = "torch's Flight Recorder (c10d)"
 
@@ -28,11 +29,6 @@ SOURCE = "torch's Flight Recorder (c10d)"
 def _columns(profile: Profile) -> dict[str, list[Any]] | None:
     cols = profile.metadata.get("collectives")
     return cols if isinstance(cols, dict) and cols.get("seq") else None
-
-
-def _rank(profile: Profile, index: int) -> str:
-    rank = profile.metadata.get("rank")
-    return rank if isinstance(rank, str) and rank else str(index)
 
 
 def collective_findings(profiles: Sequence[Profile]) -> list[Finding]:
@@ -87,7 +83,7 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded) -> Finding | None:
     straggler = max(last_at, key=lambda i: (last_at[i], sum(late_by[i])))
     mean_late = statistics.fmean(late_by[straggler]) / 1e6
     held = sum(w for i, w in waited.items() if i != straggler) / 1e6
-    name = _rank(profiles[straggler], straggler)
+    name = rank_of(profiles[straggler], straggler)
     assert worst is not None
     title = (
         f"rank {name} reaches the collectives last at {last_at[straggler]} of {len(calls)} calls, "
@@ -97,7 +93,7 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded) -> Finding | None:
     )
     evidence: list[dict[str, object]] = [
         {
-            "path": f"rank {_rank(profiles[i], i)}",
+            "path": f"rank {rank_of(profiles[i], i)}",
             "last_at": last_at.get(i, 0),
             "waited_ms": round(w / 1e6, 3),
         }
@@ -143,7 +139,7 @@ def _costs(profile: Profile, cols: dict[str, list[Any]], world: int) -> Finding:
     untimed = "no durations (NCCL records them with TORCH_NCCL_ENABLE_TIMING=1)"
     how = "with durations" if any_timed else untimed
     title = (
-        f"rank {_rank(profile, 0)}'s {calls} collective calls by operation, size and dtype, from "
+        f"rank {rank_of(profile, 0)}'s {calls} collective calls by operation, size and dtype, from "
         f"{SOURCE}: {how}"
     )
     return Finding("collectives", title, rows[:12])

@@ -15,6 +15,12 @@ from deuteron.model.errors import DeuteronError
 from deuteron.model.tree import Profile
 
 
+def rank_of(profile: Profile, index: int) -> str:
+    """A rank file's rank as its metadata says it, else its place among the files given."""
+    rank = profile.metadata.get("rank")
+    return rank if isinstance(rank, str) and rank else str(index)
+
+
 def check_one_job(profiles: Sequence[Profile], sources: Sequence[str]) -> list[str]:
     """Notes for several rank files of one job (the ranks missing from it); raises DeuteronError
     for files of several jobs or one rank given twice. Files written before jobs were recorded (no

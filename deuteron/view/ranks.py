@@ -26,6 +26,7 @@ from deuteron.model.names import display_name
 from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view.advise import Finding
 from deuteron.view.collectives import collective_findings
+from deuteron.view.jobs import rank_of
 
 COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL's and RCCL's kernels, mangled or not
 MIN_SPREAD = 0.10  # a straggler is named when the ranks' compute differs by at least this share
@@ -60,9 +61,8 @@ def rank_times(profile: Profile, source: str, index: int) -> RankTimes:
             comm += t
     meta = profile.metadata
     busy, window = meta.get("gpu_busy_ns"), meta.get("gpu_window_ns")
-    rank = meta.get("rank")
     return RankTimes(
-        str(rank) if isinstance(rank, str) and rank else str(index),
+        rank_of(profile, index),
         source,
         kernels,
         comm,

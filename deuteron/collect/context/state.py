@@ -59,10 +59,11 @@ class StateContext:
     def place_kernel(base: Node, name: str | None, kernel: str) -> Node:
         """Where a kernel named ``kernel`` launched in state ``name`` goes below ``base``: a
         metric-copy kernel is filed as ``<metric>``, as Proton names it."""
-        metric = bool(name) and state_frames(name or "")[1]
+        metric = state_frames(name)[1] if name else False
         return StateContext.place(base, name).child(METRIC_KERNEL if metric else kernel, KERNEL)
 
 
+@functools.lru_cache(maxsize=4096)  # a run has a few states; each kernel group filed asks again
 def state_frames(name: str) -> tuple[tuple[str, ...], bool]:
     """A state's frames, outermost first, and whether kernels in it copy metrics:
     ``"warmup"`` is one frame; ``"__proton_launch_metadata:foo"`` two
