@@ -27,6 +27,22 @@ def find(profile: Profile, *names: str) -> Node:
     return node
 
 
+def timed_profile(spec: dict[str, Any]) -> Profile:
+    """A made profile from ``{name: (own ms, type, {children...})}`` (children optional), each
+    node's own ``time (ns)`` as given: the small trees the web and view tests draw by hand."""
+    profile = Profile()
+
+    def add(parent: Node, children: dict[str, Any]) -> None:
+        for name, (ms, kind, *below) in children.items():
+            node = parent.child(name, kind)
+            node.add("time (ns)", ms * 1e6)
+            if below:
+                add(node, below[0])
+
+    add(profile.root, spec)
+    return profile
+
+
 def kernels(profile: Profile) -> dict[str, Node]:
     return {n.name: n for n in profile.root.walk() if n.type == "kernel"}
 

@@ -17,8 +17,8 @@ import pytest
 
 from deuteron.formats import hatchet
 from deuteron.model.metrics import parse_metric
-from deuteron.model.tree import Profile
 from deuteron.view.flat import flat_rows
+from tests.helpers import timed_profile
 from tests.web.browser import Watched, expect
 from tests.web.conftest import WebInputs, serving
 
@@ -101,21 +101,18 @@ def _pair(folder: Path) -> None:
                  └─ B (own 2) ─── gemm 2                      └─ B (own 3) ─── gemm 2
     gemm is 3x slower under A and unchanged under B: x2 over the profile (8 / 4), the largest ratio
     of all names, which neither of its places in the tree table shows."""
-    new, old = Profile(), Profile()
-    a = new.root.child("A", "function")
-    a.add("time (ns)", 1e6)
-    a.child("gemm", "kernel").add("time (ns)", 6e6)
-    a.child("fresh", "kernel").add("time (ns)", 2e6)
-    b = new.root.child("B", "function")
-    b.add("time (ns)", 2e6)
-    b.child("gemm", "kernel").add("time (ns)", 2e6)
-    a = old.root.child("A", "function")
-    a.add("time (ns)", 1e6)
-    a.child("gemm", "kernel").add("time (ns)", 2e6)
-    a.child("gone", "kernel").add("time (ns)", 3e6)
-    b = old.root.child("B", "function")
-    b.add("time (ns)", 3e6)
-    b.child("gemm", "kernel").add("time (ns)", 2e6)
+    new = timed_profile(
+        {
+            "A": (1, "function", {"gemm": (6, "kernel"), "fresh": (2, "kernel")}),
+            "B": (2, "function", {"gemm": (2, "kernel")}),
+        }
+    )
+    old = timed_profile(
+        {
+            "A": (1, "function", {"gemm": (2, "kernel"), "gone": (3, "kernel")}),
+            "B": (3, "function", {"gemm": (2, "kernel")}),
+        }
+    )
     hatchet.write(new, folder / "new.hatchet")
     hatchet.write(old, folder / "old.hatchet")
 

@@ -14,6 +14,7 @@ from deuteron.formats import hatchet
 from deuteron.model.metrics import parse_metric
 from deuteron.model.tree import Profile
 from deuteron.view.flat import flat_rows
+from tests.helpers import timed_profile
 from tests.web.browser import Watched, expect
 from tests.web.conftest import serving
 
@@ -24,16 +25,12 @@ def _recursive(path: Path) -> Profile:
     """ROOT ─┬─ f (own 1 ms) ─┬─ f (own 2 ms) ─── k 4 ms      (f nested in itself)
     │                └─ g 3 ms
     └─ g (own 3 ms) ─── k 2 ms"""
-    p = Profile()
-    outer = p.root.child("f", "function")
-    outer.add("time (ns)", 1e6)
-    inner = outer.child("f", "function")
-    inner.add("time (ns)", 2e6)
-    inner.child("k", "kernel").add("time (ns)", 4e6)
-    outer.child("g", "function").add("time (ns)", 3e6)
-    top = p.root.child("g", "function")
-    top.add("time (ns)", 3e6)
-    top.child("k", "kernel").add("time (ns)", 2e6)
+    p = timed_profile(
+        {
+            "f": (1, "function", {"f": (2, "function", {"k": (4, "kernel")}), "g": (3, "function")}),
+            "g": (3, "function", {"k": (2, "kernel")}),
+        }
+    )
     hatchet.write(p, path)
     return p
 
