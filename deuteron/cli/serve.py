@@ -85,16 +85,12 @@ def load(args: argparse.Namespace) -> Any:
     from deuteron.render.web.data import WebData
 
     data = WebData(title=args.title, threshold=args.threshold)
-    kinds = []
-    for path in args.files:
-        started = time.perf_counter()
-        kinds.append(data.add_file(path, base=args.base))
+    started = time.perf_counter()
+    for path, line in data.add_files(args.files, base=args.base):
         took = time.perf_counter() - started
-        say(
-            f"deuteron serve: {path}: {data.describe(-1)}"
-            + (f" (read in {took:.1f} s)" if took >= 0.5 else "")
-        )
-    if args.base and "profile" not in kinds:
+        say(f"deuteron serve: {path}: {line}" + (f" (read in {took:.1f} s)" if took >= 0.5 else ""))
+        started = time.perf_counter()
+    if args.base and not data.profiles:
         raise DeuteronError("--base compares profiles: give a profile (.hatchet) to compare with it")
     return data
 

@@ -22,7 +22,21 @@ from typing import Any
 from deuteron.collect import job
 
 BUFFER_SIZE = "20000"  # calls kept per process (the recorder's ring): about 10 MB at most
-BUFFER_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")
+BUFFER_VARIABLES = ("TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE")  # torch >= 2.7, and before
+
+
+def _buffer_variable() -> str:
+    """The variable this torch reads (torch 2.7 renamed it, and warns on every rank when the old
+    one is set): read from the installed torch's version, without importing torch."""
+    from importlib import metadata
+
+    try:
+        major, minor = (int(part) for part in metadata.version("torch").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return BUFFER_VARIABLES[0]
+    return BUFFER_VARIABLES[0] if (major, minor) >= (2, 7) else BUFFER_VARIABLES[1]
+
+
 # Bytes per element of the dtypes c10d names (ScalarType's names)
 DTYPE_BYTES = {
     "Double": 8, "Long": 8, "ComplexFloat": 8, "ComplexDouble": 16,
@@ -38,8 +52,8 @@ def prepare() -> None:
     """In a rank of a job, turn torch's Flight Recorder on for the process groups made from now on."""
     if job.current().rank is None:
         return
-    for variable in BUFFER_VARIABLES:
-        os.environ.setdefault(variable, BUFFER_SIZE)
+    if not any(variable in os.environ for variable in BUFFER_VARIABLES):  # the user's choice stands
+        os.environ[_buffer_variable()] = BUFFER_SIZE
 
 
 def read() -> dict[str, Any]:
@@ -48,12 +62,18 @@ def read() -> dict[str, Any]:
     if "torch.distributed" not in sys.modules or job.current().rank is None:
         return {}
     c10d = getattr(getattr(sys.modules.get("torch"), "_C", None), "_distributed_c10d", None)
-    dump = getattr(c10d, "_dump_fr_trace_json", None) or getattr(c10d, "_dump_nccl_trace_json", None)
-    if dump is None:
-        return {}
-    try:
-        entries = json.loads(dump(True, False)).get("entries") or []
-    except Exception:  # the recorder's own failure must not cost the profile
+    # Two recorders: NCCL's calls (CUDA events: their durations) in one, every other backend's
+    # (gloo's) in the other; seen on torch 2.11, where each dump holds only its own.
+    entries: list[Any] = []
+    for name in ("_dump_nccl_trace_json", "_dump_fr_trace_json"):
+        dump = getattr(c10d, name, None)
+        if dump is None:
+            continue
+        try:
+            entries.extend(json.loads(dump(True, False)).get("entries") or [])
+        except Exception:  # the recorder's own failure must not cost the profile
+            continue
+    if not entries:
         return {}
     columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
     for e in entries:

@@ -96,7 +96,8 @@ def write(
                 text = hatchet.to_msgpack(profile)
             else:
                 events, lane_names = trace()
-                text = chrome_trace.text(events, pid=os.getpid(), lane_names=lane_names)
+                other = trace_other(profile.metadata)
+                text = chrome_trace.text(events, pid=os.getpid(), lane_names=lane_names, other=other)
             written.append(_write_or_rescue(target, text))
         if "chrome_trace" not in formats:
             _remove_stale_trace(paths(base, ["chrome_trace"])[0])
@@ -132,6 +133,24 @@ def _write_or_rescue(target: Path, text: str | bytes) -> Path:
             ) from None
         say(f"deuteron: {first}; wrote {rescue} instead")
         return rescue
+
+
+def trace_other(metadata: dict[str, Any]) -> dict[str, Any]:
+    """What a trace says of its run beside its events: its job (rank, world size, job id), its host,
+    and its clock, so that ``deuteron serve`` of several ranks' traces can put them on one clock.
+
+    Every event of a session is on ``time.perf_counter_ns`` (CLOCK_MONOTONIC on Linux; CUPTI's
+    kernel times are calibrated onto it), which all processes of one host share; ``wall_minus_clock_ns``
+    (wall clock minus that clock, read now) places the trace roughly among other hosts' traces,
+    which a collective's end then aligns exactly (see :mod:`deuteron.view.rank_traces`)."""
+    other: dict[str, Any] = {
+        key: metadata[key]
+        for key in ("rank", "world_size", "local_rank", "launcher", "job_id", "host", "pid")
+        if key in metadata
+    }
+    other["clock"] = "perf_counter_ns"
+    other["wall_minus_clock_ns"] = time.time_ns() - time.perf_counter_ns()
+    return other
 
 
 def run_metadata(

@@ -42,7 +42,7 @@ from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.errors import DeuteronError
 from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.metrics import CPU_TIME, EXC, TIME, split_kind
-from deuteron.model.trace import KernelSpans, TraceEvent, gpu_busy
+from deuteron.model.trace import KernelSpans, TraceEvent, comm_overlap, gpu_busy
 from deuteron.model.tree import Node, Profile, node_paths, on_paths_to
 from deuteron.triton import proton_knob
 from deuteron.view.processors import copy, merge, prune
@@ -580,6 +580,9 @@ class Session:
             if self.kernel_spans:  # what `deuteron view --advise` needs for the GPU's idle share
                 busy, window = gpu_busy(self.kernel_spans)
                 self.profile.metadata.update(gpu_busy_ns=busy, gpu_window_ns=window)
+                comm, overlapped = comm_overlap(self.kernel_spans)
+                if comm:  # a rank's collectives: how much of them other kernels hid
+                    self.profile.metadata.update(gpu_comm_ns=comm, gpu_comm_overlapped_ns=overlapped)
             self.profile.metadata.update(collectives.read())  # a rank's calls, as torch recorded them
             written = output.write(self._whole(), formats, base, self.trace_events)
         return [self._as_named(p) for p in written]

@@ -26,7 +26,10 @@ _LARGEST_US = 1e15  # about 30 years in microseconds: beyond it a time is damage
 
 
 def to_json(
-    events: Iterable[TraceEvent], pid: int = 0, lane_names: dict[int, str] | None = None
+    events: Iterable[TraceEvent],
+    pid: int = 0,
+    lane_names: dict[int, str] | None = None,
+    other: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The trace document: the whole written format in one place, so it reads as one spec.
 
@@ -35,6 +38,10 @@ def to_json(
     tick on the launching lane and a flow arrow (``s`` to ``f``, ``bp: e``) from the tick to it;
     with ``proton_flow``, Proton's arrow instead: a ``launch->kernel`` flow (``cat: flow``, both
     ends ``bp: e``) from the launch to the kernel, written just before the kernel's event.
+
+    ``otherData`` names the format and version, and, with ``other`` (a run's job and clock: see
+    :func:`deuteron.collect.output.trace_other`), also ``zero_ns``: the events' clock at ``ts`` 0,
+    so that traces of several ranks can be put on one clock (:mod:`deuteron.view.rank_traces`).
     """
     items = sorted(events, key=lambda e: e.start_ns)
     t0 = min([items[0].start_ns] + [e.launched_from[1] for e in items if e.launched_from]) if items else 0
@@ -93,7 +100,11 @@ def to_json(
                     "tid": e.lane,
                 }
             )
-    return {"displayTimeUnit": "us", "otherData": {"format": FORMAT, "version": VERSION}, "traceEvents": out}
+    info: dict[str, Any] = {"format": FORMAT, "version": VERSION}
+    if other is not None:
+        info.update(other)
+        info["zero_ns"] = int(t0)
+    return {"displayTimeUnit": "us", "otherData": info, "traceEvents": out}
 
 
 def text(events: Iterable[TraceEvent], **kwargs: Any) -> str:
@@ -106,12 +117,26 @@ def write(events: Iterable[TraceEvent], path: str | os.PathLike[str], **kwargs: 
 
 
 def _trace_events(path: str | os.PathLike[str]) -> list[Any]:
-    """A trace's event list: ``{"traceEvents": [...]}`` or a bare list, as Chrome reads both."""
+    return _trace_document(path)[0]
+
+
+def _trace_document(path: str | os.PathLike[str]) -> tuple[list[Any], dict[str, Any]]:
+    """A trace's event list (``{"traceEvents": [...]}`` or a bare list, as Chrome reads both) and
+    what it says of itself: ours in ``otherData``, a torch.profiler trace's rank in
+    ``distributedInfo`` (scalars only, so damage cannot travel further)."""
     data = load_json(path, "Chrome trace")
     events = data.get("traceEvents") if isinstance(data, dict) else data
     if not isinstance(events, list):
         raise FormatError(f"{path}: not a Chrome trace (expected an object with a traceEvents list)")
-    return events
+    info: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for key in ("otherData", "distributedInfo"):
+            part = data.get(key)
+            if isinstance(part, dict):
+                info.update(
+                    {str(k)[:100]: v for k, v in part.items() if isinstance(v, (str, int, float, bool))}
+                )
+    return events, info
 
 
 def read(path: str | os.PathLike[str]) -> list[TraceEvent]:
@@ -169,6 +194,9 @@ class TraceColumns:
     stacks: list[tuple[str, ...]] = field(default_factory=lambda: [()])
     args: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint32))
     arg_sets: list[tuple[tuple[str, str], ...]] = field(default_factory=lambda: [()])
+    # What the trace says of itself beside its events (``otherData``; Kineto's ``distributedInfo``
+    # too): a rank's job and clock, see :func:`to_json`. Empty for a trace that says nothing.
+    info: dict[str, Any] = field(default_factory=dict)
 
 
 _MAX_STACK = 256  # frames kept of a call stack, and args kept of an event: more is damage, not data
@@ -241,7 +269,7 @@ class _Contexts:
 def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceColumns:
     """A Chrome trace (ours, Proton's, any tool's complete "X" events) as columns; flow arrows
     from "s"/"f" pairs. FormatError on anything damaged, as :func:`read`."""
-    events = _trace_events(path)
+    events, info = _trace_document(path)
     # Event by event, checking each and naming the first damaged one (a million events in about
     # a second; reading a field at a time over all events was measured slower).
     names: dict[str, int] = {}
@@ -343,4 +371,5 @@ def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceC
         stacks=list(contexts.stacks),
         args=np.asarray(args_col, dtype=np.uint32)[order],
         arg_sets=list(contexts.arg_sets),
+        info=info,
     )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from deuteron.model.tree import Node
+
+COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL's and RCCL's kernels, mangled or not
 
 
 @dataclass(frozen=True)
@@ -63,3 +66,36 @@ def gpu_busy(spans: list[KernelSpans]) -> tuple[int, int]:
     gaps = np.clip(start[1:] - reach[:-1], 0, None)  # idle between a kernel and all before it
     window = int(reach[-1] - start[0])
     return window - int(gaps.sum()), window
+
+
+def comm_overlap(spans: list[KernelSpans]) -> tuple[int, int]:
+    """(time some collective kernel ran, the part of it while some other kernel ran too), in ns.
+
+    A collective's kernel (:data:`COMM_KERNEL`) overlapped by compute costs nothing extra; the
+    rest (exposed communication) is time the rank did nothing but communicate or wait for the
+    others. One sweep over every kernel's start and end: each class's running count says which
+    are active between two consecutive boundaries."""
+    starts, ends, comm = [], [], []
+    for s in spans:
+        if not len(s.start):
+            continue
+        is_comm = np.asarray(
+            [n is not None and bool(COMM_KERNEL.search(n.name)) for n in s.nodes] + [False], dtype=bool
+        )
+        starts.append(s.start.astype(np.int64))
+        ends.append(np.maximum(s.end.astype(np.int64), s.start.astype(np.int64)))
+        comm.append(is_comm[np.clip(s.group_of.astype(np.int64), -1, len(s.nodes))])
+    if not starts:
+        return 0, 0
+    start, end, is_c = np.concatenate(starts), np.concatenate(ends), np.concatenate(comm)
+    if not is_c.any():
+        return 0, 0
+    times = np.concatenate([start, end])
+    step = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
+    kind = np.concatenate([is_c, is_c])
+    order = np.argsort(times, kind="stable")
+    times, step, kind = times[order], step[order], kind[order]
+    active_comm = np.cumsum(np.where(kind, step, 0))[:-1] > 0
+    active_other = np.cumsum(np.where(kind, 0, step))[:-1] > 0
+    length = np.diff(times)
+    return int(length[active_comm].sum()), int(length[active_comm & active_other].sum())

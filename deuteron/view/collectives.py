@@ -2,10 +2,14 @@
 ``collectives``, torch's Flight Recorder: see :mod:`deuteron.collect.collectives`).
 
 - **Who waits for whom.** One call of a process group has the same sequence number on every rank
-  of that group, so the calls are matched across the rank files by (group, sequence number). A
-  rank's arrival is when it made the call (the recorder's ``time_created_ns``, the host's clock);
-  the last rank to arrive holds the others up by the difference. Arrivals are compared only when
-  every rank ran on one host: hosts' clocks differ, and they are not aligned yet.
+  of that group, so the calls are matched across the rank files by (group, sequence number). The
+  last rank to arrive holds the others up by the difference. Where every rank timed the call
+  (NCCL with ``TORCH_NCCL_ENABLE_TIMING=1``: from when its GPU stream reached the call to the
+  end, which is the same moment on every rank), a rank's arrival is the end less its duration:
+  the rank with the shortest duration came last, whatever the hosts' clocks. Otherwise the
+  arrival is when the rank's CPU made the call (the recorder's ``time_created_ns``), compared
+  only when every rank ran on one host; for NCCL, whose calls the CPU only enqueues, that is
+  said to be a weaker sign (a CPU can run ahead of its GPU).
 - **What the collectives move.** Per operation, size and dtype: how many calls, the bytes each
   (the tensors' elements times the dtype's size, as the recorder lists them), and where the
   recorder has durations (NCCL with ``TORCH_NCCL_ENABLE_TIMING=1``) the algorithm bandwidth
@@ -38,7 +42,7 @@ def collective_findings(profiles: Sequence[Profile]) -> list[Finding]:
         return []
     out = []
     hosts = {profiles[i].metadata.get("host") for i, _ in recorded}
-    waits = _waits(profiles, recorded) if len(recorded) > 1 and len(hosts) == 1 else None
+    waits = _waits(profiles, recorded, len(hosts) == 1) if len(recorded) > 1 else None
     if waits is not None:
         out.append(waits)
     out.append(_costs(profiles[recorded[0][0]], recorded[0][1], _world(profiles)))
@@ -53,23 +57,46 @@ def _world(profiles: Sequence[Profile]) -> int:
 Recorded = list[tuple[int, dict[str, list[Any]]]]  # (the profile's index, its collectives' columns)
 
 
-def _waits(profiles: Sequence[Profile], recorded: Recorded) -> Finding | None:
+def _arrivals(
+    recorded: Recorded, timed: bool
+) -> tuple[dict[tuple[str, int], dict[int, int]], dict[Any, str]]:
+    """Each call's arrival per rank (ns): with ``timed``, minus its duration (the calls end together);
+    else the CPU's call time. Only calls that two or more ranks made, each with what is needed."""
     arrivals: dict[tuple[str, int], dict[int, int]] = {}
     ops: dict[tuple[str, int], str] = {}
     for i, cols in recorded:
-        for group, seq, op, created, p2p in zip(
-            cols["group"], cols["seq"], cols["op"], cols["created_ns"], cols["p2p"], strict=True
+        for group, seq, op, created, p2p, duration in zip(
+            cols["group"],
+            cols["seq"],
+            cols["op"],
+            cols["created_ns"],
+            cols["p2p"],
+            cols["duration_ms"],
+            strict=True,
         ):
-            if p2p or seq < 0 or not created:
+            if p2p or seq < 0:
                 continue
-            arrivals.setdefault((group, seq), {})[i] = created
+            if timed and isinstance(duration, (int, float)):
+                arrivals.setdefault((group, seq), {})[i] = -round(duration * 1e6)
+            elif not timed and created:
+                arrivals.setdefault((group, seq), {})[i] = created
             ops[(group, seq)] = op
-    calls = {key: at for key, at in arrivals.items() if len(at) > 1}
+    return {key: at for key, at in arrivals.items() if len(at) > 1}, ops
+
+
+def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> Finding | None:
+    calls, ops = _arrivals(recorded, timed=True)
+    timed = bool(calls)
+    if not timed:
+        if not one_host:
+            return None  # the hosts' clocks are not one: CPU call times cannot be compared
+        calls, ops = _arrivals(recorded, timed=False)
     if not calls:
         return None
     last_at: dict[int, int] = {}
     late_by: dict[int, list[int]] = {}
     waited: dict[int, int] = {i: 0 for i, _ in recorded}
+    caused: dict[int, int] = {i: 0 for i, _ in recorded}  # the waits of the others while it came last
     worst: tuple[int, tuple[str, int]] | None = None
     for key, at in calls.items():
         last = max(at, key=lambda i: at[i])
@@ -78,26 +105,41 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded) -> Finding | None:
         late_by.setdefault(last, []).append(lateness)
         for i, t in at.items():
             waited[i] += at[last] - t
+            caused[last] += at[last] - t
         if worst is None or lateness > worst[0]:
             worst = (lateness, key)
-    straggler = max(last_at, key=lambda i: (last_at[i], sum(late_by[i])))
+    # The straggler is the rank the others wait for longest in all, not the one last most often:
+    # many small calls (barriers, set-up broadcasts) must not outvote a few long waits.
+    straggler = max(caused, key=lambda i: (caused[i], last_at.get(i, 0)))
+    if not caused[straggler]:
+        return None
     mean_late = statistics.fmean(late_by[straggler]) / 1e6
-    held = sum(w for i, w in waited.items() if i != straggler) / 1e6
     name = rank_of(profiles[straggler], straggler)
     assert worst is not None
     title = (
-        f"rank {name} reaches the collectives last at {last_at[straggler]} of {len(calls)} calls, "
-        f"{mean_late:.2f} ms after the first rank on average; the other ranks wait {held:.2f} ms in "
-        f"all (the longest: {ops[worst[1]]} #{worst[1][1]} of group {worst[1][0] or 'default'}, "
-        f"{worst[0] / 1e6:.2f} ms); arrivals are when each rank made the call, from {SOURCE}"
+        f"the other ranks wait {caused[straggler] / 1e6:.2f} ms in all for rank {name}: it reaches "
+        f"{last_at[straggler]} of {len(calls)} calls last, {mean_late:.2f} ms after the first rank "
+        f"on average (the longest wait: {ops[worst[1]]} #{worst[1][1]} of group "
+        f"{worst[1][0] or 'default'}, {worst[0] / 1e6:.2f} ms); "
     )
+    if timed:
+        title += "arrivals are when each rank's GPU reached the call (its end less its duration), "
+        title += f"from {SOURCE}"
+    else:
+        title += f"arrivals are when each rank's CPU made the call, from {SOURCE}"
+        if any(str(op).startswith("nccl:") for op in ops.values()):
+            title += (
+                " (NCCL's calls are only enqueued there, and a CPU can run ahead of its GPU: "
+                "TORCH_NCCL_ENABLE_TIMING=1 times them on the GPU)"
+            )
     evidence: list[dict[str, object]] = [
         {
             "path": f"rank {rank_of(profiles[i], i)}",
+            "others_waited_ms": round(caused[i] / 1e6, 3),
             "last_at": last_at.get(i, 0),
-            "waited_ms": round(w / 1e6, 3),
+            "waited_ms": round(waited[i] / 1e6, 3),
         }
-        for i, w in sorted(waited.items(), key=lambda kv: -kv[1])[:8]
+        for i in sorted(caused, key=lambda i: -caused[i])[:8]
     ]
     return Finding("waits", title, evidence)
 

@@ -16,19 +16,18 @@ torch kept one: see :mod:`deuteron.view.collectives`), so this holds for any num
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from deuteron.model.metrics import TIME
 from deuteron.model.names import display_name
+from deuteron.model.trace import COMM_KERNEL
 from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view.advise import Finding
 from deuteron.view.collectives import collective_findings
 from deuteron.view.jobs import rank_of
 
-COMM_KERNEL = re.compile(r"nccl|rccl", re.IGNORECASE)  # NCCL's and RCCL's kernels, mangled or not
 MIN_SPREAD = 0.10  # a straggler is named when the ranks' compute differs by at least this share
 HOLDS_MOST = 0.5  # a frame on the straggler's path holds more than this share of the difference
 
@@ -43,6 +42,8 @@ class RankTimes:
     comm_ns: int
     busy_ns: int | None
     window_ns: int | None
+    comm_union_ns: int | None = None  # collectives' kernels running (overlaps counted once)
+    comm_overlapped_ns: int | None = None  # ... while another kernel ran too
 
     @property
     def compute_ns(self) -> int:
@@ -61,13 +62,20 @@ def rank_times(profile: Profile, source: str, index: int) -> RankTimes:
             comm += t
     meta = profile.metadata
     busy, window = meta.get("gpu_busy_ns"), meta.get("gpu_window_ns")
+    union, hidden = meta.get("gpu_comm_ns"), meta.get("gpu_comm_overlapped_ns")
+
+    def number(value: object) -> int | None:
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
     return RankTimes(
         rank_of(profile, index),
         source,
         kernels,
         comm,
-        int(busy) if isinstance(busy, (int, float)) else None,
-        int(window) if isinstance(window, (int, float)) else None,
+        number(busy),
+        number(window),
+        number(union),
+        number(hidden),
     )
 
 
@@ -100,6 +108,9 @@ def _breakdown(times: list[RankTimes]) -> Finding:
             "compute_ms": _rounded(t.compute_ns),
             "communication_ms": _rounded(t.comm_ns),
         }
+        if t.comm_union_ns and t.comm_overlapped_ns is not None:
+            row["exposed_communication_ms"] = _rounded(t.comm_union_ns - t.comm_overlapped_ns)
+            row["overlap"] = f"{t.comm_overlapped_ns / t.comm_union_ns:.0%}"
         if t.busy_ns is not None and t.window_ns:
             row["idle_ms"] = _rounded(t.window_ns - t.busy_ns)
             row["busy_share"] = f"{t.busy_ns / t.window_ns:.0%}"
@@ -110,6 +121,11 @@ def _breakdown(times: list[RankTimes]) -> Finding:
         f"(collective kernels: names holding nccl or rccl; they include the time spent waiting "
         f"for other ranks); communication {_ms(min(comm))} to {_ms(max(comm))}"
     )
+    if any(t.comm_union_ns for t in times):
+        title += (
+            "; exposed communication: collectives running while no other kernel ran (overlap: "
+            "the share of their time hidden behind compute)"
+        )
     return Finding("ranks", title, rows)
 
 

@@ -55,7 +55,10 @@ export interface TraceRef {
   source: string;
   /** Lanes in display order: threads, GPU streams, then lanes inside kernels ("intra": one per
    * kernel, CTA and warp, or per interpreted program), kernel by kernel. */
-  lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane }[];
+  lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane; rank?: string }[];
+  /** Several ranks' traces joined on one clock (deuteron.view.rank_traces): how the clock was
+   * decided and how exact, each rank's source and shift, and the arrows between collectives. */
+  job?: { clock: string; ranks: { rank: string; source: string; host: string; shift_ns: number }[]; links: number };
   names: string[]; // event names (index: the `name` column)
   cats: string[]; // categories (index: the `cat` column)
   /** As `deuteron view` shows names, and demangled in full (index: the `name` column). */

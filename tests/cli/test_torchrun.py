@@ -36,12 +36,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _torchrun(folder: Path, ranks: int) -> None:
+def _torchrun(folder: Path, ranks: int, *options: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks),
-         "--master_port", str(_free_port()), "-m", "deuteron", "run", "-c", "torch", "job.py"],
+         "--master_port", str(_free_port()), "-m", "deuteron", "run", "-c", "torch", *options, "job.py"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -88,7 +88,7 @@ def test_each_collective_is_matched_across_ranks_and_the_late_rank_named(tmp_pat
     """torch's Flight Recorder, turned on by `deuteron run` in a rank, records every call; the
     view matches the calls across the ranks' files and names the rank the others wait for."""
     (tmp_path / "job.py").write_text(LATE)
-    _torchrun(tmp_path, 2)
+    _torchrun(tmp_path, 2, "--trace")
     for r in range(2):
         calls = hatchet.read(tmp_path / f"deuteron.rank{r}.hatchet").metadata["collectives"]
         assert isinstance(calls, dict)
@@ -97,8 +97,18 @@ def test_each_collective_is_matched_across_ranks_and_the_late_rank_named(tmp_pat
     proc = run_cli("view", "deuteron.rank0.hatchet", "deuteron.rank1.hatchet", "--advise", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     waits = next(line for line in proc.stdout.splitlines() if line.startswith("[waits]"))
-    assert waits.startswith("[waits] rank 1 reaches the collectives last at 4 of 4 calls, ")
-    late = float(waits.split("calls, ")[1].split(" ms")[0])
+    assert waits.startswith("[waits] the other ranks wait ")
+    assert "for rank 1: it reaches 4 of 4 calls last" in waits
+    late = float(waits.split("calls last, ")[1].split(" ms")[0])
     assert 20 < late < 200, waits  # it slept 30 ms before each call
     assert "[collectives] rank 0's 4 collective calls by operation, size and dtype" in proc.stdout
     assert "gloo:all_reduce 4.0 KiB Float  (calls=4, total_bytes=16,384)" in proc.stdout
+    # The ranks' traces: one timeline on the host's clock, each all-reduce linked to rank 1's
+    traces = ["deuteron.rank0.chrome_trace", "deuteron.rank1.chrome_trace"]
+    shown = run_cli("serve", "--html", "job.html", *traces, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    joined = next(line for line in shown.stderr.splitlines() if line.startswith("deuteron serve: 2 ranks: "))
+    assert f"one timeline: one host ({socket.gethostname()}): the ranks share its monotonic clock" in joined
+    assert "checked against 4 collectives' ends" in joined and joined.endswith(
+        "4 links between the ranks' collectives"
+    )

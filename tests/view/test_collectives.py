@@ -36,16 +36,41 @@ def _rank(
 def test_the_rank_arriving_last_is_named_with_the_waits_it_causes() -> None:
     ranks = [_rank(0, [0, 100, 200]), _rank(1, [10, 150, 205]), _rank(2, [1, 101, 240])]
     waits, costs = collective_findings(ranks)
-    assert waits.title.startswith("rank 1 reaches the collectives last at 2 of 3 calls, 30.00 ms after")
-    assert "the other ranks wait 158.00 ms in all" in waits.title  # rank 0: 10 + 50 + 40, rank 2: 9 + 49
-    assert "the longest: nccl:all_reduce #2 of group 0, 50.00 ms" in waits.title
-    assert {row["path"]: row["last_at"] for row in waits.evidence} == {"rank 0": 0, "rank 1": 2, "rank 2": 1}
+    # rank 1 is last at calls 1 and 2 (the others wait 10 + 9, then 50 + 49); rank 2 at call 3 (40 + 35)
+    head = "the other ranks wait 118.00 ms in all for rank 1: it reaches 2 of 3 calls last"
+    assert waits.title.startswith(head)
+    assert "30.00 ms after the first rank on average" in waits.title
+    assert "the longest wait: nccl:all_reduce #2 of group 0, 50.00 ms" in waits.title
+    assert "CPU made the call" in waits.title and "TORCH_NCCL_ENABLE_TIMING=1" in waits.title
+    rows = {row["path"]: (row["others_waited_ms"], row["last_at"]) for row in waits.evidence}
+    assert rows == {"rank 1": (118.0, 2), "rank 2": (75.0, 1), "rank 0": (0.0, 0)}
     assert costs.kind == "collectives" and costs.evidence[0]["path"] == "nccl:all_reduce 256.0 MiB BFloat16"
+
+
+def test_the_straggler_is_who_is_waited_for_longest_not_who_is_last_most_often() -> None:
+    # rank 0 is last at three short calls (1 ms each); rank 1 at one call that costs 80 ms
+    ranks = [_rank(0, [1, 1, 1, 0]), _rank(1, [0, 0, 0, 80])]
+    (waits, _) = collective_findings(ranks)
+    head = "the other ranks wait 80.00 ms in all for rank 1: it reaches 1 of 4 calls last"
+    assert waits.title.startswith(head)
 
 
 def test_arrivals_on_different_hosts_are_not_compared() -> None:
     ranks = [_rank(0, [0, 100], host="a"), _rank(1, [50, 150], host="b")]
     assert [f.kind for f in collective_findings(ranks)] == ["collectives"]  # clocks not aligned yet
+
+
+def test_timed_calls_name_the_last_rank_by_duration_whatever_the_clocks() -> None:
+    # NCCL's timing: a call ends together on every rank, so the shortest duration came last.
+    # The CPU call times say the opposite (rank 1 first), as a CPU running ahead of its GPU would.
+    ranks = [
+        _rank(0, [10, 110], host="a", durations=[40.0, 60.0]),
+        _rank(1, [0, 100], host="b", durations=[5.0, 5.0]),
+    ]
+    waits, _ = collective_findings(ranks)
+    head = "the other ranks wait 90.00 ms in all for rank 1: it reaches 2 of 2 calls last"
+    assert waits.title.startswith(head)
+    assert "GPU reached the call" in waits.title
 
 
 def test_bandwidth_from_durations_with_the_bus_factor() -> None:
@@ -75,8 +100,12 @@ def test_the_recorder_is_turned_on_only_in_a_rank(monkeypatch: pytest.MonkeyPatc
     collectives.prepare()
     assert "TORCH_FR_BUFFER_SIZE" not in os.environ
     monkeypatch.setenv("RANK", "1")
+    collectives.prepare()  # torch >= 2.7 here: only the new name, as the old one makes torch warn
+    assert os.environ["TORCH_FR_BUFFER_SIZE"] == collectives.BUFFER_SIZE
+    assert "TORCH_NCCL_TRACE_BUFFER_SIZE" not in os.environ
+    monkeypatch.delenv("TORCH_FR_BUFFER_SIZE")
     monkeypatch.setenv("TORCH_NCCL_TRACE_BUFFER_SIZE", "64")  # the program's own choice stays
     collectives.prepare()
-    assert os.environ["TORCH_FR_BUFFER_SIZE"] == collectives.BUFFER_SIZE
+    assert "TORCH_FR_BUFFER_SIZE" not in os.environ
     assert os.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "64"
     assert collectives._bytes([[2, 3], [4]], ["BFloat16", "Float"]) == 2 * 3 * 2 + 4 * 4

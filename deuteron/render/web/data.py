@@ -11,7 +11,7 @@ import base64
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json, hatchet
@@ -22,6 +22,7 @@ from deuteron.render.web.accesses import RecordView, empty_cells
 from deuteron.render.web.explain import explain_data
 from deuteron.render.web.profile import profile_data
 from deuteron.render.web.timeline import trace_events, trace_ref
+from deuteron.view import rank_traces
 
 KINDS = ("profile", "trace", "record", "check", "explain")
 JSON_TYPE = "application/json"
@@ -117,9 +118,37 @@ class WebData:
                 "(--threshold 0 keeps all)"
             )
 
-    def add_trace(self, columns: chrome_trace.TraceColumns, source: str) -> None:
+    def add_files(self, paths: Sequence[str], base: str | None = None) -> Iterator[tuple[str, str]]:
+        """Read the files in order, yielding each one's path and one line on it; several ranks'
+        traces of one job become one trace on one clock (:mod:`deuteron.view.rank_traces`),
+        described after the last of them."""
+        traces: list[tuple[chrome_trace.TraceColumns, str]] = []
+        for path in paths:
+            if sniff(path) == "trace":
+                columns = chrome_trace.read_columns(path)
+                traces.append((columns, path))
+                yield path, f"trace, {_n(len(columns.start), 'event')} on {_n(len(columns.lanes), 'lane')}"
+                continue
+            self.add_file(path, base)
+            yield path, self.describe(-1)
+        if not traces:
+            return
+        if not rank_traces.is_job([c for c, _ in traces], [s for _, s in traces]):
+            for columns, path in traces:
+                self.add_trace(columns, path)
+            return
+        job = rank_traces.join([c for c, _ in traces], [s for _, s in traces])
+        name = f"{len(traces)} ranks"
+        self.add_trace(job.columns, name, job.lane_ranks)
+        self.traces[-1][0]["job"] = {"clock": job.clock, "ranks": job.ranks, "links": job.links}
+        self.notes.extend(job.notes)
+        yield name, f"one timeline: {job.clock}; {_n(job.links, 'link')} between the ranks' collectives"
+
+    def add_trace(
+        self, columns: chrome_trace.TraceColumns, source: str, lane_ranks: list[str] | None = None
+    ) -> None:
         url = f"/api/trace/{len(self.traces)}.bin"
-        ref, order = trace_ref(columns, source, url)
+        ref, order = trace_ref(columns, source, url, lane_ranks)
         cached: list[bytes] = []
 
         def events() -> bytes:

@@ -89,29 +89,40 @@ def intra_lane(label: str, fallback: str) -> dict[str, Any]:
 def lane_order(lanes: list[dict[str, Any]]) -> list[int]:
     """Display order: threads, then streams, each by their first event; then the lanes inside
     kernels, kernel by kernel (in order of each kernel's first lane), by CTA then unit number,
-    numerically ("CTA10" after "CTA9")."""
+    numerically ("CTA10" after "CTA9"). Several ranks' lanes (a job's traces joined) stay rank
+    after rank, each rank's in that order."""
     first_of: dict[str, int] = {}
     for i, lane in enumerate(lanes):
         if lane["kind"] == "intra":
             first_of.setdefault(lane["intra"]["kernel"], i)
     rank = {"thread": 0, "stream": 1, "intra": 2}
 
-    def key(i: int) -> tuple[int, int, int, int, int]:
+    rank_at: dict[str, int] = {}
+    for lane in lanes:
+        rank_at.setdefault(lane.get("rank", ""), len(rank_at))
+
+    def key(i: int) -> tuple[int, int, int, int, int, int]:
         lane = lanes[i]
+        job = rank_at[lane.get("rank", "")]
         if lane["kind"] != "intra":
-            return (rank[lane["kind"]], 0, 0, 0, i)
+            return (job, rank[lane["kind"]], 0, 0, 0, i)
         where = lane["intra"]
         cta, index = where["cta"], where["index"]
-        return (2, first_of[where["kernel"]], -1 if cta is None else cta, -1 if index is None else index, i)
+        first = first_of[where["kernel"]]
+        return (job, 2, first, -1 if cta is None else cta, -1 if index is None else index, i)
 
     return sorted(range(len(lanes)), key=key)
 
 
-def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], list[int]]:
-    """The trace's ``TraceRef`` and its lanes' display order (:func:`lane_order`)."""
+def trace_ref(
+    c: TraceColumns, source: str, url: str, lane_ranks: list[str] | None = None
+) -> tuple[dict[str, Any], list[int]]:
+    """The trace's ``TraceRef`` and its lanes' display order (:func:`lane_order`). With
+    ``lane_ranks`` (a job's traces joined: :mod:`deuteron.view.rank_traces`), each lane says its
+    rank, and its name starts with it ("rank 1 · stream 7")."""
     kinds = lane_kinds(c)
     lanes = []
-    several_processes = len({pid for pid, _tid, _label in c.lanes}) > 1
+    several_processes = len({pid for pid, _tid, _label in c.lanes}) > 1 and lane_ranks is None
     for i, (pid, tid, label) in enumerate(c.lanes):
         kind = kinds[i]
         default = f"stream {tid}" if kind == "stream" else f"thread {tid}"
@@ -120,6 +131,9 @@ def trace_ref(c: TraceColumns, source: str, url: str) -> tuple[dict[str, Any], l
         lane: dict[str, Any] = {"id": i, "name": label or default, "kind": kind}
         if kind == "intra":
             lane["intra"] = intra_lane(label, default)
+        if lane_ranks is not None:
+            lane["rank"] = lane_ranks[i]
+            lane["name"] = f"rank {lane_ranks[i]} · {lane['name']}"
         lanes.append(lane)
     order = lane_order(lanes)
     ends = c.start + c.dur

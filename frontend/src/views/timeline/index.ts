@@ -10,7 +10,7 @@
 import "./timeline.css";
 import { getPacked } from "../../data";
 import { fitCanvas, h, picker, placeTip } from "../../dom";
-import { fmt } from "../../format";
+import { fmt, fmtNs } from "../../format";
 import { readState, writeState } from "../../hashstate";
 import { viewOfHash } from "../../route";
 import type { Index } from "../../types";
@@ -129,6 +129,11 @@ class TimelineView {
         h("span", { class: "tl-summary" }, traceSummary(ref)),
         this.cappedNote,
       ),
+      ...(ref.job ? [h(
+          "div",
+          { class: "toolbar tl-clock", title: ref.job.ranks.map((r) => `rank ${r.rank}: ${r.source}${r.host ? ` on ${r.host}` : ""}, moved ${fmtNs(r.shift_ns)}`).join("\n") },
+          `one clock — ${ref.job.clock}; orange arrows: each rank's collective to the rank that started it last`,
+        )] : []),
       h(
         "div",
         { class: "toolbar tl-search" },
@@ -136,7 +141,7 @@ class TimelineView {
         button("↑", "search-prev", "previous match (Shift+Enter)", () => this.step(-1)),
         button("↓", "search-next", "next match (Enter)", () => this.step(1)),
         this.found,
-        h("label", { class: "tl-arrows", title: "the arrows from each launch to its kernel" }, this.arrows, " launch arrows"),
+        h("label", { class: "tl-arrows", title: ref.job ? "arrows from each launch to its kernel, and between the ranks' collectives" : "the arrows from each launch to its kernel" }, this.arrows, ref.job ? " arrows" : " launch arrows"),
         h("span", { class: "tl-hint" }, "wheel: zoom · drag: pan · click: details"),
       ),
       this.box,

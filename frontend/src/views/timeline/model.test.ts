@@ -531,3 +531,77 @@ describe("scopeTable", () => {
     expect(scopeTable(m)[0].imbalance).toBeNull();
   });
 });
+
+describe("a job's ranks", () => {
+  // Two ranks, each a thread and a GPU stream; rank 1's kernel is a collective linked to rank 0's.
+  function ranked(ranks: number): { r: TraceRef; p: Packed } {
+    const lanes: TraceRef["lanes"] = [];
+    for (let k = 0; k < ranks; k++) {
+      lanes.push({ id: 2 * k, name: `rank ${k} · MainThread`, kind: "thread", rank: String(k) });
+      lanes.push({ id: 2 * k + 1, name: `rank ${k} · stream 7`, kind: "stream", rank: String(k) });
+    }
+    const n = ranks * 3;
+    const start = new Float64Array(n);
+    const dur = new Float64Array(n);
+    const lane = new Uint16Array(n);
+    const name = new Uint32Array(n);
+    for (let k = 0; k < ranks; k++) {
+      // per rank: a step on its thread, then two kernels on its stream
+      start.set([S + k, S + 1e6 + k, S + 5e6 + k], 3 * k);
+      dur.set([10e6, 2e6, 3e6], 3 * k);
+      lane.set([2 * k, 2 * k + 1, 2 * k + 1], 3 * k);
+      name.set([0, 1, 2], 3 * k);
+    }
+    const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => start[a] - start[b]);
+    const pick = <T extends Float64Array | Uint16Array | Uint32Array>(a: T): T => {
+      const out = a.slice() as T;
+      order.forEach((i, k) => (out[k] = a[i]));
+      return out;
+    };
+    const r = ref({
+      lanes,
+      names: ["step", "gemm", "ncclDevKernel_AllReduce"],
+      count: n,
+      job: {
+        clock: "one host (h): the ranks share its monotonic clock",
+        ranks: Array.from({ length: ranks }, (_, k) => ({ rank: String(k), source: `t.rank${k}.chrome_trace`, host: "h", shift_ns: k })),
+        links: ranks - 1,
+      },
+    });
+    const p: Packed = { start: pick(start), dur: pick(dur), name: pick(name), lane: pick(lane), cat: new Uint8Array(n), depth: new Uint8Array(n) };
+    return { r, p };
+  }
+
+  it("puts each rank's lanes under a header that says what they are, the rank left out of their labels", () => {
+    const { r, p } = ranked(2);
+    const m = buildTimeline(r, p);
+    expect(m.groups.map((g) => g.label)).toEqual(["rank 0 — 1 GPU stream, 1 thread", "rank 1 — 1 GPU stream, 1 thread"]);
+    expect(m.groups.every((g) => g.expanded)).toBe(true);
+    expect(m.lanes.map((l) => l.label)).toEqual(["MainThread", "stream 7", "MainThread", "stream 7"]);
+    expect(m.lanes[0].name).toBe("rank 0 · MainThread"); // the whole name for tooltips
+    expect(m.groups[1].y).toBeGreaterThan(m.lanes[1].y); // rank 1's header below rank 0's lanes
+    expect(traceSummary(r)).toMatch(/^2 ranks · 6 events/);
+  });
+
+  it("folds a rank to one summary row of its GPU stream's kernels, and unfolds it", () => {
+    const { r, p } = ranked(2);
+    const m = buildTimeline(r, p);
+    setExpanded(m, 0, false);
+    expect(m.lanes[0].hidden && m.lanes[1].hidden).toBe(true);
+    const sum = m.groups[0].summary!;
+    expect(Array.from(sum.idx).map((i) => r.names[m.name[i]])).toEqual(["gemm", "ncclDevKernel_AllReduce"]);
+    expect(sum.y).toBe(m.groups[0].y + 2);
+    expect(m.groups[1].y).toBe(m.groups[0].y + GROUP_H + INTRA_GAP + LANE_GAP - INTRA_GAP);
+    setExpanded(m, 0, true);
+    expect(m.lanes[0].hidden).toBe(false);
+  });
+
+  it("starts folded past 16 ranks, each rank a header with its summary", () => {
+    const { r, p } = ranked(17);
+    const m = buildTimeline(r, p);
+    expect(m.groups).toHaveLength(17);
+    expect(m.groups.every((g) => !g.expanded && g.summary !== null)).toBe(true);
+    expect(m.rows).toHaveLength(0);
+    expect(m.height).toBeLessThan(17 * (GROUP_H + LANE_GAP) + AXIS_H + 10);
+  });
+});

@@ -22,6 +22,8 @@ export const LABEL_W = 180; // px of lane names on the left
 export const MAX_HEIGHT = 15000;
 /** Past this many lanes inside kernels, only the first kernel's lanes start unfolded. */
 export const UNFOLDED_LANES = 64;
+/** Past this many ranks in a job's trace, ranks start folded, each a summary row. */
+export const UNFOLDED_RANKS = 16;
 const LEVELS = 256; // depths are u8
 
 export interface Row {
@@ -48,9 +50,14 @@ export interface Lane {
   rows: Row[];
 }
 
-/** A kernel's lanes (consecutive in display order) under one header that folds them. */
+/** A kernel's lanes (consecutive in display order) under one header that folds them; in a job's
+ * trace, a rank's lanes instead (`rank` set). */
 export interface Group {
   kernel: string;
+  rank?: string;
+  /** A folded rank's header draws its GPU streams' outermost events here, merged into one row
+   * (null: the rank ran no kernel, and the header shows its extent). */
+  summary?: Row | null;
   label: string; // "three — 64 CTAs × 4 warps"
   first: number; // its first lane
   count: number; // its lanes
@@ -140,7 +147,8 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
       rows: [],
     });
   }
-  const groups = groupLanes(ref, lanes, start, dur, lane, n);
+  const ranked = ref.lanes.some((l) => l.rank !== undefined);
+  const groups = ranked ? groupRanks(ref, lanes, start, dur, lane, n) : groupLanes(ref, lanes, start, dur, lane, n);
   let span = 0;
   for (let i = 0; i < n; i++) span = Math.max(span, start[i] + Math.max(0, dur[i]));
   span = Math.max(span, ref.end_ns - ref.start_ns, 1);
@@ -149,6 +157,7 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
     stack: (packed.stack as Uint32Array | undefined) ?? null, args: (packed.args as Uint32Array | undefined) ?? null,
     rows: [], height: 0, capped: 0, flows: buildFlows(ref, packed), byLevel, levelAt,
   }; // prettier-ignore
+  summarise(m);
   layoutTimeline(m);
   return m;
 }
@@ -207,6 +216,56 @@ function groupLanes(ref: TraceRef, lanes: Lane[], start: Float64Array, dur: Floa
   return groups;
 }
 
+/** A job's trace: each rank's lanes (consecutive) under one header, "rank 3 — 2 GPU streams, 1
+ * thread"; all unfolded up to UNFOLDED_RANKS ranks, else folded to one summary row each. */
+function groupRanks(ref: TraceRef, lanes: Lane[], start: Float64Array, dur: Float64Array, lane: Uint16Array, n: number): Group[] {
+  const groups: Group[] = [];
+  lanes.forEach((ln, l) => {
+    const rank = ref.lanes[l]?.rank ?? "?";
+    const last = groups[groups.length - 1];
+    if (last && last.rank === rank) last.count++;
+    else groups.push({ kernel: `rank ${rank}`, rank, label: "", first: l, count: 1, expanded: true, y: 0, t0: Infinity, t1: -Infinity, summary: null });
+    ln.group = groups.length - 1;
+    ln.label = ln.label.startsWith(`rank ${rank} · `) ? ln.label.slice(`rank ${rank} · `.length) : ln.label;
+  });
+  for (const g of groups) {
+    const kinds = ref.lanes.slice(g.first, g.first + g.count).map((x) => x.kind);
+    const streams = kinds.filter((k) => k === "stream").length;
+    const threads = kinds.filter((k) => k === "thread").length;
+    const parts = [streams ? plural(streams, "GPU stream") : "", threads ? plural(threads, "thread") : ""].filter(Boolean);
+    g.label = `rank ${g.rank} — ${parts.join(", ") || plural(g.count, "lane")}`;
+    if (groups.length > UNFOLDED_RANKS) g.expanded = false;
+  }
+  for (let i = 0; i < n; i++) {
+    const g = groups[lanes[Math.min(lane[i], lanes.length - 1)].group];
+    g.t0 = Math.min(g.t0, start[i]);
+    g.t1 = Math.max(g.t1, start[i] + Math.max(0, dur[i]));
+  }
+  return groups;
+}
+
+/** Each rank's summary row: the outermost events of its GPU streams (its threads' where it ran no
+ * kernel), merged in start order. Made once, after the levels are sorted; placed at each layout. */
+function summarise(m: TimelineModel): void {
+  for (const g of m.groups) {
+    if (g.rank === undefined) continue;
+    const own = Array.from({ length: g.count }, (_, k) => g.first + k);
+    const streams = own.filter((l) => m.lanes[l].kind === "stream");
+    const chosen = streams.length ? streams : own.filter((l) => m.lanes[l].kind === "thread");
+    const parts = chosen.map((l) => m.byLevel.subarray(m.levelAt[l * LEVELS], m.levelAt[l * LEVELS + 1]));
+    const total = parts.reduce((a, p) => a + p.length, 0);
+    if (!total) continue;
+    const ids = new Uint32Array(total);
+    let at = 0;
+    for (const p of parts) {
+      ids.set(p, at);
+      at += p.length;
+    }
+    ids.sort(); // ids are in start order
+    g.summary = makeRow(chosen[0], 0, 0, ids, m.start, m.dur);
+  }
+}
+
 /** Levels kept per lane so that the shown lanes' rows stay within MAX_ROWS: the most levels `c`
  * with sum(min(levels, c)) <= MAX_ROWS, so shallow lanes keep all theirs and the deep ones share
  * the rest (at least one level each); LEVELS when everything fits. */
@@ -239,6 +298,7 @@ export function layoutTimeline(m: TimelineModel): void {
     const group = ln.group >= 0 ? m.groups[ln.group] : null;
     if (group && group.first === l) {
       group.y = y;
+      if (group.summary) group.summary.y = y + 2;
       y += GROUP_H + INTRA_GAP;
     }
     ln.hidden = !shown(ln);
@@ -402,7 +462,8 @@ export function clampWindow(t0: number, t1: number, full: number): [number, numb
 /** The toolbar's line about the trace: events, lanes, flows and how long it runs. */
 export function traceSummary(ref: TraceRef): string {
   const lanes = ref.lanes.length;
-  return `${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
+  const ranks = ref.job ? `${plural(ref.job.ranks.length, "rank")} · ` : "";
+  return `${ranks}${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
 }
 
 /** An event's tooltip and details lines: name, category, lane (and depth), start, duration. */

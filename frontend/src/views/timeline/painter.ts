@@ -55,6 +55,7 @@ export class Painter {
     ctx.clip();
     let drawn = 0;
     for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected, highlight, match);
+    for (const g of m.groups) if (!g.expanded && g.summary) drawn += this.row(ctx, g.summary, w, scale, selected, highlight, match);
     const [flows, flowsVisible] = arrows ? this.flows(ctx, w, scale) : [0, 0];
     ctx.restore();
     return { drawn, flows, flowsVisible };
@@ -80,6 +81,7 @@ export class Painter {
       ctx.fillStyle = "#cfd7f7";
       ctx.fillRect(0, g.y + GROUP_H - 1, w.width, 1);
       if (g.expanded || !(g.t1 >= g.t0)) continue;
+      if (g.summary) continue; // a folded rank: its summary row is drawn with the others
       const x0 = Math.max(LABEL_W, LABEL_W + (g.t0 - w.t0) * scale);
       const x1 = Math.min(LABEL_W + plotW, LABEL_W + (g.t1 - w.t0) * scale);
       if (x1 < LABEL_W || x0 > LABEL_W + plotW) continue;
@@ -183,7 +185,7 @@ export class Painter {
         ctx.lineWidth = 2;
         ctx.strokeRect(left + 1, y + 1, Math.max(1, right - left - 2), hgt - 2);
       }
-      if (right - left > this.charW * 4 + 6) this.label(ctx, m.ref.names[m.name[i]] ?? "?", left, right, y);
+      if (right - left > this.charW * 4 + 6) this.label(ctx, m.ref.display_names?.[m.name[i]] ?? m.ref.names[m.name[i]] ?? "?", left, right, y);
     }
     flush();
     return drawn;
@@ -214,6 +216,10 @@ export class Painter {
       const a = this.m.lanes[f.fromLane[k]];
       const b = this.m.lanes[f.toLane[k]];
       if (!a || !b || a.hidden || b.hidden) continue;
+      // Between two ranks: a collective's link to the rank that came last, in its own colour.
+      const link = a.group !== b.group && this.m.groups[a.group]?.rank !== undefined;
+      ctx.strokeStyle = link ? "rgba(214, 120, 20, 0.85)" : "rgba(59, 91, 219, 0.75)";
+      ctx.fillStyle = link ? "rgba(214, 120, 20, 0.95)" : "rgba(59, 91, 219, 0.9)";
       const x0 = LABEL_W + (f.from[k] - w.t0) * scale;
       const x1 = LABEL_W + (f.to[k] - w.t0) * scale;
       const down = b.y >= a.y; // streams usually sit below threads, but not necessarily
