@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from deuteron.cli import check, explain, run, serve, view
+from deuteron.cli import check, explain, learn, run, serve, view
 from deuteron.cli.program import split_target
 from deuteron.model.errors import DeuteronError
 from deuteron.process.terminal import printable
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_parser(sub)
     view.add_diff_parser(sub)
     serve.add_parser(sub)
+    learn.add_parser(sub)
     return parser
 
 
