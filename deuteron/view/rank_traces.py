@@ -72,6 +72,17 @@ def is_job(traces: Sequence[TraceColumns], sources: Sequence[str]) -> bool:
     return len(traces) >= 2 and all(ranked)
 
 
+def not_one_job(traces: Sequence[TraceColumns], sources: Sequence[str]) -> str | None:
+    """Why ranked traces are not one job's (two jobs, or one rank twice), or None: such traces are
+    shown one at a time, never mixed on one clock."""
+    ranks = [trace_rank(c, s) or str(i) for i, (c, s) in enumerate(zip(traces, sources, strict=True))]
+    try:
+        _check_one_job(traces, sources, ranks)
+    except DeuteronError as why:
+        return str(why)
+    return None
+
+
 def _check_one_job(traces: Sequence[TraceColumns], sources: Sequence[str], ranks: list[str]) -> None:
     seen: dict[str, str] = {}
     for rank, source in zip(ranks, sources, strict=True):

@@ -114,6 +114,11 @@ def test_traces_of_two_jobs_or_one_rank_twice_are_refused(tmp_path: Path) -> Non
         rank_traces.join(twice, [str(a), str(a) + ".copy"])
     single = [chrome_trace.read_columns(a)]
     assert not rank_traces.is_job(single, [str(a)])
+    # deuteron serve shows such traces one at a time, and says why
+    proc = run_cli("serve", "--html", "two.html", str(a), str(b), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    said = "deuteron serve: 2 traces: these traces are from 2 jobs: the traces are shown one at a time"
+    assert said in proc.stderr
 
 
 def test_recorded_ddp_job_names_the_planted_straggler(tmp_path: Path) -> None:

@@ -133,11 +133,18 @@ class WebData:
             yield path, self.describe(-1)
         if not traces:
             return
-        if not rank_traces.is_job([c for c, _ in traces], [s for _, s in traces]):
+        columns_of, sources = [c for c, _ in traces], [s for _, s in traces]
+        ranked = rank_traces.is_job(columns_of, sources)
+        apart = rank_traces.not_one_job(columns_of, sources) if ranked else ""
+        if apart is not None:
             for columns, path in traces:
                 self.add_trace(columns, path)
+            if apart:  # ranks of two jobs, or a rank twice: each trace alone, never on one clock
+                said = f"{apart.split(':')[0]}: the traces are shown one at a time, not on one clock"
+                self.notes.append(said)
+                yield f"{len(traces)} traces", said
             return
-        job = rank_traces.join([c for c, _ in traces], [s for _, s in traces])
+        job = rank_traces.join(columns_of, sources)
         name = f"{len(traces)} ranks"
         self.add_trace(job.columns, name, job.lane_ranks)
         self.traces[-1][0]["job"] = {"clock": job.clock, "ranks": job.ranks, "links": job.links}
