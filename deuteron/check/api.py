@@ -3,6 +3,7 @@ or around a whole program (``deuteron.check.run("script.py")``)."""
 
 from __future__ import annotations
 
+import bdb
 import os
 import warnings
 from collections.abc import Iterable
@@ -11,10 +12,12 @@ from pathlib import Path
 from types import TracebackType
 
 from deuteron.check.checker import Checker
+from deuteron.check.debugger import Debugger
 from deuteron.check.errors import CheckError
 from deuteron.check.findings import KINDS, FindingLimitReached, Findings
 from deuteron.check.guard import GUARD
 from deuteron.check.locks import LockWaitsForever
+from deuteron.check.programs import Selection
 from deuteron.check.recorder import DEFAULT_LIMIT, AccessRecorder
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.finding import SEVERITIES, CheckReport
@@ -22,6 +25,7 @@ from deuteron.process.program import Program, run_to_end
 from deuteron.triton import enable_interpreter_mode
 
 FAIL_FAST_STOP = "stopped at the first error (--fail-fast)"
+PDB_STOP = "stopped: quit in pdb"
 LOCK_STOP = "stopped: a program would wait forever on an atomic (see the lock finding)"
 
 
@@ -40,13 +44,16 @@ class CheckFailed(AssertionError):
 
 @dataclass
 class CheckRun:
-    """A checked program: what was found, its own exit code, why it ended early ("" if not), and
-    the outputs that could not be written (one line each; the findings are kept regardless)."""
+    """A checked program: what was found, its own exit code, why it ended early ("" if not), the
+    outputs that could not be written (one line each; the findings are kept regardless), and what
+    ``programs`` left unrun."""
 
     report: CheckReport
     exit_code: int
     ended_by: str
     errors: list[str] = field(default_factory=list)
+    # What --program skipped, one line per launch (and per selection that matched nothing)
+    skipped: list[str] = field(default_factory=list)
 
     def _repr_html_(self) -> str:
         """In a notebook: the findings as the web UI shows them."""
@@ -64,6 +71,8 @@ class CheckSession:
     raise_on: raise CheckFailed on exit when a finding this severe or worse exists ("error",
     "warning", "info"), or None to only collect them in ``.report``. fail_fast: stop the launch at
     the first error (raises FindingLimitReached). record: also write access records there.
+    pdb: stop in pdb at each new finding of this level ("error", "warning" or "all"; see
+    :mod:`.debugger`). programs: run only these programs (``--program`` specs, see :mod:`.programs`).
     """
 
     def __init__(
@@ -74,6 +83,8 @@ class CheckSession:
         raise_on: str | None = "error",
         record: str | Path | None = None,
         record_limit: int = DEFAULT_LIMIT,
+        pdb: str | None = None,
+        programs: Iterable[str] | Selection | None = None,
     ) -> None:
         if raise_on is not None and raise_on not in SEVERITIES:
             raise CheckError(f"raise_on must be one of {', '.join(SEVERITIES)} or None, not {raise_on!r}")
@@ -83,6 +94,14 @@ class CheckSession:
         self.record_path = check_writable(record, "--record") if record is not None else None
         self.output_error: OutputError | None = None
         self.checker = Checker(self.findings, checks, self.recorder)
+        self.debugger = Debugger(pdb, self.checker, fail_fast) if pdb is not None else None
+        if self.debugger is not None:
+            self.findings.on_new = self.debugger.found
+        if isinstance(programs, str):
+            programs = [programs]
+        if programs is not None and not isinstance(programs, Selection):
+            programs = Selection.parse(list(programs))
+        self.selection: Selection | None = programs
         self.raise_on = raise_on
         self.active = False
         self.owner = os.getpid()  # a forked child never writes the parent's record
@@ -99,8 +118,12 @@ class CheckSession:
         )
 
     def start(self) -> CheckSession:
+        if self.selection is not None and GUARD.selection is not None:
+            raise CheckError("another check already runs only some programs (--program)")
         enable_interpreter_mode()
         GUARD.add(self.checker)
+        if self.selection is not None:
+            GUARD.selection = self.selection
         self.active = True
         return self
 
@@ -108,6 +131,8 @@ class CheckSession:
         """Stop checking; write the record if asked. Never raises, for findings or for a record that
         cannot be written (``output_error`` says why; see __exit__)."""
         if self.active:
+            if self.selection is not None and GUARD.selection is self.selection:
+                GUARD.selection = None
             GUARD.remove(self.checker)
             self.active = False
         if self.recorder is not None and self.record_path is not None and os.getpid() == self.owner:
@@ -153,6 +178,8 @@ class CheckSession:
         fail_fast: bool = False,
         record: str | Path | None = None,
         record_limit: int = DEFAULT_LIMIT,
+        pdb: str | None = None,
+        programs: Iterable[str] | Selection | None = None,
     ) -> CheckRun:
         """Run ``target`` (a :class:`Program`, or a script path followed by its arguments) in Triton's
         interpreter and check every program of every launch; never raises for findings.
@@ -162,14 +189,26 @@ class CheckSession:
         if isinstance(target, str):
             target = Program.script(target, *args)
         session = CheckSession(
-            checks=checks, fail_fast=fail_fast, raise_on=None, record=record, record_limit=record_limit
+            checks=checks,
+            fail_fast=fail_fast,
+            raise_on=None,
+            record=record,
+            record_limit=record_limit,
+            pdb=pdb,
+            programs=programs,
         )
         session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
+        stops = (
+            (FindingLimitReached, FAIL_FAST_STOP),
+            (LockWaitsForever, LOCK_STOP),
+            (bdb.BdbQuit, PDB_STOP),
+        )
         try:
-            code, ended_by = run_to_end(
-                target, stops=((FindingLimitReached, FAIL_FAST_STOP), (LockWaitsForever, LOCK_STOP))
-            )
+            code, ended_by = run_to_end(target, stops=stops)
         finally:
             report = session.finish()
         errors = [str(session.output_error)] if session.output_error is not None else []
-        return CheckRun(report, code, ended_by, errors)
+        selection = session.selection
+        notes = selection.summary(report.launches) if selection is not None else []
+        report.skipped = list(notes)  # the JSON report says what did not run, too
+        return CheckRun(report, code, ended_by, errors, notes)

@@ -170,4 +170,7 @@ class Checker:
         if self.recorder is not None:
             self.recorder.end()
         self.launch = None
-        self.memory.finish(completed=error is None)  # may raise with fail_fast: the launch is over
+        # Coverage only where every program ran (not with --program, nor after an error); may raise
+        # with fail_fast: the launch is over
+        every = len(self.pids) == launch.grid[0] * launch.grid[1] * launch.grid[2]
+        self.memory.finish(completed=error is None and every)

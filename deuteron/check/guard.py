@@ -73,6 +73,13 @@ class Guard:
         # Host copies made of device tensors a pointer array names: (device storage, host storage),
         # copied back when the launch ends
         self._mirrors: list[tuple[Any, Any]] = []
+        # Which programs run (``deuteron check --program``: a ``check.programs.Selection``); None: all
+        self.selection: Any = None
+        # What a debugger stopping at a finding shows: the access being judged (tagged addresses),
+        # the part of it a finding is about (its lanes as the mask), a failed assert's lanes.
+        self.current: Access | None = None
+        self.part: Access | None = None
+        self.failing: np.ndarray | None = None
 
     # --- checkers come and go --------------------------------------------------------------------
 
@@ -157,16 +164,22 @@ class Guard:
         for listener in self.listeners:
             listener.launch_begin(launch)
 
-    def program_begin(self, pid: tuple[int, int, int]) -> None:
+    def program_begin(self, pid: tuple[int, int, int]) -> bool:
+        """A program starts, unless the selection skips it (then False, and no checker hears of it)."""
+        selection, launch = self.selection, self.launch
+        if selection is not None and launch is not None and not selection.runs(launch, pid):
+            return False
         self.seq += 1
         for listener in self.listeners:
             listener.program_begin(self.seq, pid)
+        return True
 
     def access(self, access: Access) -> np.ndarray | None:
         """Judge the active lanes of one access; return the lanes to keep, or None for all of them."""
         launch = self.launch
         if launch is None:
             return None
+        self.current, self.part = access, None
         addresses, mask = access.addresses, access.mask
         m: np.ndarray | None = None
         if mask is not None:
@@ -259,7 +272,7 @@ class Guard:
         for t in np.unique(owner[~inside]).tolist():
             bad = ~inside & (owner == t)
             lanes = _lanes(shape, flat_positions[bad])
-            part = Access(kind, real[bad], esize, site, lanes, values, -1, int(t))
+            part = self.part = Access(kind, real[bad], esize, site, lanes, values, -1, int(t))
             for listener in self.listeners:
                 listener.out_of_bounds(part)
         if inside.any():
@@ -304,7 +317,7 @@ class Guard:
         if off.any():
             shape = access.addresses.shape
             flat_positions = np.flatnonzero(m) if m is not None else np.arange(int(np.prod(shape)))
-            part = Access(
+            part = self.part = Access(
                 access.kind,
                 real[off],
                 access.element_size,
@@ -447,11 +460,13 @@ class Guard:
             listener.nonfinite(op, inputs, output, site)
 
     def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
+        self.failing = failing
         for listener in self.listeners:
             listener.assert_failed(message, failing, site)
 
     def launch_end(self, error: BaseException | None) -> None:
         launch, self.launch, self.prepared = self.launch, None, None
+        self.current = self.part = self.failing = None
         mirrors, self._mirrors = self._mirrors, []
         for dev, host in mirrors:  # what the kernel wrote through a pointer array, back on the device
             dev.copy_(host)

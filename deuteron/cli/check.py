@@ -38,10 +38,18 @@ def add_parser(sub: Any) -> None:
             "outside its view, the op that first made a NaN/Inf from finite inputs. Info: outputs no\n"
             "program wrote. Kernels compute their real outputs; out-of-bounds lanes are masked off.\n"
             "Exit code: the target's, or 1 when findings at or above --fail-on exist.\n\n"
+            "Debugging: --pdb stops in pdb at the kernel's line of each new error, in the failing\n"
+            "program, with its lanes as NumPy arrays (pid, bad_lanes, offsets, mask, value, finding);\n"
+            "--program X[,Y[,Z]][@LAUNCH] runs only that program (others skipped, their outputs\n"
+            "untouched), so breakpoint() and print in a kernel show one program.\n\n"
             "examples:\n"
             "  deuteron check examples/vector_add.py\n"
             "  deuteron check --json findings.json pytest tests/test_kernels.py -x\n"
-            "  deuteron check --fail-on warning --checks out-of-bounds,race -m mypkg.train"
+            "  deuteron check --fail-on warning --checks out-of-bounds,race -m mypkg.train\n"
+            "  deuteron check --pdb examples/check_me.py          # stop at the bad lane in pdb\n"
+            "  deuteron check --pdb=all pytest tests/test_kernels.py   # warnings and info too\n"
+            "  deuteron check --program 3 examples/debug_me.py    # program (3, 0, 0) of every launch\n"
+            "  deuteron check --program 3,0,0@2 script.py          # ... of the second launch only"
         ),
         usage=f"deuteron check [options] {USAGE}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -73,6 +81,28 @@ def add_parser(sub: Any) -> None:
         help="exit 1 when a finding this severe or worse exists (default: error; warnings and info "
         "are reported without failing)",
     )
+    p.add_argument(
+        "--pdb",
+        dest="pdb",
+        action="store_const",
+        const="error",
+        help="stop in pdb at the first occurrence of each error, in the kernel's frame of the failing "
+        "program; --pdb=warning also at warnings, --pdb=all at every finding",
+    )
+    # --pdb=LEVEL as whole option strings: a plain --pdb takes no value, so the script after it is
+    # never read as one
+    for level in ("error", "warning", "all"):
+        p.add_argument(
+            f"--pdb={level}", dest="pdb", action="store_const", const=level, help=argparse.SUPPRESS
+        )
+    p.add_argument(
+        "--program",
+        action="append",
+        metavar="X[,Y[,Z]][@LAUNCH]",
+        help="run only this program id (3 is (3, 0, 0)) of each launch, or of launch LAUNCH (numbered "
+        "from 1) or of every launch of kernel NAME (@NAME); the others are skipped and their outputs "
+        "left untouched. Repeat for more programs",
+    )
     p.add_argument("--no-color", action="store_true", help="plain text report")
     add_device_argument(p)
     add_target_arguments(p)
@@ -82,6 +112,7 @@ def add_parser(sub: Any) -> None:
 def check_command(args: argparse.Namespace) -> int:
     # The sanitizer's machinery is imported when it runs, so other commands start fast.
     from deuteron.check.api import CheckSession
+    from deuteron.check.programs import Selection
 
     target = parse_target(args)
     choose_device(args)
@@ -96,6 +127,12 @@ def check_command(args: argparse.Namespace) -> int:
     record_path = check_writable(args.record, "--record") if args.record else None
     if args.record_limit < 0:
         raise CheckError("--record-limit must be 0 or more")
+    selection = Selection.parse(args.program) if args.program else None
+    if (args.pdb or selection is not None) and target.kind == "pytest" and _parallel(target.args):
+        what = "--pdb" if args.pdb else "--program"
+        raise CheckError(
+            f"{what} needs the tests in this process: drop pytest's -n (xdist workers have no terminal)"
+        )
     owner = os.getpid()
     with Deferred(redeliver=False, note="finishing the report first") as late:
         result = CheckSession.run(
@@ -104,6 +141,8 @@ def check_command(args: argparse.Namespace) -> int:
             fail_fast=args.fail_fast,
             record=record_path,
             record_limit=args.record_limit,
+            pdb=args.pdb,
+            programs=selection,
         )
         if os.getpid() != owner:
             return result.exit_code  # a child the target forked: the report is the parent's
@@ -125,6 +164,8 @@ def _report(result: Any, json_path: Any, args: argparse.Namespace) -> int:
             "imported with TRITON_INTERPRET unset before the check began)",
             file=sys.stderr,
         )
+    for note in result.skipped:
+        print(printable(f"deuteron check: {note}"), file=sys.stderr)
     errors = list(result.errors)
     written = [str(args.record)] if args.record and not errors else []
     if json_path is not None:
@@ -145,3 +186,16 @@ def _report(result: Any, json_path: Any, args: argparse.Namespace) -> int:
     if args.fail_on != "never" and report.at_least(args.fail_on):
         return 1
     return result.exit_code or (1 if errors else 0)
+
+
+def _parallel(words: tuple[str, ...] | list[str]) -> bool:
+    """pytest's words ask xdist for worker processes (-n 2, -n auto, --numprocesses=2, -n2)."""
+    for i, word in enumerate(words):
+        if word in ("-n", "--numprocesses") and i + 1 < len(words) and words[i + 1] not in ("0",):
+            return True
+        if word.startswith("--numprocesses=") and word.split("=", 1)[1] != "0":
+            return True
+        short = word[2:] if word.startswith("-n") and not word.startswith("--") else ""
+        if short not in ("", "0") and short.isalnum():
+            return True
+    return False

@@ -54,6 +54,7 @@ def to_json(report: CheckReport) -> dict[str, Any]:
         "programs": report.programs,
         "failed_launches": report.failed_launches,
         "kernels": report.kernels,
+        "skipped": report.skipped,
         "summary": {s: report.count(s) for s in SEVERITIES},
     }
 
@@ -122,7 +123,10 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
     kernels = data.get("kernels", {})
     if not isinstance(kernels, dict) or not all(_count(v) for v in kernels.values()):
         raise FormatError(f"{path}: the check report's kernels are damaged")
-    return CheckReport(out, counts[0], counts[1], counts[2], dict(kernels))
+    skipped = data.get("skipped", [])  # absent before --program
+    if not isinstance(skipped, list) or not all(isinstance(line, str) for line in skipped):
+        raise FormatError(f"{path}: the check report's skipped list is damaged")
+    return CheckReport(out, counts[0], counts[1], counts[2], dict(kernels), [line[:500] for line in skipped])
 
 
 def _index(value: object) -> bool:

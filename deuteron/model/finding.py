@@ -63,6 +63,9 @@ class CheckReport:
     programs: int = 0
     failed_launches: int = 0
     kernels: dict[str, int] = field(default_factory=dict)  # kernel name -> launches checked
+    # What ``--program`` left out: one line per launch with skipped programs (and per selection
+    # that matched nothing); empty when every program of every launch ran
+    skipped: list[str] = field(default_factory=list)
 
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)

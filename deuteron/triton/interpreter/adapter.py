@@ -157,9 +157,16 @@ def _base_patches(interp: Any) -> list[Patch]:
         c = p.counter
         if c is not None:
             c.loaded += active_lanes(ptrs.data, mask) * element_bytes(ptrs)
-        if k.checking:
-            ptrs, mask = guarded(LOAD, ptrs, mask, None)
-        return orig_load(builder, ptrs, mask, *rest, **kw)
+        if not k.checking:
+            return orig_load(builder, ptrs, mask, *rest, **kw)
+        ptrs, mask = guarded(LOAD, ptrs, mask, None)
+        out = orig_load(builder, ptrs, mask, *rest, **kw)
+        after = k.after_load
+        if after is not None:  # a debugger stopped at this load: it shows what was loaded
+            k.after_load = None
+            values = sanitizing.float_values(out)
+            after(values if values is not None else out.data)
+        return out
 
     def create_masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = p.counter

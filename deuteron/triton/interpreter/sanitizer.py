@@ -45,7 +45,9 @@ class Sanitizer(Protocol):
 
     def launch_begin(self, grid: tuple[int, int, int]) -> None: ...
 
-    def program_begin(self, pid: tuple[int, int, int]) -> None: ...
+    def program_begin(self, pid: tuple[int, int, int]) -> bool | None:
+        """The grid loop is at program ``pid``: return False to skip it (its outputs untouched)."""
+        ...
 
     def access(self, access: Access) -> np.ndarray | None:
         """One load, store or atomic as the interpreter saw it (tagged addresses, the kernel's

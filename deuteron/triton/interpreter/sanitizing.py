@@ -12,6 +12,7 @@ its provenance (``model.access.TAG_SHIFT``), and checks every float result for N
 
 from __future__ import annotations
 
+import bdb
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 
 from deuteron.model.access import ADDRESS_MASK, ATOMIC, STORE, TAG_SHIFT, Access
 from deuteron.process.patches import AttributePatch, Patch, WrapPatch
-from deuteron.triton.interpreter import sites
+from deuteron.triton.interpreter import printing, sites
 from deuteron.triton.interpreter.mends import atomics, bf16, compile_time
 from deuteron.triton.interpreter.profiling import element_bytes
 from deuteron.triton.interpreter.sanitizer import Abort, Sanitizer
@@ -44,14 +45,19 @@ FLOAT_OPS_REQUIRED = ("binary_op", "unary_op", "ternary_op", "create_fma")
 
 class Checking:
     """Who checks, and where the launch in progress stands (one instance, :data:`STATE`): read by
-    every wrapped builder method, so kept to three slots."""
+    every wrapped builder method, so kept to slots."""
 
-    __slots__ = ("sanitizer", "checking", "pending")
+    __slots__ = ("sanitizer", "checking", "pending", "executor", "skipping", "after_load")
 
     def __init__(self) -> None:
         self.sanitizer: Sanitizer | None = None
         self.checking = False  # the running launch is being checked
         self.pending = False  # host tensors described to the sanitizer; pointers not made yet
+        self.executor: Any = None  # the launch's GridExecutor, whose programs may be skipped
+        self.skipping = False  # the sanitizer skips the program the grid loop is at
+        # Called once with the next load's result (its values as the kernel gets them): a
+        # debugger stopping at a load shows what it loaded.
+        self.after_load: Callable[[np.ndarray], None] | None = None
 
 
 STATE = Checking()
@@ -164,7 +170,10 @@ def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs
         # The interpreter wraps whatever a program raised in InterpreterError(repr(e)); a
         # sanitizer's Abort must reach the caller as itself.
         cause = exc.__cause__
-        error = cause if isinstance(cause, Abort) else exc
+        # pdb's quit inside a kernel (breakpoint(), deuteron check --pdb) ends the run as itself
+        # too: BdbQuit, or pytest's Exit where pytest's pdb (or ours under pytest) quits.
+        passes = cause is not None and (isinstance(cause, (Abort, bdb.BdbQuit)) or _pytest_exit(cause))
+        error = cause if passes and cause is not None else exc
         if compile_time.from_static_assert(cause):
             error = compile_time.StaticAssertFailed(f"tl.static_assert failed in {fn.fn.__name__}: {cause}")
         if error is not exc:
@@ -174,8 +183,14 @@ def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs
         checking, sanitizer = s.checking, s.sanitizer
         s.checking = False
         s.pending = False
+        s.executor, s.skipping, s.after_load = None, False, None
         if checking and sanitizer is not None:
             sanitizer.launch_end(error)
+
+
+def _pytest_exit(error: BaseException | None) -> bool:
+    kind = type(error)
+    return error is not None and kind.__name__ == "Exit" and kind.__module__ == "_pytest.outcomes"
 
 
 def device_copies(
@@ -228,6 +243,7 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
         sanitizer = s.sanitizer
         if sanitizer is not None:
             s.pending = True
+            s.executor = self
             copies = device_copies(interp, args_dev, kwargs, result[0], result[1])
             sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table(), copies)
         return result
@@ -275,7 +291,9 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
         orig_idx(builder, x, y, z)
         sanitizer = s.sanitizer
         if s.checking and sanitizer is not None:
-            sanitizer.program_begin((int(x), int(y), int(z)))
+            s.skipping = sanitizer.program_begin((int(x), int(y), int(z))) is False
+            if s.skipping:
+                skip_programs(s.executor)
 
     orig_assert = getattr(cls, "create_assert", None)
 
@@ -304,9 +322,33 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
     for name, label in FLOAT_OPS.items():
         if getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
             patches.append(WrapPatch(builder, name, partial(finite_checked, label=label)))
+    patches += printing.patches(interp, lambda: s.checking)
     patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
     patches.append(WrapPatch(interp, "_implicit_cvt", tagging))
     return patches
+
+
+def skip_programs(executor: Any) -> None:
+    """Make the launch's grid loop skip the programs the sanitizer declines: its ``self.fn(**args)``
+    reads the executor's ``fn`` for every program, so a wrapper set on this launch's executor (made
+    afresh for each launch) runs the kernel only while ``STATE.skipping`` is off. Set when the
+    first program is skipped, so launches that run every program pay nothing."""
+    if executor is None or "fn" not in vars(executor) or getattr(executor.fn, "deuteron_skips", False):
+        return
+    kernel = executor.fn
+
+    def program(*args: Any, **kwargs: Any) -> Any:
+        if STATE.skipping:
+            return None
+        return kernel(*args, **kwargs)
+
+    program.deuteron_skips = True  # type: ignore[attr-defined]
+    executor.fn = program
+
+
+def after_next_load(callback: Callable[[np.ndarray], None]) -> None:
+    """Have ``callback`` hear the next load's values (as the kernel gets them) once it is made."""
+    STATE.after_load = callback
 
 
 def finite_checked(current: Callable[..., Any], label: str | None) -> Callable[..., Any]:

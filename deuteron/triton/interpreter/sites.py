@@ -23,6 +23,8 @@ _PACKAGE_DIRS: tuple[str, ...] = ()
 _user_code: dict[CodeType, bool] = {}
 _positions: dict[CodeType, list[Any]] = {}
 _rewritten_codes: set[CodeType] = set()
+_rewritten: dict[Any, Any] = {}  # the interpreter's own cache of rewritten functions, once seen
+_rewritten_seen = [0]  # its length when last read
 
 
 def reset() -> SiteTable:
@@ -71,8 +73,37 @@ def _new_site(key: tuple[CodeType, int], frame: FrameType) -> int:
 
 def note_rewritten(rewritten: dict[Any, Any]) -> None:
     """Learn the code objects the interpreter really runs (``InterpretedFunction.rewritten_fn``)."""
-    if len(rewritten) != len(_rewritten_codes):
+    global _rewritten
+    _rewritten = rewritten
+    if len(rewritten) != _rewritten_seen[0]:
+        _rewritten_seen[0] = len(rewritten)
         _rewritten_codes.update(f.__code__ for f in rewritten.values() if hasattr(f, "__code__"))
+
+
+def is_kernel_code(code: CodeType) -> bool:
+    """Whether ``code`` is a kernel's (or a @jit helper's) as the interpreter runs it. A helper is
+    rewritten when first called, mid-launch: the cache is read again when a code is not known."""
+    if code in _rewritten_codes:
+        return True
+    if len(_rewritten) != _rewritten_seen[0]:
+        note_rewritten(_rewritten)
+        return code in _rewritten_codes
+    return False
+
+
+def user_frame() -> FrameType | None:
+    """The innermost frame of the user's code on the stack now (the kernel's, while a program runs;
+    the launch's caller once the programs are done), or None."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        user = _user_code.get(code)
+        if user is None:
+            user = _user_code[code] = _is_user(code.co_filename)
+        if user:
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def _make_site(code: CodeType, lasti: int, line: int) -> Site:
