@@ -46,7 +46,7 @@ class _SmallLM(torch.nn.Module):
         return argparse.Namespace(loss=loss)
 
 
-def _model(device: torch.device, layers: int) -> torch.nn.Module:
+def _model(device: torch.device, layers: int, hidden: int, seq: int) -> torch.nn.Module:
     try:
         from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError:
@@ -55,12 +55,12 @@ def _model(device: torch.device, layers: int) -> torch.nn.Module:
 
     config = LlamaConfig(
         vocab_size=8192,
-        hidden_size=512,
-        intermediate_size=1408,
+        hidden_size=hidden,
+        intermediate_size=hidden * 11 // 4,
         num_hidden_layers=layers,
-        num_attention_heads=8,
-        num_key_value_heads=8,
-        max_position_embeddings=1024,
+        num_attention_heads=hidden // 64,
+        num_key_value_heads=hidden // 64,
+        max_position_embeddings=max(1024, seq),
     )
     torch.manual_seed(0)
     return LlamaForCausalLM(config).to(device)
@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="measured steps (after 3 warm-up steps)")
     parser.add_argument("--straggler", type=int, default=-1, help="this rank gets twice the tokens")
     parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--hidden", type=int, default=512, help="the model's width (a multiple of 64)")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--profiler", metavar="DIR", help="run under torch.profiler, traces into DIR")
@@ -99,7 +100,7 @@ def main() -> None:
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
-    model = _wrap(_model(device, args.layers), args.mode, device)
+    model = _wrap(_model(device, args.layers, args.hidden, args.seq), args.mode, device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     batch = args.batch * (2 if rank == args.straggler else 1)
     tokens = torch.randint(0, 8192, (batch, args.seq), device=device)

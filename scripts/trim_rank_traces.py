@@ -2,7 +2,7 @@
 (``tests/fixtures/ranks_*``): the same window of the shared clock on every rank, so the ranks'
 traces still line up as recorded.
 
-    python scripts/trim_rank_traces.py --ms 40 OUT_DIR deuteron.rank0.chrome_trace deuteron.rank1.chrome_trace
+    python scripts/trim_rank_traces.py --ms 60 OUT_DIR deuteron.rank0.chrome_trace deuteron.rank1.chrome_trace
 
 The window ends 1 ms after the last NCCL/RCCL kernel of any rank and reaches ``--ms`` back.
 Complete events that start in it are kept, with the flow arrows whose both ends are kept and every

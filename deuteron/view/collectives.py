@@ -28,6 +28,7 @@ from deuteron.view.advise import Finding
 from deuteron.view.jobs import rank_of
 
 SOURCE = "torch's Flight Recorder (c10d)"
+HOLDS_UP = 0.5  # a rank is said to hold the others up when their waits for it are this share of all
 
 
 def _columns(profile: Profile) -> dict[str, list[Any]] | None:
@@ -108,20 +109,33 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> F
             caused[last] += at[last] - t
         if worst is None or lateness > worst[0]:
             worst = (lateness, key)
-    # The straggler is the rank the others wait for longest in all, not the one last most often:
-    # many small calls (barriers, set-up broadcasts) must not outvote a few long waits.
+    # The rank the others wait for longest in all is named as holding them up only when that is
+    # most of all the waiting and it comes last more often than chance: a few long waits at set-up,
+    # or many small calls (barriers, broadcasts), must not name a rank on their own.
     straggler = max(caused, key=lambda i: (caused[i], last_at.get(i, 0)))
-    if not caused[straggler]:
+    total = sum(caused.values())
+    if not total:
         return None
-    mean_late = statistics.fmean(late_by[straggler]) / 1e6
-    name = rank_of(profiles[straggler], straggler)
     assert worst is not None
-    title = (
-        f"the other ranks wait {caused[straggler] / 1e6:.2f} ms in all for rank {name}: it reaches "
-        f"{last_at[straggler]} of {len(calls)} calls last, {mean_late:.2f} ms after the first rank "
-        f"on average (the longest wait: {ops[worst[1]]} #{worst[1][1]} of group "
-        f"{worst[1][0] or 'default'}, {worst[0] / 1e6:.2f} ms); "
-    )
+    longest = f"{ops[worst[1]]} #{worst[1][1]} of group {worst[1][0] or 'default'}, {worst[0] / 1e6:.2f} ms"
+    share = caused[straggler] / total
+    name = rank_of(profiles[straggler], straggler)
+    if share >= HOLDS_UP and last_at.get(straggler, 0) > len(calls) / len(recorded):
+        median_late = statistics.median(late_by[straggler]) / 1e6
+        title = (
+            f"rank {name} holds the others up: it reaches {last_at[straggler]} of {len(calls)} calls "
+            f"last, a median {median_late:.2f} ms after the first rank, and the others wait "
+            f"{caused[straggler] / 1e6:.2f} ms in all for it ({share:.0%} of all the waiting; the "
+            f"longest wait: {longest}); "
+        )
+    else:
+        often = sorted(last_at, key=lambda i: -last_at[i])[:3]
+        lasts = ", ".join(f"rank {rank_of(profiles[i], i)} at {last_at[i]}" for i in often)
+        title = (
+            f"no one rank holds the others up: the last to arrive varies ({lasts} of {len(calls)} "
+            f"calls); the ranks wait {total / 1e6:.2f} ms in all, {share:.0%} of it for rank {name} "
+            f"(the longest wait: {longest}); "
+        )
     if timed:
         title += "arrivals are when each rank's GPU reached the call (its end less its duration), "
         title += f"from {SOURCE}"

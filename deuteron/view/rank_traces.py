@@ -138,6 +138,53 @@ def _collectives(c: TraceColumns, kernels: bool) -> dict[tuple[str, int], int]:
     return out
 
 
+MAX_SKEW = 8  # calls one trace may begin before or after another (a trace cut, or started late)
+
+
+def _renumber(
+    traces: Sequence[TraceColumns], calls: list[dict[tuple[str, int], int]], shift: list[float]
+) -> None:
+    """Number each rank's collectives as the reference rank's are, in place.
+
+    The n-th call of a kind is the same call on every rank only where every trace holds all of
+    them; a trace cut at a moment (a ring buffer, a trimmed file, a profiler started late) begins
+    a few calls later or earlier. So per kind, each rank's calls are tried against the reference's
+    moved by -MAX_SKEW..MAX_SKEW places, and the move is kept whose ends, on the clock as placed
+    so far (``shift``), differ least and most alike: the median difference (the clocks' error,
+    nothing on one host) plus the median distance from it (one offset for every call). The first
+    term matters: a training job repeats its calls step after step, so a move by one step's calls
+    lines the pattern up just as well, but a step's time away."""
+    ref = max(range(len(traces)), key=lambda r: len(calls[r]))
+    ends = [c.start + c.dur + s for c, s in zip(traces, shift, strict=True)]
+
+    def by_kind(r: int) -> dict[str, list[tuple[int, int]]]:
+        kinds: dict[str, list[tuple[int, int]]] = {}
+        for (name, k), i in calls[r].items():
+            kinds.setdefault(name, []).append((k, i))
+        return {name: sorted(rows) for name, rows in kinds.items()}
+
+    mine = by_kind(ref)
+    for r in range(len(traces)):
+        if r == ref:
+            continue
+        renumbered: dict[tuple[str, int], int] = {}
+        for name, rows in by_kind(r).items():
+            theirs = [float(ends[ref][i]) for _, i in mine.get(name, [])]
+            own = [float(ends[r][i]) for _, i in rows]
+            best, score = 0, float("inf")
+            for d in range(-MAX_SKEW, MAX_SKEW + 1):
+                diffs = [theirs[k + d] - e for k, e in enumerate(own) if 0 <= k + d < len(theirs)]
+                if len(diffs) < min(3, len(own), len(theirs)):
+                    continue
+                middle = statistics.median(diffs)
+                here = abs(middle) + statistics.median(abs(x - middle) for x in diffs)
+                if here < score:
+                    best, score = d, here
+            for k, i in rows:
+                renumbered[(name, k + best)] = i
+        calls[r] = renumbered
+
+
 def _align(
     traces: Sequence[TraceColumns], shift: list[float], calls: list[dict[tuple[str, int], int]], move: bool
 ) -> tuple[list[float], str]:
@@ -189,6 +236,7 @@ def join(traces: Sequence[TraceColumns], sources: Sequence[str]) -> JobTrace:
         calls = [_collectives(c, kernels=False) for c in traces]
     base = min(places)
     shift = [p - base for p in places]
+    _renumber(traces, calls, shift)
     corrections, agreement = _align(traces, shift, calls, refine)
     shift = [s + k for s, k in zip(shift, corrections, strict=True)]
     low = (

@@ -525,3 +525,27 @@ def test_review_mends_deep_phases_methods_and_vector_types(tmp_path: Path, monke
     assert Model().step(3) == 6
     deuteron.finalize()
     assert (tmp_path / "method.hatchet").exists()
+
+
+def test_auto_says_why_it_falls_back_where_an_nvidia_driver_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GPU machine whose CUPTI shim is not built (a checkout without a compiler, say) must not
+    profile in the interpreter without a word; one without an NVIDIA driver falls back quietly."""
+    from deuteron.collect import backends
+
+    why = "the native CUPTI shim is not built (x)"
+    monkeypatch.setattr(backends, "cupti_unavailable_reason", lambda: why)
+    monkeypatch.setattr(backends, "_said", False)
+    monkeypatch.setattr(backends, "NVIDIA_DRIVER", str(tmp_path / "missing"))
+    assert backends.resolve("auto").name == "interpreter"
+    assert capsys.readouterr().err == ""
+    (tmp_path / "version").write_text("NVRM version: 580\n")
+    monkeypatch.setattr(backends, "NVIDIA_DRIVER", str(tmp_path / "version"))
+    assert backends.resolve("auto").name == "interpreter"
+    assert backends.resolve("auto").name == "interpreter"  # said once per process
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "deuteron: an NVIDIA driver is here but the cupti backend cannot run (the native CUPTI shim is "
+        "not built (x)); profiling Triton kernels in the interpreter instead, GPU kernels left out"
+    ]

@@ -94,6 +94,20 @@ def test_ranks_of_two_hosts_are_aligned_on_their_collectives_ends(tmp_path: Path
     assert np.allclose(ends_by_rank[0], ends_by_rank[1])
 
 
+def test_a_trace_cut_after_its_first_calls_is_still_matched_call_for_call(tmp_path: Path) -> None:
+    # Irregular spacing, as a real job's calls are; rank 1's trace holds only the calls from the
+    # third on (it was cut), and its host's clock is 4 ms off.
+    ends = [100.0, 130.0, 190.0, 205.0, 260.0, 330.0, 345.0, 400.0]
+    paths = [
+        _rank_trace(tmp_path, 0, ends, 0.0, {"host": "a", "rank": "0", "wall_minus_clock_ns": 0}),
+        _rank_trace(tmp_path, 1, ends[2:], 1.0, {"host": "b", "rank": "1", "wall_minus_clock_ns": 4_000_000}),
+    ]
+    job = rank_traces.join([chrome_trace.read_columns(p) for p in paths], [str(p) for p in paths])
+    assert job.clock.startswith("2 hosts: placed by their wall clocks; aligned on 6 collectives' ends")
+    assert re.search(r"differ by 0\.0 µs", job.clock), job.clock
+    assert job.links == 6  # each of rank 1's calls linked to the same call of rank 0
+
+
 def test_traces_without_a_clock_but_ranked_by_name_are_aligned_on_collectives(tmp_path: Path) -> None:
     ends = [50.0, 90.0]
     paths = [_rank_trace(tmp_path, r, ends, float(r), None) for r in (0, 1)]
@@ -130,19 +144,23 @@ def test_recorded_ddp_job_names_the_planted_straggler(tmp_path: Path) -> None:
     assert straggler.startswith("[straggler] rank 1 is the straggler: its compute ")
     assert "module (LlamaForCausalLM) > model (LlamaModel)" in straggler  # where its extra time is
     waits = lines["[waits]"]
-    assert "for rank 1: it reaches" in waits and "GPU reached the call" in waits
+    assert waits.startswith("[waits] rank 1 holds the others up: it reaches")
+    assert "GPU reached the call" in waits
     assert "exposed_communication_ms=" in proc.stdout and "overlap=" in proc.stdout
     costs = lines["[collectives]"]
     assert "with durations" in costs
-    assert re.search(r"nccl:all_reduce 40\.5 MiB Float  \(calls=4, .*busbw_gbs=", proc.stdout)
+    assert re.search(r"nccl:all_reduce 44\.0 MiB Float  \(calls=4, .*busbw_gbs=", proc.stdout)
 
 
 def test_recorded_fsdp2_job_lists_its_reduce_scatters_with_the_bus_factor(tmp_path: Path) -> None:
     folder = unpacked("fsdp2", tmp_path)
     proc = run_cli("view", "deuteron.rank0.hatchet", "deuteron.rank1.hatchet", "--advise", cwd=folder)
     assert proc.returncode == 0, proc.stderr
+    # No straggler was planted: the last to arrive varies, and no rank is named as one
+    assert "[waits] no one rank holds the others up: the last to arrive varies" in proc.stdout
+    assert "[straggler]" not in proc.stdout
     row = re.search(
-        r"nccl:_reduce_scatter_base 32\.0 MiB Float .*algbw_gbs=([\d.]+), busbw_gbs=([\d.]+)\)", proc.stdout
+        r"nccl:_reduce_scatter_base 64\.0 MiB Float .*algbw_gbs=([\d.]+), busbw_gbs=([\d.]+)\)", proc.stdout
     )
     assert row is not None, proc.stdout[-3000:]
     assert float(row[2]) == pytest.approx(float(row[1]) / 2, abs=0.01)  # (n - 1) / n over 2 ranks
@@ -164,7 +182,7 @@ def test_recorded_traces_show_as_one_timeline(tmp_path: Path, job: str) -> None:
     line = said["2 ranks"]
     assert line.startswith("one timeline: one host (vm): the ranks share its monotonic clock")
     agree = float(re.search(r"ends differ by ([\d.]+) µs", line)[1])  # type: ignore[index]
-    assert agree < 20, line  # NCCL's kernels of one call end within microseconds on one host
+    assert agree < 100, line  # NCCL's kernels of one call end within microseconds on one host
     assert ref["job"]["links"] > 0 and ref["flows"] >= ref["job"]["links"]
     proc = run_cli("serve", "--html", "job.html", *paths, cwd=folder)
     assert proc.returncode == 0, proc.stderr

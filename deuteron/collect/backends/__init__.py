@@ -8,6 +8,8 @@ and never builds tree nodes: the interpreter reports each launch from the launch
 
 from __future__ import annotations
 
+import os
+
 from deuteron.collect.backends.port import (
     AUTOTUNE_SCOPE,
     Backend,
@@ -93,7 +95,10 @@ def resolve(name: str, mode: object = None) -> Backend:
             "it samples the GPU's own instructions"
         )
     if name == "auto":
-        name = "cupti" if cupti_unavailable_reason() is None or interval is not None else "interpreter"
+        reason = cupti_unavailable_reason()
+        name = "cupti" if reason is None or interval is not None else "interpreter"
+        if reason is not None and name == "interpreter" and not reason.startswith("no NVIDIA GPU"):
+            _say_why_not_cupti(reason)
     if name == "cupti":
         reason = cupti_unavailable_reason()
         if reason is not None and interval is not None:
@@ -109,6 +114,28 @@ def resolve(name: str, mode: object = None) -> Backend:
     from deuteron.collect.backends.interpreter import InterpreterBackend
 
     return InterpreterBackend()
+
+
+NVIDIA_DRIVER = "/proc/driver/nvidia/version"  # there while NVIDIA's kernel driver is loaded
+
+
+def _say_why_not_cupti(reason: str) -> None:
+    """On a machine with an NVIDIA driver, ``auto`` falling back to the interpreter (the shim not
+    built, CUPTI not found) would leave the user's GPU kernels out without a word: one line says
+    why, once per process."""
+    global _said
+    if _said or not os.path.exists(NVIDIA_DRIVER):
+        return
+    _said = True
+    from deuteron.process.terminal import say
+
+    say(
+        f"deuteron: an NVIDIA driver is here but the cupti backend cannot run ({reason}); "
+        "profiling Triton kernels in the interpreter instead, GPU kernels left out"
+    )
+
+
+_said = False
 
 
 def _sampling(mode: object) -> int | None:

@@ -5,6 +5,7 @@ import { getPacked } from "../../data";
 import { h } from "../../dom";
 import { fmt } from "../../format";
 import type { AccessCells, LaunchData, TensorView } from "../../types";
+import { DIFF_COLOUR, diffFootprints, diffText, footprint, KINDS_DIFFER, ONLY_A, ONLY_B, sameGrid, sharedRange, type Diff } from "./compare";
 import { drawBins, drawEdges, drawMarkers, frameSize, type Frame } from "./grid";
 import {
   aggregate,
@@ -38,6 +39,35 @@ export interface CardHost {
   onCell(card: TensorCard, row: number, col: number): void;
   /** A finding of the card's list was clicked: select its program and cells. */
   onFinding(card: TensorCard, finding: Finding): void;
+  /** The slice picker moved: the host loads it (and the compared card's, in step). Without it
+   * the card loads and draws the slice itself. */
+  onSlice?(card: TensorCard, slice: number): void;
+  /** Beside another launch: the names of the left and the right launch, for the hover line. */
+  sides?: [string, string];
+}
+
+/** Draw two compared cards (a on the left, b on the right): one heat scale for both, and, where
+ * their grids are the same and the same slice is loaded, the cells they touched differently
+ * framed on both. */
+export function renderPair(a: TensorCard, b: TensorCard): void {
+  a.compute();
+  b.compute();
+  let diff: Diff | null = null;
+  let note = "";
+  if (!sameGrid(a.view, b.view)) note = `shapes differ ([${a.view.shape.join(", ")}] and [${b.view.shape.join(", ")}]): no cell-by-cell comparison`;
+  else if (a.slice !== b.slice) note = `slices ${a.slice} and ${b.slice}: pick the same slice to compare cells`;
+  else if (a.cells && b.cells) {
+    const bins = a.view.bin_rows * a.view.bin_cols;
+    const kinds = { kinds: a.currentFilter().kinds };
+    diff = diffFootprints(footprint(a.cells, bins, kinds), footprint(b.cells, bins, kinds));
+  }
+  if (a.agg && b.agg) {
+    const range = sharedRange(a.agg, b.agg);
+    a.agg = { ...a.agg, ...range };
+    b.agg = { ...b.agg, ...range };
+  }
+  a.draw(diff, note);
+  b.draw(diff, note);
 }
 
 export class TensorCard {
@@ -51,6 +81,13 @@ export class TensorCard {
   cells: AccessCells | null = null;
   agg: Aggregate | null = null;
   selected: [number, number] | null = null;
+  /** The card of the same tensor in the launch compared with (each points at the other). */
+  partner: TensorCard | null = null;
+  /** Its column when comparing: "a" the launch picked, "b" the one compared with. */
+  side: "a" | "b" | null = null;
+  /** The cells the pair touched differently (class per bin, compare.ts), when compared. */
+  diff: Diff | null = null;
+  private readonly compareLine: HTMLElement = h("div", { class: "acc-cmpline" });
   private readonly message: HTMLElement;
   private readonly hover: HTMLElement;
   private readonly list: HTMLElement;
@@ -86,6 +123,7 @@ export class TensorCard {
       h("div", { class: "acc-scroll" }, this.canvas),
       this.hover,
       this.scale,
+      this.compareLine,
       this.message,
       this.list,
     );
@@ -126,13 +164,24 @@ export class TensorCard {
     input.addEventListener("change", () => {
       const s = clampSlice(input.value, v.slices);
       input.value = String(s);
-      void this.load(s).then(() => {
-        show();
-        this.render();
-      });
+      show();
+      if (this.host.onSlice) return this.host.onSlice(this, s);
+      void this.load(s).then(() => this.render());
     });
+    this.showSlice = (s: number): void => {
+      input.value = String(s);
+      show();
+    };
     show();
     return h("label", { class: "acc-slicepick" }, " slice ", input, " ", label);
+  }
+
+  /** Put slice s in the slice picker (the slice loaded from elsewhere: the compared card's). */
+  showSlice: (s: number) => void = () => undefined;
+
+  /** The filter this card draws under. */
+  currentFilter(): Filter {
+    return this.host.filter();
   }
 
   private notes(): HTMLElement {
@@ -170,21 +219,51 @@ export class TensorCard {
     return findingsOnSlice(this.view.findings, this.slice);
   }
 
-  /** Aggregate under the current filter and redraw; sets the test-facing data attributes. */
+  /** Aggregate under the current filter and redraw (with the compared card, when there is one);
+   * sets the test-facing data attributes. */
   render(): void {
-    const filter = this.host.filter();
+    if (this.partner) {
+      if (this.side === "b") renderPair(this.partner, this);
+      else renderPair(this, this.partner);
+      return;
+    }
+    this.compute();
+    this.draw(null, "");
+  }
+
+  /** Aggregate the slice's cells under the current filter. */
+  compute(): void {
     const bins = this.view.bin_rows * this.view.bin_cols;
-    this.agg = aggregate(this.cells ?? emptyCells(), bins, filter);
-    drawBins(this.canvas, this.frame, this.agg, filter, this.host.palette);
+    this.agg = aggregate(this.cells ?? emptyCells(), bins, this.host.filter());
+  }
+
+  /** Draw the aggregate, with the cells touched differently from the compared card framed. */
+  draw(diff: Diff | null, note: string): void {
+    const filter = this.host.filter();
+    if (!this.agg) this.compute();
+    const agg = this.agg!;
+    this.diff = diff;
+    drawBins(this.canvas, this.frame, agg, filter, this.host.palette, diff?.cls ?? null, DIFF_COLOUR);
     const oob = drawEdges(this.canvas, this.frame, this.edges, this.slice);
     const drawn = drawMarkers(this.canvas, this.frame, findingMarkers(this.findingsHere()));
     if (this.selected) {
       drawMarkers(this.canvas, this.frame, [{ row: this.selected[0], col: this.selected[1], colour: "#1864ab" }]);
     }
     const c = this.canvas.dataset;
-    c.binsTouched = String(this.agg.touched);
-    c.binsSelected = String(this.agg.selected);
-    c.binsMasked = String(this.agg.maskedSelected);
+    c.binsTouched = String(agg.touched);
+    c.binsSelected = String(agg.selected);
+    c.binsMasked = String(agg.maskedSelected);
+    c.maxLanes = String(agg.maxLanes);
+    if (diff) {
+      c.binsDiffer = String(diff.differ);
+      c.binsOnlyA = String(diff.onlyA);
+      c.binsOnlyB = String(diff.onlyB);
+      c.binsKinds = String(diff.kinds);
+      c.binsLanes = String(diff.lanes);
+    } else for (const key of ["binsDiffer", "binsOnlyA", "binsOnlyB", "binsKinds", "binsLanes"]) delete c[key];
+    const sides = this.host.sides ?? ["the left launch", "the right launch"];
+    this.compareLine.textContent = diff ? diffText(diff, sides[0], sides[1]) : note;
+    this.compareLine.dataset.differ = diff ? String(diff.differ) : "";
     c.mode = filter.mode;
     c.program = filter.program === null ? "all" : String(filter.program);
     c.findings = String(drawn);
@@ -235,9 +314,10 @@ export class TensorCard {
     if (found.length > shown.length) this.list.append(h("li", { class: "acc-dim" }, `${found.length - shown.length} more`));
   }
 
-  /** Select a cell: outline it and ask the host for the details panel. */
+  /** Select a cell: outline it (on the compared card too) and ask the host for the details panel. */
   select(row: number, col: number): void {
     this.selected = [row, col];
+    if (this.partner) this.partner.selected = [row, col];
     this.render();
     this.host.onCell(this, row, col);
   }
@@ -249,7 +329,9 @@ export class TensorCard {
     if (place.slice !== this.slice) {
       const input = this.el.querySelector<HTMLInputElement>("input[name=slice]");
       if (input) input.value = String(place.slice);
-      await this.load(place.slice);
+      const partner = this.partner && this.partner.view.slices === this.view.slices ? this.partner : null;
+      partner?.showSlice(place.slice);
+      await Promise.all([this.load(place.slice), partner?.load(place.slice)]);
     }
     this.select(place.row, place.col);
     this.el.scrollIntoView({ block: "nearest" });
@@ -283,6 +365,12 @@ export class TensorCard {
       this.hover.textContent = edge ? `past the edge · ${fmt(edge.lanes)} out-of-bounds lane(s)` : "past the tensor's edge";
       return;
     }
-    this.hover.textContent = hoverText(this.view, this.agg, this.host.launch.programs, at[0], at[1]);
+    let text = hoverText(this.view, this.agg, this.host.launch.programs, at[0], at[1]);
+    const cls = this.diff?.cls[at[0] * this.view.bin_cols + at[1]] ?? 0;
+    const sides = this.host.sides ?? ["the left launch", "the right launch"];
+    if (cls === ONLY_A) text += ` · touched only in ${sides[0]}`;
+    else if (cls === ONLY_B) text += ` · touched only in ${sides[1]}`;
+    else if (cls === KINDS_DIFFER) text += " · touched by other kinds in the other";
+    this.hover.textContent = text;
   }
 }

@@ -1,7 +1,13 @@
 // The Accesses view's grid drawing: the bins (aggregated and coloured in model.ts) as one ImageData
 // (one pixel per screen pixel, then scaled onto the canvas), and the outlines on top. Bins run to
 // 512×512, so everything here works on typed arrays in single passes; no per-cell canvas calls.
-import { binColours, darken, EDGE_COLOUR, OOB_COLOUR, packedCss, placeRect, type Aggregate, type EdgeCell, type Filter, type Geometry, type Marker, type Pads } from "./model";
+import { binColours, darken, EDGE_COLOUR, OOB_COLOUR, pack, packedCss, placeRect, type Aggregate, type EdgeCell, type Filter, type Geometry, type Marker, type Pads } from "./model";
+
+/** A colour "#rrggbb" as a packed pixel. */
+function packHex(css: string): number {
+  const n = parseInt(css.slice(1), 16);
+  return pack((n >> 16) & 255, (n >> 8) & 255, n & 255);
+}
 
 /** The grid's frame on its canvas: the bins' geometry, the bands past the edges, the bin counts. */
 export interface Frame {
@@ -20,13 +26,17 @@ let scratch: HTMLCanvasElement | null = null;
 
 /** Draw the bins into `canvas` (already sized to geo): one putImageData onto a scratch canvas at
  * CSS-pixel size, then one scaled drawImage (no smoothing) so the device pixel ratio is honoured.
- * Bins several programs touch (program mode) get dark diagonal stripes. */
+ * Bins several programs touch (program mode) get dark diagonal stripes. With `marks` (a class
+ * per bin, 0 for none) and their colours, each marked bin gets a frame of its class's colour
+ * (a cell under 4 px a side: every other pixel), drawn in the same pass. */
 export function drawBins(
   canvas: HTMLCanvasElement,
   frame: Frame,
   agg: Aggregate,
   filter: Filter,
   palette: Uint32Array,
+  marks: Uint8Array | null = null,
+  markColours: Record<number, string> = {},
 ): void {
   const { geo, binCols } = frame;
   const { width, height, cellW, cellH } = geo;
@@ -41,13 +51,24 @@ export function drawBins(
   const pixels = new Uint32Array(image.data.buffer);
   const colOf = new Int32Array(width);
   for (let x = 0; x < width; x++) colOf[x] = Math.floor(x / cellW);
+  const markOf = new Uint32Array(8);
+  for (const [k, css] of Object.entries(markColours)) markOf[Number(k) & 7] = packHex(css);
+  const framed = cellW >= 4 && cellH >= 4;
   for (let y = 0; y < height; y++) {
     const rowBase = Math.floor(y / cellH) * binCols;
     const lineBase = y * width;
+    const yIn = y % cellH;
+    const yEdge = yIn === 0 || yIn === cellH - 1;
     for (let x = 0; x < width; x++) {
       const b = rowBase + colOf[x];
       let c = colours[b];
       if (hatch && agg.multi[b] && ((x + y) & 3) === 0) c = darken(c);
+      const m = marks ? marks[b] : 0;
+      if (m && markOf[m & 7]) {
+        const xIn = x - colOf[x] * cellW;
+        const edge = framed ? yEdge || xIn <= 1 || xIn >= cellW - 2 || yIn === 1 || yIn === cellH - 2 : ((x + y) & 1) === 0;
+        if (edge) c = markOf[m & 7];
+      }
       pixels[lineBase + x] = c;
     }
   }

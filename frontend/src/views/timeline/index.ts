@@ -294,7 +294,8 @@ class TimelineView {
       const toggle = h(
         "button",
         { type: "button", class: "tl-group", style: `top: ${g.y}px`, "data-kernel": g.kernel, "aria-expanded": String(g.expanded), title: g.label, onclick: () => this.toggle(k) },
-        `${g.expanded ? "▾" : "▸"} ${g.label}`,
+        // A rank's header holds its summary row when folded: its name alone, the rest on hover.
+        `${g.expanded ? "▾" : "▸"} ${g.rank !== undefined ? `rank ${g.rank}` : g.label}`,
       );
       items.push(toggle);
     });
