@@ -73,8 +73,7 @@ def comm_overlap(spans: list[KernelSpans]) -> tuple[int, int]:
 
     A collective's kernel (:data:`COMM_KERNEL`) overlapped by compute costs nothing extra; the
     rest (exposed communication) is time the rank did nothing but communicate or wait for the
-    others. One sweep over every kernel's start and end: each class's running count says which
-    are active between two consecutive boundaries."""
+    others."""
     starts, ends, comm = [], [], []
     for s in spans:
         if not len(s.start):
@@ -83,19 +82,31 @@ def comm_overlap(spans: list[KernelSpans]) -> tuple[int, int]:
             [n is not None and bool(COMM_KERNEL.search(n.name)) for n in s.nodes] + [False], dtype=bool
         )
         starts.append(s.start.astype(np.int64))
-        ends.append(np.maximum(s.end.astype(np.int64), s.start.astype(np.int64)))
+        ends.append(s.end.astype(np.int64))
         comm.append(is_comm[np.clip(s.group_of.astype(np.int64), -1, len(s.nodes))])
     if not starts:
         return 0, 0
-    start, end, is_c = np.concatenate(starts), np.concatenate(ends), np.concatenate(comm)
-    if not is_c.any():
-        return 0, 0
+    _, union, hidden = overlap_sweep(np.concatenate(starts), np.concatenate(ends), np.concatenate(comm))
+    return union, hidden
+
+
+def overlap_sweep(start: np.ndarray, end: np.ndarray, is_comm: np.ndarray) -> tuple[int, int, int]:
+    """(time any kernel ran, time a collective ran, time a collective ran beside another kernel)
+    in the units given, for kernels as start/end arrays and whether each is a collective.
+
+    One sweep over every start and end: each class's running count says which are active between
+    two consecutive boundaries."""
+    if not len(start):
+        return 0, 0, 0
+    start = start.astype(np.int64)
+    end = np.maximum(end.astype(np.int64), start)
     times = np.concatenate([start, end])
     step = np.concatenate([np.ones(len(start), np.int64), -np.ones(len(end), np.int64)])
-    kind = np.concatenate([is_c, is_c])
+    kind = np.concatenate([is_comm, is_comm]).astype(bool)
     order = np.argsort(times, kind="stable")
     times, step, kind = times[order], step[order], kind[order]
     active_comm = np.cumsum(np.where(kind, step, 0))[:-1] > 0
     active_other = np.cumsum(np.where(kind, 0, step))[:-1] > 0
     length = np.diff(times)
-    return int(length[active_comm].sum()), int(length[active_comm & active_other].sum())
+    busy = int(length[active_comm | active_other].sum())
+    return busy, int(length[active_comm].sum()), int(length[active_comm & active_other].sum())

@@ -27,6 +27,7 @@ from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view.advise import Finding
 from deuteron.view.collectives import collective_findings
 from deuteron.view.jobs import rank_of
+from deuteron.view.steps import step_findings
 
 MIN_SPREAD = 0.10  # a straggler is named when the ranks' compute differs by at least this share
 HOLDS_MOST = 0.5  # a frame on the straggler's path holds more than this share of the difference
@@ -89,6 +90,8 @@ def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Fi
     straggler = _straggler(times, profiles)
     if straggler is not None:
         findings.insert(1, straggler)
+    at = 2 if straggler is not None else 1
+    findings[at:at] = step_findings(sources, [t.rank for t in times])  # where traces are beside
     return findings
 
 

@@ -147,6 +147,15 @@ def test_recorded_ddp_job_names_the_planted_straggler(tmp_path: Path) -> None:
     assert waits.startswith("[waits] rank 1 holds the others up: it reaches")
     assert "GPU reached the call" in waits
     assert "exposed_communication_ms=" in proc.stdout and "overlap=" in proc.stdout
+    # Step by step, from the traces beside the profiles: rank 0 waits, rank 1 computes
+    assert lines["[steps]"].startswith("[steps] 2 steps of 2 ranks, from their traces")
+    step = {
+        m[1]: {k: float(v) for k, v in re.findall(r"(\w+)=([\d.]+)", m[2])}
+        for m in re.finditer(r"^    (rank \d step 2)  \((.*)\)$", proc.stdout, re.MULTILINE)
+    }
+    waiting, straggling = step["rank 0 step 2"], step["rank 1 step 2"]
+    assert waiting["exposed_communication_ms"] > 10 > straggling["exposed_communication_ms"]
+    assert straggling["compute_ms"] > 1.5 * waiting["compute_ms"]
     costs = lines["[collectives]"]
     assert "with durations" in costs
     assert re.search(r"nccl:all_reduce 44\.0 MiB Float  \(calls=4, .*busbw_gbs=", proc.stdout)
