@@ -139,6 +139,7 @@ def _collectives(c: TraceColumns, kernels: bool) -> dict[tuple[str, int], int]:
 
 
 MAX_SKEW = 8  # calls one trace may begin before or after another (a trace cut, or started late)
+ALIKE_NS = 20_000  # moves whose ends' spread is within this of the tightest are equally good
 
 
 def _renumber(
@@ -149,11 +150,12 @@ def _renumber(
     The n-th call of a kind is the same call on every rank only where every trace holds all of
     them; a trace cut at a moment (a ring buffer, a trimmed file, a profiler started late) begins
     a few calls later or earlier. So per kind, each rank's calls are tried against the reference's
-    moved by -MAX_SKEW..MAX_SKEW places, and the move is kept whose ends, on the clock as placed
-    so far (``shift``), differ least and most alike: the median difference (the clocks' error,
-    nothing on one host) plus the median distance from it (one offset for every call). The first
-    term matters: a training job repeats its calls step after step, so a move by one step's calls
-    lines the pattern up just as well, but a step's time away."""
+    moved by -MAX_SKEW..MAX_SKEW places. The right move makes every call's end differ from the
+    reference's by one offset (the clocks' error): the moves whose differences spread least (their
+    median distance from their median, within twice the tightest and ``ALIKE_NS``) are kept, and of
+    them the one whose offset is smallest on the clock as placed so far (``shift``). Both matter:
+    calls come at uneven gaps, so a wrong move spreads the differences; but a training job repeats
+    its calls step after step, so a move by one step's calls lines them up as well, a step away."""
     ref = max(range(len(traces)), key=lambda r: len(calls[r]))
     ends = [c.start + c.dur + s for c, s in zip(traces, shift, strict=True)]
 
@@ -171,15 +173,18 @@ def _renumber(
         for name, rows in by_kind(r).items():
             theirs = [float(ends[ref][i]) for _, i in mine.get(name, [])]
             own = [float(ends[r][i]) for _, i in rows]
-            best, score = 0, float("inf")
+            tried: list[tuple[float, float, int]] = []  # (spread, |offset|, |move|) per move
             for d in range(-MAX_SKEW, MAX_SKEW + 1):
                 diffs = [theirs[k + d] - e for k, e in enumerate(own) if 0 <= k + d < len(theirs)]
                 if len(diffs) < min(3, len(own), len(theirs)):
                     continue
                 middle = statistics.median(diffs)
-                here = abs(middle) + statistics.median(abs(x - middle) for x in diffs)
-                if here < score:
-                    best, score = d, here
+                tried.append((statistics.median(abs(x - middle) for x in diffs), abs(middle), d))
+            best = 0
+            if tried:
+                tightest = min(spread for spread, _, _ in tried)
+                alike = [t for t in tried if t[0] <= 2 * tightest + ALIKE_NS]
+                best = min(alike, key=lambda t: (t[1], abs(t[2])))[2]
             for k, i in rows:
                 renumbered[(name, k + best)] = i
         calls[r] = renumbered
