@@ -11,7 +11,8 @@
   only when every rank ran on one host; for NCCL, whose calls the CPU only enqueues, that is
   said to be a weaker sign (a CPU can run ahead of its GPU).
 - **What the collectives move.** Per operation, size and dtype: how many calls, the bytes each
-  (the tensors' elements times the dtype's size, as the recorder lists them), and where the
+  (the tensors' elements times the dtype's size, as the recorder lists them; the larger of input
+  and output, as nccl-tests counts: an all-gather's whole output), and where the
   recorder has durations (NCCL with ``TORCH_NCCL_ENABLE_TIMING=1``) the algorithm bandwidth
   (bytes over time) and the bus bandwidth (times NCCL's factor for the operation: 2(n-1)/n for
   all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 otherwise).
@@ -158,12 +159,22 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> F
     return Finding("waits", title, evidence)
 
 
-_GATHERS = ("all_gather", "allgather", "_allgather_base", "reduce_scatter", "_reduce_scatter_base")
-_ONE_WAY = (*_GATHERS, "all_to_all", "alltoall")
+_ONE_WAY = ("all_gather", "allgather", "reduce_scatter", "all_to_all", "alltoall")
+# torch's names for one operation: "nccl:_all_gather_base", "all_gather_into_tensor_coalesced", ...
+_VARIANTS = ("_into_tensor_coalesced", "_tensor_coalesced", "_into_tensor", "_coalesced", "_tensor", "_base")
+
+
+def _kind(op: str) -> str:
+    """The operation a recorded name stands for: "nccl:_all_gather_base" -> "all_gather"."""
+    kind = op.split(":", 1)[-1].lower().strip("_0123456789")
+    for suffix in _VARIANTS:
+        if kind.endswith(suffix):
+            return kind[: -len(suffix)]
+    return kind
 
 
 def _bus_factor(op: str, n: int) -> float:
-    kind = op.split(":", 1)[-1].rstrip("0123456789_").lower()
+    kind = _kind(op)
     if n < 2:
         return 1.0
     if kind in ("all_reduce", "allreduce"):
@@ -175,10 +186,12 @@ def _bus_factor(op: str, n: int) -> float:
 
 def _costs(profile: Profile, cols: dict[str, list[Any]], world: int) -> Finding:
     groups: dict[tuple[str, int, str], list[float | None]] = {}
-    for op, size, dtype, duration in zip(
-        cols["op"], cols["in_bytes"], cols["dtype"], cols["duration_ms"], strict=True
+    # A call's size as nccl-tests counts it: the larger of its input and output (an all-gather's
+    # whole output, a reduce-scatter's whole input), so that the bus factor applies to every kind.
+    for op, size_in, size_out, dtype, duration in zip(
+        cols["op"], cols["in_bytes"], cols["out_bytes"], cols["dtype"], cols["duration_ms"], strict=True
     ):
-        groups.setdefault((op, int(size), dtype), []).append(duration)
+        groups.setdefault((op, max(int(size_in), int(size_out)), dtype), []).append(duration)
     rows: list[dict[str, object]] = []
     for (op, size, dtype), durations in sorted(groups.items(), key=lambda kv: -kv[0][1] * len(kv[1])):
         row: dict[str, object] = {"path": f"{op} {_size(size)} {dtype}".strip(), "calls": len(durations)}

@@ -103,7 +103,7 @@ def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _zeros(traces: Sequence[TraceColumns]) -> tuple[list[float], str, bool]:
+def clock_places(traces: Sequence[TraceColumns]) -> tuple[list[float], str, bool]:
     """Each trace's zero on a shared clock (ns), how that was decided, and whether the collectives'
     ends should refine it (they should wherever the ranks' clocks are not one)."""
     zero = [_int(c.info.get("zero_ns")) for c in traces]
@@ -144,7 +144,7 @@ ALIKE_NS = 20_000  # moves whose ends' spread is within this of the tightest are
 
 def _renumber(
     traces: Sequence[TraceColumns], calls: list[dict[tuple[str, int], int]], shift: list[float]
-) -> None:
+) -> dict[int, int]:
     """Number each rank's collectives as the reference rank's are, in place.
 
     The n-th call of a kind is the same call on every rank only where every trace holds all of
@@ -155,7 +155,9 @@ def _renumber(
     median distance from their median, within twice the tightest and ``ALIKE_NS``) are kept, and of
     them the one whose offset is smallest on the clock as placed so far (``shift``). Both matter:
     calls come at uneven gaps, so a wrong move spreads the differences; but a training job repeats
-    its calls step after step, so a move by one step's calls lines them up as well, a step away."""
+    its calls step after step, so a move by one step's calls lines them up as well, a step away.
+    Returns the ranks matched with a move, and the largest move of each: worth saying, as hosts'
+    clocks a step or more apart would give the same."""
     ref = max(range(len(traces)), key=lambda r: len(calls[r]))
     ends = [c.start + c.dur + s for c, s in zip(traces, shift, strict=True)]
 
@@ -166,6 +168,7 @@ def _renumber(
         return {name: sorted(rows) for name, rows in kinds.items()}
 
     mine = by_kind(ref)
+    moved: dict[int, int] = {}
     for r in range(len(traces)):
         if r == ref:
             continue
@@ -187,7 +190,10 @@ def _renumber(
                 best = min(alike, key=lambda t: (t[1], abs(t[2])))[2]
             for k, i in rows:
                 renumbered[(name, k + best)] = i
+            if best and abs(best) > abs(moved.get(r, 0)):
+                moved[r] = best
         calls[r] = renumbered
+    return moved
 
 
 def _align(
@@ -235,13 +241,13 @@ def join(traces: Sequence[TraceColumns], sources: Sequence[str]) -> JobTrace:
     traces = [traces[r] for r in order]
     sources = [sources[r] for r in order]
     ranks = [ranks[r] for r in order]
-    places, how, refine = _zeros(traces)
+    places, how, refine = clock_places(traces)
     calls = [_collectives(c, kernels=True) for c in traces]
     if not any(calls):  # no GPU collectives (a gloo job on CPUs): gloo's spans
         calls = [_collectives(c, kernels=False) for c in traces]
     base = min(places)
     shift = [p - base for p in places]
-    _renumber(traces, calls, shift)
+    moved = _renumber(traces, calls, shift)
     corrections, agreement = _align(traces, shift, calls, refine)
     shift = [s + k for s, k in zip(shift, corrections, strict=True)]
     low = (
@@ -266,7 +272,15 @@ def join(traces: Sequence[TraceColumns], sources: Sequence[str]) -> JobTrace:
         {"rank": r, "source": s, "host": str(c.info.get("host", "")), "shift_ns": round(k)}
         for r, s, c, k in zip(ranks, sources, traces, shift, strict=True)
     ]
-    return JobTrace(columns, lane_ranks, f"{how}; {agreement}", per_rank, links, notes)
+    clock = f"{how}; {agreement}"
+    for r, d in sorted(moved.items()):
+        calls_apart = f"{abs(d)} collective call{'s' if abs(d) != 1 else ''}"
+        clock += (
+            f"; rank {ranks[r]}'s trace begins {calls_apart} {'after' if d > 0 else 'before'} the others'"
+        )
+        if refine:  # or its clock is a step away: the same calls would match the same way
+            clock += " (or its host's clock is a step or more off, and so is the rank here)"
+    return JobTrace(columns, lane_ranks, clock, per_rank, links, notes)
 
 
 def _intern(table: dict[Any, int], items: Sequence[Any]) -> np.ndarray:

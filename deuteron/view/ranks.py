@@ -91,7 +91,8 @@ def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Fi
     if straggler is not None:
         findings.insert(1, straggler)
     at = 2 if straggler is not None else 1
-    findings[at:at] = step_findings(sources, [t.rank for t in times])  # where traces are beside
+    jobs = [job if isinstance(job := p.metadata.get("job_id"), str) else None for p in profiles]
+    findings[at:at] = step_findings(sources, [t.rank for t in times], jobs)  # where traces are beside
     return findings
 
 

@@ -5,9 +5,18 @@ where it is there).
 
 **Steps.** A step ends where the rank's optimizer step ends (``-c torch``'s ``optimizer.step
 (AdamW)`` span), or, in a program that marks its steps itself, where a scope named ``step``
-ends. Kernels run after their launch, so each kernel belongs to the step its launch was made in
-(the trace's launch arrow), or, without one, the step its start falls in. Kernels launched after
-the last step's end are left out (the tail of the run).
+ends; a step is what lies between two such ends (before the first end, the run's set-up, or in a
+trace that was cut part of a step, is left out, as is the tail after the last). Kernels run after
+their launch, so each kernel belongs to the step its launch was made in (the trace's launch
+arrow), or, without one, the step its start falls in.
+
+**One numbering for all ranks.** Traces start and stop at different moments, so the n-th step of
+one trace need not be the n-th of another. The traces are placed on one clock as the timeline
+places them (:func:`deuteron.view.rank_traces.clock_places`: one host's clock, or hosts' wall
+clocks), and each rank's step is given the number of the reference rank's (the one with most
+steps) that ends nearest, within half a step; steps that match none are left out. Traces that
+say no clock keep their own numbering, and the finding says so. A trace of another job or rank
+than its profile (left from an earlier run) is not read, and said.
 
 **Per step and rank**, over that step's kernels: compute is the time of the non-collective
 kernels (summed: kernels on two streams at once count twice, as in ``[ranks]``); communication is
@@ -22,7 +31,7 @@ import os
 import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,6 +39,7 @@ from deuteron.formats import FormatError, chrome_trace
 from deuteron.formats.chrome_trace import TraceColumns
 from deuteron.model.trace import COMM_KERNEL, overlap_sweep
 from deuteron.view.advise import Finding
+from deuteron.view.rank_traces import clock_places
 
 STEP_END = re.compile(r"^(optimizer\.step \(.*\)|step)$")
 KERNEL_CATS = ("kernel", "gpu", "cuda", "gpu_kernel", "kernel_nccl")
@@ -60,8 +70,9 @@ def trace_beside(source: str) -> str | None:
     return path if os.path.isfile(path) else None
 
 
-def rank_steps(c: TraceColumns) -> list[StepTimes]:
-    """Each step's times on one rank (see the module); [] without two step ends or kernels."""
+def rank_steps(c: TraceColumns) -> list[tuple[float, StepTimes]]:
+    """Each step's end (ns, the trace's own clock) and times on one rank, numbered within the
+    trace (see the module); [] without two step ends or without kernels."""
     ends = np.sort(
         np.asarray([c.start[i] + c.dur[i] for i in range(len(c.start)) if STEP_END.match(c.names[c.name[i]])])
     )
@@ -75,41 +86,78 @@ def rank_steps(c: TraceColumns) -> list[StepTimes]:
     starts, durs, lanes = c.start[kernels], c.dur[kernels], c.lane[kernels]
     pairs = zip(lanes.tolist(), starts.tolist(), strict=True)
     when = np.asarray([launched.get((int(lane), round(t)), t) for lane, t in pairs])
-    step_of = np.searchsorted(ends, when, side="left")  # launched before the first end: step 0
+    step_of = np.searchsorted(ends, when, side="left")  # k: launched after end k-1, by end k
     comm_names = np.asarray([bool(COMM_KERNEL.search(n)) for n in c.names] + [False])
     is_comm = comm_names[c.name[kernels].astype(np.int64)]
     out = []
-    for k in range(len(ends)):
+    for k in range(1, len(ends)):  # before the first end: set-up, or part of a step
         mine = step_of == k
         if not mine.any():
             continue
         s, d, comm = starts[mine], durs[mine], is_comm[mine]
         busy, comm_ns, hidden = overlap_sweep(np.round(s), np.round(s + d), comm)
         window = float((s + d).max() - s.min())
-        out.append(StepTimes(k + 1, int(d[~comm].sum()), comm_ns, hidden, max(int(window) - busy, 0)))
+        times = StepTimes(k, int(d[~comm].sum()), comm_ns, hidden, max(int(window) - busy, 0))
+        out.append((float(ends[k]), times))
     return out
+
+
+def _numbered(steps: list[list[tuple[float, StepTimes]]], places: list[float]) -> list[list[StepTimes]]:
+    """Every rank's steps numbered as the reference rank's that end nearest on the shared clock
+    (within half its median step), from 1; a step that matches none is left out."""
+    ref = max(range(len(steps)), key=lambda r: len(steps[r]))
+    ref_ends = np.asarray([end + places[ref] for end, _ in steps[ref]])
+    period = float(np.median(np.diff(ref_ends))) if len(ref_ends) > 1 else float("inf")
+    labelled: list[list[tuple[int, StepTimes]]] = []
+    for r, mine in enumerate(steps):
+        rows = []
+        for end, t in mine:
+            j = int(np.argmin(np.abs(ref_ends - (end + places[r]))))
+            if abs(ref_ends[j] - (end + places[r])) <= period / 2:
+                rows.append((j, t))
+        labelled.append(rows)
+    first = min((j for rows in labelled for j, _ in rows), default=0)
+    return [[replace(t, step=j - first + 1) for j, t in rows] for rows in labelled]
 
 
 def _ms(ns: float) -> float:
     return round(ns / 1e6, 3)
 
 
-def step_findings(sources: Sequence[str], ranks: Sequence[str]) -> list[Finding]:
+def step_findings(
+    sources: Sequence[str], ranks: Sequence[str], jobs: Sequence[str | None] | None = None
+) -> list[Finding]:
     """The ``[steps]`` finding from the traces beside the rank files, or [] where none are there
-    (or none has steps). A damaged trace is said in the finding's title, not fatal."""
-    per_rank: list[tuple[str, list[StepTimes]]] = []
+    (or none has steps). A damaged trace, or one of another job or rank than its profile (``jobs``:
+    each profile's job id), is said in the finding's title, not read."""
+    read: list[tuple[str, TraceColumns]] = []
     unread: list[str] = []
-    for source, rank in zip(sources, ranks, strict=True):
+    other: list[str] = []
+    for i, (source, rank) in enumerate(zip(sources, ranks, strict=True)):
         path = trace_beside(source)
         if path is None:
             continue
         try:
-            steps = rank_steps(chrome_trace.read_columns(path))
+            columns = chrome_trace.read_columns(path)
         except FormatError:
             unread.append(os.path.basename(path))
             continue
-        if steps:
-            per_rank.append((rank, steps))
+        job = jobs[i] if jobs is not None else None
+        said_job, said_rank = columns.info.get("job_id"), columns.info.get("rank")
+        if (job and said_job and said_job != job) or (said_rank is not None and str(said_rank) != rank):
+            other.append(os.path.basename(path))
+            continue
+        read.append((rank, columns))
+    if not read:
+        return []
+    places, how, _ = clock_places([c for _, c in read])
+    found = [rank_steps(c) for _, c in read]
+    no_clock = how.startswith("the traces say no clock")
+    if no_clock:
+        numbered = [[t for _, t in steps] for steps in found]
+    else:
+        numbered = _numbered(found, places)
+    per_rank = [(rank, steps) for (rank, _), steps in zip(read, numbered, strict=True) if steps]
     if not per_rank:
         return []
     rows: list[dict[str, object]] = []
@@ -147,11 +195,19 @@ def step_findings(sources: Sequence[str], ranks: Sequence[str]) -> list[Finding]
     ranks_seen = len(per_rank)
     counted = f"{steps_seen} step{'' if steps_seen == 1 else 's'} of {ranks_seen} rank"
     title = (
-        f"{counted}{'' if ranks_seen == 1 else 's'}, from their traces: a step ends where the rank's "
-        "optimizer step (or a scope named step) ends, and holds the kernels launched in it; compute is "
-        "the non-collective kernels' time, communication the collectives' (exposed: beside no other "
-        "kernel; hidden: beside compute), idle the step's kernel window less the time any kernel ran"
+        f"{counted}{'' if ranks_seen == 1 else 's'}, from their traces: a step runs from one end of the "
+        "rank's optimizer step (or of a scope named step) to the next, and holds the kernels launched "
+        "in it; compute is the non-collective kernels' time, communication the collectives' (exposed: "
+        "beside no other kernel; hidden: beside compute), idle the step's kernel window less the time "
+        "any kernel ran; "
+    )
+    title += (
+        "steps numbered within each trace (the traces say no clock)"
+        if no_clock
+        else "steps matched across the ranks by when they end"
     )
     if unread:
         title += f"; not read (damaged): {', '.join(unread[:4])}"
+    if other:
+        title += f"; not read (another job's or rank's trace): {', '.join(other[:4])}"
     return [Finding("steps", title, rows)]

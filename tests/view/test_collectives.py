@@ -93,7 +93,9 @@ def test_bandwidth_from_durations_with_the_bus_factor() -> None:
 @pytest.mark.parametrize(
     ("op", "factor"),
     [("nccl:all_reduce", 1.75), ("nccl:_allgather_base", 0.875), ("nccl:reduce_scatter", 0.875),
-     ("nccl:broadcast", 1.0), ("gloo:all_gather0", 0.875)],
+     ("nccl:broadcast", 1.0), ("gloo:all_gather0", 0.875), ("nccl:_all_gather_base", 0.875),
+     ("nccl:_reduce_scatter_base", 0.875), ("nccl:all_gather_into_tensor_coalesced", 0.875),
+     ("nccl:reduce_scatter_tensor_coalesced", 0.875), ("nccl:all_to_all_base", 0.875)],
 )  # fmt: skip
 def test_bus_factors_follow_nccl_tests(op: str, factor: float) -> None:
     assert _bus_factor(op, 8) == factor

@@ -140,7 +140,7 @@ class WebData:
             for columns, path in traces:
                 self.add_trace(columns, path)
             if apart:  # ranks of two jobs, or a rank twice: each trace alone, never on one clock
-                said = f"{apart.split(':')[0]}: the traces are shown one at a time, not on one clock"
+                said = f"shown one at a time, not on one clock: {apart}"
                 self.notes.append(said)
                 yield f"{len(traces)} traces", said
             return

@@ -198,26 +198,51 @@ export class Painter {
     ctx.fillText(label, left + 3, y + ROW_H / 2);
   }
 
-  /** Launch→kernel arrows in the window, when there are few enough to read. */
+  /** Where an arrow can end on a lane: the lane itself, or, folded under a rank's header, that
+   * header's summary row; null where the lane is folded away. */
+  private arrowEnd(lane: number): { y: number; height: number } | null {
+    const ln = this.m.lanes[lane];
+    if (!ln) return null;
+    if (!ln.hidden) return { y: ln.y, height: ln.height };
+    const g = this.m.groups[ln.group];
+    return g && !g.expanded && g.summary ? { y: g.y + 2, height: GROUP_H - 4 } : null;
+  }
+
+  /** An arrow between two ranks' lanes: a collective's link to the rank that came last. */
+  private isLink(k: number): boolean {
+    const f = this.m.flows;
+    const a = this.m.lanes[f.fromLane[k]];
+    const b = this.m.lanes[f.toLane[k]];
+    return !!a && !!b && a.group !== b.group && this.m.groups[a.group]?.rank !== undefined;
+  }
+
+  /** Launch→kernel arrows and the links between ranks' collectives in the window, each kind when
+   * there are few enough of it to read (the links, a few per step, stay when the launches are
+   * too many); an arrow into a folded rank ends on its summary row. Returns [drawn, in view]. */
   private flows(ctx: CanvasRenderingContext2D, w: Window, scale: number): [number, number] {
     const f = this.m.flows;
     if (!f.n) return [0, 0];
     const lo = lowerBound(f.from, w.t0 - f.maxGap);
     const hi = lowerBound(f.from, w.t1 + 1e-9);
-    let visible = 0;
-    for (let k = lo; k < hi && visible <= MAX_FLOWS; k++) if (f.to[k] >= w.t0) visible++;
-    if (visible > MAX_FLOWS) return [0, visible];
-    ctx.strokeStyle = "rgba(59, 91, 219, 0.75)";
-    ctx.fillStyle = "rgba(59, 91, 219, 0.9)";
+    let launches = 0;
+    let links = 0;
+    for (let k = lo; k < hi; k++) {
+      if (f.to[k] < w.t0 || !this.arrowEnd(f.fromLane[k]) || !this.arrowEnd(f.toLane[k])) continue;
+      if (this.isLink(k)) links++;
+      else launches++;
+    }
+    const drawLaunches = launches <= MAX_FLOWS;
+    const drawLinks = links <= MAX_FLOWS;
     ctx.lineWidth = 1;
     let drawn = 0;
     for (let k = lo; k < hi; k++) {
       if (f.to[k] < w.t0) continue;
-      const a = this.m.lanes[f.fromLane[k]];
-      const b = this.m.lanes[f.toLane[k]];
-      if (!a || !b || a.hidden || b.hidden) continue;
+      const link = this.isLink(k);
+      if (link ? !drawLinks : !drawLaunches) continue;
+      const a = this.arrowEnd(f.fromLane[k]);
+      const b = this.arrowEnd(f.toLane[k]);
+      if (!a || !b) continue;
       // Between two ranks: a collective's link to the rank that came last, in its own colour.
-      const link = a.group !== b.group && this.m.groups[a.group]?.rank !== undefined;
       ctx.strokeStyle = link ? "rgba(214, 120, 20, 0.85)" : "rgba(59, 91, 219, 0.75)";
       ctx.fillStyle = link ? "rgba(214, 120, 20, 0.95)" : "rgba(59, 91, 219, 0.9)";
       const x0 = LABEL_W + (f.from[k] - w.t0) * scale;
@@ -237,6 +262,6 @@ export class Painter {
       ctx.fill();
       drawn++;
     }
-    return [drawn, visible];
+    return [drawn, launches + links];
   }
 }
