@@ -90,11 +90,12 @@ def add_parser(sub: Any) -> None:
         "program; --pdb=warning also at warnings, --pdb=all at every finding",
     )
     # --pdb=LEVEL as whole option strings: a plain --pdb takes no value, so the script after it is
-    # never read as one
-    for level in ("error", "warning", "all"):
+    # never read as one; any other --pdb=... is told by _PdbLevels
+    for level in PDB_LEVELS:
         p.add_argument(
             f"--pdb={level}", dest="pdb", action="store_const", const=level, help=argparse.SUPPRESS
         )
+    p.__class__ = _pdb_levels(type(p))
     p.add_argument(
         "--program",
         action="append",
@@ -107,6 +108,31 @@ def add_parser(sub: Any) -> None:
     add_device_argument(p)
     add_target_arguments(p)
     p.set_defaults(handler=check_command)
+
+
+PDB_LEVELS = ("error", "warning", "all")  # deuteron.check.debugger.LEVELS, without importing the checker
+
+
+def _pdb_levels(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentParser]:
+    """The check parser: ``--pdb=LEVEL`` with a LEVEL not one of ours is one line naming those
+    accepted (:func:`deuteron.check.debugger.level_of`), where argparse would say "ignored
+    explicit argument" (``--pdb`` itself takes no value). The words it sees are ours alone: the
+    target's were split off before (:func:`deuteron.cli.program.split_target`)."""
+
+    class PdbLevels(base):  # type: ignore[valid-type,misc]
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            for word in args or ():
+                known = word in self._option_string_actions
+                if isinstance(word, str) and word.startswith("--pdb=") and not known:
+                    from deuteron.check.debugger import level_of  # the checker, only for this error
+
+                    try:
+                        level_of(word.split("=", 1)[1])
+                    except CheckError as exc:
+                        self.error(str(exc))
+            return super().parse_known_args(args, namespace)
+
+    return PdbLevels
 
 
 def check_command(args: argparse.Namespace) -> int:

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from deuteron.learn.errors import LearnError
 from deuteron.learn.exercises import all_exercises, find
+from deuteron.learn.grade import DEFAULT_TIMEOUT, MAX_TIMEOUT
 from deuteron.learn.progress import Progress
 
 EXAMPLES = """\
@@ -66,10 +68,11 @@ def add_parser(sub: Any) -> None:
     )
     check.add_argument(
         "--timeout",
-        type=float,
-        default=10.0,
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
         metavar="S",
-        help="stop a shape's launch after S seconds (default 10)",
+        help=f"stop a shape's launch after S seconds (more than 0, at most {MAX_TIMEOUT:g}; default "
+        f"{DEFAULT_TIMEOUT:g})",
     )
     check.add_argument(
         "--solution",
@@ -83,6 +86,20 @@ def add_parser(sub: Any) -> None:
         action.formatter_class = argparse.RawDescriptionHelpFormatter
         action.epilog = EXAMPLES.split("\n\n")[0]
     p.set_defaults(handler=learn_command)
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``'s value: a finite number of seconds, more than 0 and at most a day (the timer
+    takes no more, and nan or inf would reach it as an exception)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # also false for nan
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds more than 0 and at most {MAX_TIMEOUT:g}"
+        )
+    return seconds
 
 
 def _intermixed(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentParser]:
@@ -124,8 +141,10 @@ def learn_command(args: argparse.Namespace) -> int:
 
 
 def _warn(progress: Progress) -> None:
-    if progress.warning:
-        print(f"deuteron learn: warning: {progress.warning}", file=sys.stderr)
+    """The progress file's warning, if one is pending (each is shown once)."""
+    warning = progress.take_warning()
+    if warning:
+        print(f"deuteron learn: warning: {warning}", file=sys.stderr)
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -32,9 +32,12 @@ def check(
     result = grade(ex, path, record=record, timeout=timeout)
     out = sys.stdout if file is None else file
     print(verdict(result), file=out)
+    for note in result.notes:
+        print(f"deuteron learn: {note}", file=out)
     if keep_progress and path is not None:
         progress = Progress.load()
         progress.record_check(ex.name, result.passed)
-        if progress.warning:
-            print(f"deuteron learn: warning: {progress.warning}", file=sys.stderr)
+        warning = progress.take_warning()  # the file's trouble and the save's, as one line
+        if warning:
+            print(f"deuteron learn: warning: {warning}", file=sys.stderr)
     return result

@@ -27,6 +27,7 @@ from deuteron.learn.loader import describe, load_kernel, short
 from deuteron.model.finding import Finding
 
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 86400.0  # a day: more is no limit, and the timer refuses what it cannot hold
 TIMED_OUT = "stopped after"
 
 
@@ -65,6 +66,7 @@ class Grade:
     seconds: float
     solution: bool = False  # the reference solution was checked, not a learner's file
     written: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines to show after the verdict
 
     @property
     def passed(self) -> bool:
@@ -94,9 +96,12 @@ def grade(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> Grade:
     """Check the kernel in ``path`` (None: the reference solution) on every case; with ``record``
-    (a folder) also write access records of it and of the reference for ``deuteron serve``."""
-    if timeout <= 0:
-        raise LearnError("--timeout must be more than 0 seconds")
+    (a folder) also write access records of it and of the reference for ``deuteron serve``; a
+    kernel that did not finish a shape is not recorded (it would wait as long again on each)."""
+    if not 0 < timeout <= MAX_TIMEOUT:  # also false for nan
+        raise LearnError(
+            f"--timeout must be more than 0 seconds and at most {MAX_TIMEOUT:g} (not {timeout!r})"
+        )
     prepare()
     import torch  # noqa: F401 - imported before the clock starts: the verdict's time is the check's own
 
@@ -111,10 +116,21 @@ def grade(
             results.append(CaseResult(c, error="not run: the shape before did not finish"))
         else:
             results.append(run_case(exercise, kernel, c, i, timeout, file))
-    result = Grade(exercise, file, results, 0.0, solution)
+    # The verdict's time is the check's own: recording runs the kernels again.
+    result = Grade(exercise, file, results, time.perf_counter() - started, solution)
     if record is not None:
-        result.written = write_records(exercise, kernel, None if solution else file, Path(record), timeout)
-    result.seconds = time.perf_counter() - started
+        stopped = next((r for r in results if r.timed_out), None)
+        if stopped is not None:
+            who = "the reference solution" if solution else "your kernel"
+            result.notes.append(
+                f"{who} is not recorded: shape {stopped.case.label} did not finish in {timeout:g} s"
+            )
+        if not (solution and stopped is not None):
+            yours = None if solution or stopped is not None else file
+            if yours is None:  # an earlier run's records of your kernel would show as this one's
+                for stale in (f"{exercise.name}.yours.npz", f"{exercise.name}.yours.json"):
+                    (Path(record) / stale).unlink(missing_ok=True)
+            result.written = write_records(exercise, kernel, yours, Path(record), timeout)
     return result
 
 
@@ -193,8 +209,9 @@ def write_records(
 ) -> list[str]:
     """Access records of every case for ``deuteron serve``: the learner's kernel (with its
     findings as a check report, so the page marks them) and the reference solution's. Each is a
-    run of its own over all the cases, one launch per case; launches are numbered across the
-    process, so the findings of one run never land on the other's launches."""
+    run of its own over all the cases, one launch per case (a launch stopped by the timer ends its
+    run: the shapes after it are not run); launches are numbered across the process, so the
+    findings of one run never land on the other's launches."""
     import torch
 
     from deuteron.check.api import CheckSession
@@ -216,7 +233,8 @@ def write_records(
         try:
             for i, c in enumerate(exercise.cases):
                 tensors = exercise.make(c, torch.Generator().manual_seed(1000 + i))
-                _launch(exercise, k, tensors, c, timeout, file or "")
+                if _launch(exercise, k, tensors, c, timeout, file or "").startswith(TIMED_OUT):
+                    break
         finally:
             report = session.finish()
         if session.output_error is not None:

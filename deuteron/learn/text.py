@@ -82,7 +82,8 @@ def verdict(result: Grade) -> str:
         lines.append(f"deuteron learn: wrote {short(path)}")
     if result.written:
         pattern = os.path.join(short(os.path.dirname(result.written[0])), f"{ex.name}.*")
-        whose = "the reference's accesses" if result.solution else "your accesses beside the reference's"
+        yours = any(".yours." in os.path.basename(str(path)) for path in result.written)
+        whose = "your accesses beside the reference's" if yours else "the reference's accesses"
         lines.append(f"deuteron learn: see {whose}: deuteron serve {pattern}")
     return "\n".join(lines)
 

@@ -219,7 +219,9 @@ def test_a_failed_assert_stops_with_its_failing_lanes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--pdb=sometimes", DEBUG_ME], "ignored explicit argument 'sometimes'"),
+        (["--pdb=sometimes", DEBUG_ME], "--pdb=sometimes: choose --pdb (errors), --pdb=warning or --pdb=all"),
+        (["--pdb=", DEBUG_ME], "--pdb=: choose --pdb (errors), --pdb=warning or --pdb=all"),
+        (["--json", "x.json", "--pdb=Warning", "-m", "mod"], "--pdb=Warning: choose --pdb (errors)"),
         (["--pdb", "pytest", "-n", "2", "tests"], "--pdb needs the tests in this process: drop pytest's -n"),
         (["--pdb", "--program", "1,2,3,4", DEBUG_ME], "--program '1,2,3,4': expected X[,Y[,Z]][@LAUNCH]"),
     ],
@@ -230,3 +232,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("deuteron: error:") and message in lines[0], proc.stderr
     assert proc.stdout == ""
+
+
+ARGV = "import sys\nprint('argv', sys.argv[1:])\n"
+
+
+@pytest.mark.parametrize("level", ["--pdb", "--pdb=error", "--pdb=warning", "--pdb=all"])
+def test_every_pdb_level_is_taken_and_the_targets_own_words_are_its_own(tmp_path: Path, level: str) -> None:
+    """The script's own --pdb=foo and --pdb are its words, never read as ours (no kernel runs: pdb
+    never stops, so stdin is never read)."""
+    (tmp_path / "argv.py").write_text(ARGV)
+    proc = check(level, "argv.py", "--pdb=foo", "--pdb", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "argv ['--pdb=foo', '--pdb']" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_the_command_lines_levels_are_the_debuggers() -> None:
+    from deuteron.check.debugger import LEVELS
+    from deuteron.cli.check import PDB_LEVELS
+
+    assert PDB_LEVELS == LEVELS

@@ -4,6 +4,7 @@ and keeps progress; hints come one at a time; records open in ``deuteron serve``
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,13 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         (["learn", "check", "1", "syntax.py"], ["syntax.py:3: syntax error"]),
         (["learn", "check", "1", "empty.py"], ["has no function add_kernel"]),
         (["learn", "check", "1", "--solution", "empty.py"], ["not both"]),
-        (["learn", "check", "1", "--solution", "--timeout", "0"], ["--timeout"]),
+        (["learn", "check", "1", "--solution", "--timeout", "0"], ["--timeout", "more than 0"]),
+        # nan, inf and a number past what the timer holds: one line, never the timer's traceback
+        (["learn", "check", "1", "--solution", "--timeout", "nan"], ["--timeout", "'nan'", "at most 86400"]),
+        (["learn", "check", "1", "--solution", "--timeout", "inf"], ["--timeout", "'inf'"]),
+        (["learn", "check", "1", "--solution", "--timeout=1e300"], ["--timeout", "'1e300'"]),
+        (["learn", "check", "1", "--solution", "--timeout", "-1"], ["--timeout", "'-1'"]),
+        (["learn", "check", "1", "--solution", "--timeout", "soon"], ["--timeout", "'soon'"]),
         (["learn", "frobnicate"], ["invalid choice"]),
         (["learn", "--notebook", "no/such/folder/x.ipynb"], ["does not exist"]),
     ]
@@ -138,3 +145,79 @@ def test_record_writes_both_kernels_accesses_and_the_findings(
     # The finding belongs to the learner's launches only: the page marks it there, not on the reference's.
     assert finding.launch in {launch["index"] for launch in yours["launches"]}
     assert finding.launch not in {launch["index"] for launch in reference["launches"]}
+
+
+SPIN = (
+    "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+    "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+    "    i = 0\n    while i >= 0:\n        i += 1\n"
+)
+
+
+def test_record_of_a_kernel_that_never_ends_keeps_the_verdicts_time(tmp_path: Path) -> None:
+    (tmp_path / "spin.py").write_text(SPIN)
+    env = {"DEUTERON_DATA_DIR": str(tmp_path / "data")}
+    (tmp_path / "rec").mkdir()  # an earlier run's records of the learner's kernel: not this run's
+    (tmp_path / "rec" / "01_vector_add.yours.npz").write_bytes(b"earlier")
+    (tmp_path / "rec" / "01_vector_add.yours.json").write_text("{}")
+    proc = run_cli(
+        "learn", "check", "1", "spin.py", "--timeout", "1", "--record", "rec", cwd=tmp_path, env=env
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "stopped after 1 s" in out and out.count("not run: the shape before did not finish") == 2
+    # The verdict's time is the check's: the first shape's second, not the recording's (which, run
+    # again on every shape, said 4.19 s)
+    seconds = float(re.search(r"0 of 3 shapes pass \((\d+\.\d+) s\)", out).group(1))  # type: ignore[union-attr]
+    assert 1.0 <= seconds < 2.5, out
+    notes = [line for line in out.splitlines() if "not recorded" in line]
+    assert notes == ["deuteron learn: your kernel is not recorded: shape n=1 did not finish in 1 s"], out
+    assert sorted(p.name for p in (tmp_path / "rec").iterdir()) == ["01_vector_add.reference.npz"]
+    assert "see the reference's accesses: deuteron serve" in out  # not "yours beside", none are there
+    reference, _, _ = access_record.read(str(tmp_path / "rec" / "01_vector_add.reference.npz"))
+    assert len(reference["launches"]) == len(find(1).cases)
+
+
+def test_a_progress_file_that_is_not_utf8_is_kept_aside_and_said_once(tmp_path: Path) -> None:
+    env = {"DEUTERON_DATA_DIR": str(tmp_path / "data")}
+    progress = tmp_path / "data" / "learn" / "progress.json"
+    progress.parent.mkdir(parents=True)
+    damaged = b'{"format": "deuteron-learn-progress", "exercises": {"\xff": 1}}'
+    progress.write_bytes(damaged)
+    (tmp_path / "mine.py").write_text(find(1).solution_path.read_text())
+    proc = run_cli("learn", "check", "1", "mine.py", cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"deuteron learn: warning: {progress} is not a progress file (not UTF-8: byte {damaged.index(255)}); "
+        "kept it as progress.json.corrupt and started afresh"
+    ]
+    assert (progress.parent / "progress.json.corrupt").read_bytes() == damaged
+    assert json.loads(progress.read_text())["exercises"]["01_vector_add"]["status"] == "done"
+
+
+def test_a_progress_file_that_cannot_be_read_is_never_replaced(tmp_path: Path) -> None:
+    env = {"DEUTERON_DATA_DIR": str(tmp_path / "data")}
+    progress = tmp_path / "data" / "learn" / "progress.json"
+    progress.mkdir(parents=True)  # unreadable as a file (as one without read permission is, but for root)
+    (progress / "mine").write_text("keep")
+    warning = (
+        f"deuteron learn: warning: cannot read {progress} (Is a directory); progress is not kept this time"
+    )
+    (tmp_path / "mine.py").write_text(find(1).solution_path.read_text())
+    for words in (["hint", "1"], ["check", "1", "mine.py"], ["list"]):
+        proc = run_cli("learn", *words, cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.strip().splitlines() == [warning], words  # one warning, not two
+    assert [p.name for p in progress.parent.iterdir()] == ["progress.json"]
+    assert [p.name for p in progress.iterdir()] == ["mine"] and (progress / "mine").read_text() == "keep"
+
+
+def test_a_hint_is_not_a_try(tmp_path: Path) -> None:
+    env = {"DEUTERON_DATA_DIR": str(tmp_path / "data")}
+    assert run_cli("learn", "hint", "4", cwd=tmp_path, env=env).returncode == 0
+    listed = run_cli("learn", cwd=tmp_path, env=env)
+    assert listed.returncode == 0 and listed.stderr == ""
+    assert "  4  new     row_sum" in listed.stdout, listed.stdout
+    entry = json.loads((tmp_path / "data" / "learn" / "progress.json").read_text())["exercises"]["04_row_sum"]
+    assert entry["status"] == "new" and entry["hints"] == 1 and entry["checks"] == 0

@@ -4,6 +4,7 @@ fails it; the two bug-finding exercises fail on the finding alone (their outputs
 from __future__ import annotations
 
 import ast
+import time
 from pathlib import Path
 
 import pytest
@@ -129,6 +130,36 @@ def test_a_kernel_that_never_ends_is_stopped_and_the_rest_is_not_run(tmp_path: P
     assert result.cases[0].error.startswith("stopped after 0.5 s")
     assert all(c.error.startswith("not run") for c in result.cases[1:])
     assert result.seconds < 10
+
+
+def test_a_recording_stopped_by_the_timer_runs_no_shape_after_it(tmp_path: Path) -> None:
+    from deuteron.formats import access_record
+    from deuteron.learn.grade import deadline, prepare, write_records
+    from deuteron.learn.loader import load_kernel
+
+    ex = find(1)
+    learner = tmp_path / "spin.py"
+    learner.write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    i = 0\n    while i >= 0:\n        i += 1\n"
+    )
+    prepare()
+    with deadline(60, "loading the file"):
+        kernel = load_kernel(str(learner), ex.kernel)
+    started = time.perf_counter()
+    written = write_records(ex, kernel, str(learner), tmp_path / "rec", timeout=0.5)
+    assert time.perf_counter() - started < 0.5 * len(ex.cases)  # one stop, not one per shape
+    yours, _, _ = access_record.read(str(tmp_path / "rec" / "01_vector_add.yours.npz"))
+    assert len(yours["launches"]) <= 1
+    reference, _, _ = access_record.read(written[-1])
+    assert len(reference["launches"]) == len(ex.cases)
+
+
+def test_the_timeout_must_be_a_finite_time_of_at_most_a_day(tmp_path: Path) -> None:
+    for bad in (0.0, -1.0, float("nan"), float("inf"), 1e300):
+        with pytest.raises(LearnError, match="--timeout must be more than 0 seconds and at most 86400"):
+            grade(find(1), None, timeout=bad)
 
 
 def test_a_lock_never_released_is_stopped_by_the_checker_and_told(tmp_path: Path) -> None:
