@@ -63,8 +63,10 @@ def run_cli(
     cwd: Path,
     env: dict[str, str] | None = None,
     timeout: float = 120,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m deuteron ARGS`` in a fresh process, as a user would run it."""
+    """``python -m deuteron ARGS`` in a fresh process, as a user would run it (``stdin``: what is
+    typed at it, say pdb's commands; None leaves this process's stdin to it)."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
@@ -72,6 +74,7 @@ def run_cli(
         [sys.executable, "-m", "deuteron", *args],
         cwd=cwd,
         env=full_env,
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -22,7 +22,6 @@ pytest: the session, as pytest's own pdb does).
 from __future__ import annotations
 
 import bdb
-import os
 import pdb
 import sys
 from types import FrameType, SimpleNamespace
@@ -35,6 +34,7 @@ from deuteron.check.findings import current_test
 from deuteron.check.guard import GUARD
 from deuteron.model.access import ACCESS_NAMES, ADDRESS_MASK, LOAD, Access, LaunchInfo
 from deuteron.model.finding import SEVERITIES, Finding, severity_rank
+from deuteron.process.terminal import short_path
 from deuteron.triton.interpreter import sanitizing, sites
 from deuteron.triton.interpreter.printing import as_array, is_tensor
 
@@ -220,7 +220,7 @@ def _describe(name: str, value: Any) -> str:
 
 def banner(finding: Finding, names: dict[str, Any], frame: FrameType, live: bool) -> str:
     """Say what was found, where pdb stops and which name holds what."""
-    where = f"{_short(finding.file)}:{finding.line}"
+    where = f"{short_path(finding.file)}:{finding.line}"
     index = f", {finding.tensor}{list(finding.index)}" if finding.tensor and finding.index else ""
     program = f", program {finding.program}" if finding.program else ""
     launch = f" (launch {finding.launch})" if finding.launch else ""
@@ -273,15 +273,6 @@ def banner(finding: Finding, names: dict[str, Any], frame: FrameType, live: bool
     step = "; n: the kernel's next line" if live else ""
     lines.append(f"  c: on to the next finding{step}; q: stop the run")
     return "\n".join(lines)
-
-
-def _short(path: str) -> str:
-    """A path as the report shows it: relative to the working folder when inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return rel if not rel.startswith("..") else path
 
 
 def _pytest_capture() -> Any:

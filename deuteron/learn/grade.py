@@ -23,8 +23,9 @@ from typing import Any
 
 from deuteron.learn.catalog import Case, Exercise, Tensors
 from deuteron.learn.errors import LearnError
-from deuteron.learn.loader import describe, load_kernel, short
+from deuteron.learn.loader import describe, load_kernel
 from deuteron.model.finding import Finding
+from deuteron.process.terminal import short_path
 
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 86400.0  # a day: more is no limit, and the timer refuses what it cannot hold
@@ -221,7 +222,7 @@ def write_records(
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise LearnError(
-            f"--record {short(folder)}: cannot make the folder ({exc.strerror or exc})"
+            f"--record {short_path(folder)}: cannot make the folder ({exc.strerror or exc})"
         ) from None
     runs = [("reference", load_kernel(exercise.solution_path, exercise.kernel))]
     if file is not None:

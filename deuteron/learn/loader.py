@@ -17,26 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from deuteron.learn.errors import LearnError
-from deuteron.process.terminal import printable
+from deuteron.process.terminal import printable, short_path
 
 _LOADS = itertools.count()
 MAX_SOURCE = 1 << 20  # a kernel file is a few kilobytes; this is a wrong file
-
-
-def short(path: str | os.PathLike[str]) -> str:
-    """The path as the learner would type it: relative to here when below here."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return rel if not rel.startswith("..") else str(path)
 
 
 def load_kernel(path: str | os.PathLike[str], name: str) -> Any:
     """The ``@triton.jit`` function ``name`` of the file at ``path``; LearnError if the file is
     missing, unreadable, not Python, raises while it runs, or lacks that kernel."""
     file = Path(path)
-    shown = short(file)
+    shown = short_path(file)
     if not file.exists():
         raise LearnError(f"{shown}: no such file ('deuteron learn start N' writes the starter)")
     if not file.is_file():
@@ -87,7 +78,7 @@ def describe(exc: BaseException, file: str) -> str:
     target = os.path.realpath(file)
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if os.path.realpath(frame.filename) == target:
-            where = f"{short(file)}:{frame.lineno}: "
+            where = f"{short_path(file)}:{frame.lineno}: "
             break
     message = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     if len(message) > 300:

@@ -10,10 +10,9 @@ from deuteron.learn.catalog import Exercise
 from deuteron.learn.exercises import all_exercises
 from deuteron.learn.grade import CaseResult, Grade
 from deuteron.learn.hints import for_finding
-from deuteron.learn.loader import short
 from deuteron.learn.progress import Progress
 from deuteron.model.finding import Finding
-from deuteron.process.terminal import printable
+from deuteron.process.terminal import printable, short_path
 
 MARK = {"done": "done", "tried": "tried", "new": "new"}
 
@@ -59,7 +58,7 @@ def page(ex: Exercise, status: str) -> str:
 
 def verdict(result: Grade) -> str:
     ex = result.exercise
-    who = "the reference solution" if result.solution else short(result.path)
+    who = "the reference solution" if result.solution else short_path(result.path)
     lines = [f"deuteron learn: exercise {ex.number} ({ex.name}): {ex.kernel} in {who}"]
     shown: set[tuple[str, str, int | None]] = set()
     for c in result.cases:
@@ -79,9 +78,9 @@ def verdict(result: Grade) -> str:
         tail = f"{good} of {total} shapes pass{took}; stuck? deuteron learn hint {ex.number}"
     lines.append(f"deuteron learn: {tail}")
     for path in result.written:
-        lines.append(f"deuteron learn: wrote {short(path)}")
+        lines.append(f"deuteron learn: wrote {short_path(path)}")
     if result.written:
-        pattern = os.path.join(short(os.path.dirname(result.written[0])), f"{ex.name}.*")
+        pattern = os.path.join(short_path(os.path.dirname(result.written[0])), f"{ex.name}.*")
         yours = any(".yours." in os.path.basename(str(path)) for path in result.written)
         whose = "your accesses beside the reference's" if yours else "the reference's accesses"
         lines.append(f"deuteron learn: see {whose}: deuteron serve {pattern}")
@@ -102,7 +101,7 @@ def case_lines(ex: Exercise, c: CaseResult, shown: set[tuple[str, str, int | Non
     for key, found in groups.items():
         first = found[0]
         tensors = list(dict.fromkeys(f.tensor for f in found if f.tensor))
-        where = f"{first.severity} {first.kind} at {short(first.file)}:{first.line}"
+        where = f"{first.severity} {first.kind} at {short_path(first.file)}:{first.line}"
         if key in shown:
             example = _example(first)
             lines.append(printable(f"  FAIL  {label}: {where}{', ' + example if example else ''} (as above)"))
@@ -121,7 +120,7 @@ def case_lines(ex: Exercise, c: CaseResult, shown: set[tuple[str, str, int | Non
 def finding_lines(f: Finding) -> list[str]:
     """A finding as ``deuteron check`` shows it: where, what, the source line with a caret, and
     the example lane (program and tensor index)."""
-    head = f"{f.kind} in {f.kernel} at {short(f.file)}:{f.line}"
+    head = f"{f.kind} in {f.kernel} at {short_path(f.file)}:{f.line}"
     if f.programs:
         head += f" ({f.programs} program{'s' if f.programs != 1 else ''})"
     lines = [printable(head), printable(f.message)]

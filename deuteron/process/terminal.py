@@ -11,6 +11,7 @@ enough for every row of a 100 000-node tree.
 
 from __future__ import annotations
 
+import os
 import sys
 
 _CONTROL = [*range(0x00, 0x20), 0x7F, *range(0x80, 0xA0)]
@@ -36,3 +37,13 @@ def printable(text: object) -> str:
 def say(message: str) -> None:
     """One line for the user on stderr, escaped: names and paths inside it are data."""
     print(printable(message), file=sys.stderr, flush=True)
+
+
+def short_path(path: str | os.PathLike[str]) -> str:
+    """A path as a person typed it: relative to the working folder when below it, else as given
+    (reports, the debugger's banner and ``deuteron learn`` show files this one way)."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)

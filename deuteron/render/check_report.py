@@ -4,11 +4,10 @@ caret under the expression, then the summary."""
 from __future__ import annotations
 
 import linecache
-import os
 from typing import IO
 
 from deuteron.model.finding import CheckReport, Finding
-from deuteron.process.terminal import printable
+from deuteron.process.terminal import printable, short_path
 
 _STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
@@ -24,7 +23,7 @@ def render(report: CheckReport, file: IO[str] | None = None, color: bool | None 
         head = Text()
         head.append(f"{f.severity:<7}", style=_STYLE[f.severity])
         head.append(f" {f.kind}", style="bold")
-        head.append(f"  {printable(f.kernel)}  {printable(_short(f.file))}:{f.line}")
+        head.append(f"  {printable(f.kernel)}  {printable(short_path(f.file))}:{f.line}")
         scope = f"{f.programs} program{'s' if f.programs != 1 else ''}" if f.programs else ""
         if f.launches > 1:
             scope += f"{' in ' if scope else ''}{f.launches} launches"
@@ -49,14 +48,6 @@ def render(report: CheckReport, file: IO[str] | None = None, color: bool | None 
         "bold red" if report.count("error") else ("bold yellow" if report.count("warning") else "bold green")
     )
     console.print(Text(f"deuteron check: {report.summary()}", style=style))
-
-
-def _short(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return rel if not rel.startswith("..") else path
 
 
 def _source(f: Finding) -> list[str]:

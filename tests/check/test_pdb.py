@@ -4,14 +4,12 @@ gave (the failing program, its bad lanes, their offsets, what the load gave the 
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, run_cli
 
 DEBUG_ME = str(REPO / "examples" / "debug_me.py")
 
@@ -26,17 +24,7 @@ LOAD = line_of("x = tl.load(")
 
 def check(*args: str, stdin: str = "", cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """``python -m deuteron check ARGS`` in a fresh process, its stdin the given pdb commands."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    return subprocess.run(
-        [sys.executable, "-m", "deuteron", "check", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_cli("check", *args, cwd=cwd, stdin=stdin, timeout=timeout)
 
 
 def answers(out: str) -> list[str]:

@@ -13,6 +13,7 @@ from deuteron.cli import main
 from deuteron.formats import access_record, check_json
 from deuteron.learn import find
 from tests.conftest import run_cli
+from tests.learn.test_exercises import SPIN
 
 
 @pytest.fixture
@@ -145,13 +146,6 @@ def test_record_writes_both_kernels_accesses_and_the_findings(
     # The finding belongs to the learner's launches only: the page marks it there, not on the reference's.
     assert finding.launch in {launch["index"] for launch in yours["launches"]}
     assert finding.launch not in {launch["index"] for launch in reference["launches"]}
-
-
-SPIN = (
-    "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-    "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
-    "    i = 0\n    while i >= 0:\n        i += 1\n"
-)
 
 
 def test_record_of_a_kernel_that_never_ends_keeps_the_verdicts_time(tmp_path: Path) -> None:

@@ -17,6 +17,14 @@ EXERCISES = all_exercises()
 IDS = [ex.name for ex in EXERCISES]
 
 
+# exercise 1's kernel, endless: what the timer must stop
+SPIN = (
+    "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+    "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+    "    i = 0\n    while i >= 0:\n        i += 1\n"
+)
+
+
 def test_the_catalog_is_twelve_exercises_in_order_with_their_files() -> None:
     assert [ex.number for ex in EXERCISES] == list(range(1, 13))
     assert len({ex.slug for ex in EXERCISES}) == 12
@@ -121,11 +129,7 @@ def test_a_kernel_that_raises_is_one_line_with_its_line(tmp_path: Path) -> None:
 def test_a_kernel_that_never_ends_is_stopped_and_the_rest_is_not_run(tmp_path: Path) -> None:
     ex = find(1)
     learner = tmp_path / "spin.py"
-    learner.write_text(
-        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-        "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
-        "    i = 0\n    while i >= 0:\n        i += 1\n"
-    )
+    learner.write_text(SPIN)
     result = grade(ex, learner, timeout=0.5)
     assert result.cases[0].error.startswith("stopped after 0.5 s")
     assert all(c.error.startswith("not run") for c in result.cases[1:])
@@ -139,11 +143,7 @@ def test_a_recording_stopped_by_the_timer_runs_no_shape_after_it(tmp_path: Path)
 
     ex = find(1)
     learner = tmp_path / "spin.py"
-    learner.write_text(
-        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
-        "def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
-        "    i = 0\n    while i >= 0:\n        i += 1\n"
-    )
+    learner.write_text(SPIN)
     prepare()
     with deadline(60, "loading the file"):
         kernel = load_kernel(str(learner), ex.kernel)

@@ -51,18 +51,25 @@ def _is_user(filename: str) -> bool:
 def current_site() -> int:
     """The innermost frame of the user's kernel (or a @jit helper it called) right now, as an id
     into the current table; -1 when no user frame is on the stack."""
-    frame: FrameType | None = sys._getframe(1)
+    frame = _innermost_user(sys._getframe(1))
+    if frame is None:
+        return -1
+    key = (frame.f_code, frame.f_lasti)
+    sid = _table.ids.get(key)
+    return sid if sid is not None else _new_site(key, frame)
+
+
+def _innermost_user(frame: FrameType | None) -> FrameType | None:
+    """``frame`` or the first caller of it that runs the user's code (not Triton's, not ours)."""
     while frame is not None:
         code = frame.f_code
         user = _user_code.get(code)
         if user is None:
             user = _user_code[code] = _is_user(code.co_filename)
         if user:
-            key = (code, frame.f_lasti)
-            sid = _table.ids.get(key)
-            return sid if sid is not None else _new_site(key, frame)
+            return frame
         frame = frame.f_back
-    return -1
+    return None
 
 
 def _new_site(key: tuple[CodeType, int], frame: FrameType) -> int:
@@ -94,16 +101,7 @@ def is_kernel_code(code: CodeType) -> bool:
 def user_frame() -> FrameType | None:
     """The innermost frame of the user's code on the stack now (the kernel's, while a program runs;
     the launch's caller once the programs are done), or None."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        code = frame.f_code
-        user = _user_code.get(code)
-        if user is None:
-            user = _user_code[code] = _is_user(code.co_filename)
-        if user:
-            return frame
-        frame = frame.f_back
-    return None
+    return _innermost_user(sys._getframe(1))
 
 
 def _make_site(code: CodeType, lasti: int, line: int) -> Site:
