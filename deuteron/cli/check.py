@@ -83,19 +83,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--pdb",
-        dest="pdb",
-        action="store_const",
+        nargs="?",
         const="error",
+        type=_pdb_level,
+        metavar="LEVEL",
         help="stop in pdb at the first occurrence of each error, in the kernel's frame of the failing "
-        "program; --pdb=warning also at warnings, --pdb=all at every finding",
+        f"program; --pdb=warning also at warnings, --pdb=all at every finding ({', '.join(PDB_LEVELS)})",
     )
-    # --pdb=LEVEL as whole option strings: a plain --pdb takes no value, so the script after it is
-    # never read as one; any other --pdb=... is told by _PdbLevels
-    for level in PDB_LEVELS:
-        p.add_argument(
-            f"--pdb={level}", dest="pdb", action="store_const", const=level, help=argparse.SUPPRESS
-        )
-    p.__class__ = _pdb_levels(type(p))
     p.add_argument(
         "--program",
         action="append",
@@ -113,26 +107,15 @@ def add_parser(sub: Any) -> None:
 PDB_LEVELS = ("error", "warning", "all")  # deuteron.check.debugger.LEVELS, without importing the checker
 
 
-def _pdb_levels(base: type[argparse.ArgumentParser]) -> type[argparse.ArgumentParser]:
-    """The check parser: ``--pdb=LEVEL`` with a LEVEL not one of ours is one line naming those
-    accepted (:func:`deuteron.check.debugger.level_of`), where argparse would say "ignored
-    explicit argument" (``--pdb`` itself takes no value). The words it sees are ours alone: the
-    target's were split off before (:func:`deuteron.cli.program.split_target`)."""
+def _pdb_level(text: str) -> str:
+    """``--pdb=LEVEL``'s value: one of the debugger's levels (:func:`deuteron.check.debugger.level_of`
+    says which, in one line); the debugger is imported only where it is asked for."""
+    from deuteron.check.debugger import level_of
 
-    class PdbLevels(base):  # type: ignore[valid-type,misc]
-        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-            for word in args or ():
-                known = word in self._option_string_actions
-                if isinstance(word, str) and word.startswith("--pdb=") and not known:
-                    from deuteron.check.debugger import level_of  # the checker, only for this error
-
-                    try:
-                        level_of(word.split("=", 1)[1])
-                    except CheckError as exc:
-                        self.error(str(exc))
-            return super().parse_known_args(args, namespace)
-
-    return PdbLevels
+    try:
+        return level_of(text)
+    except CheckError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def check_command(args: argparse.Namespace) -> int:

@@ -29,7 +29,8 @@ def split_target(
     parsed here: argparse alone would read ``-m pkg.train --epochs 1``'s ``--epochs`` as ours (an
     error) and ``--n 100`` as an abbreviation of one of ours. Only options spelled exactly as ours
     (``-n NAME``, ``--name=NAME``, ``-nNAME``) are taken before the target; anything else that looks
-    like an option is left to argparse to refuse."""
+    like an option is left to argparse to refuse. An option whose value is optional (``nargs="?"``,
+    ``--pdb[=all]``) takes it only after ``=``: the word after it is the target's."""
     actions = parser._option_string_actions  # argparse's own table of our option strings
     i = 0
     while i < len(words):
@@ -51,7 +52,7 @@ def split_target(
             if action is not None and action.nargs != 0:
                 i += 1
                 continue
-        if action is not None and action.nargs != 0 and "=" not in word:
+        if action is not None and action.nargs not in (0, "?") and "=" not in word:
             i += 1  # its value
         i += 1
     return words, None, []
