@@ -73,9 +73,9 @@ def trace_beside(source: str) -> str | None:
 def rank_steps(c: TraceColumns) -> list[tuple[float, StepTimes]]:
     """Each step's end (ns, the trace's own clock) and times on one rank, numbered within the
     trace (see the module); [] without two step ends or without kernels."""
-    ends = np.sort(
-        np.asarray([c.start[i] + c.dur[i] for i in range(len(c.start)) if STEP_END.match(c.names[c.name[i]])])
-    )
+    step_names = [i for i, name in enumerate(c.names) if STEP_END.match(name)]  # names once, not events
+    marked = np.isin(c.name, step_names)
+    ends = np.sort(c.start[marked] + c.dur[marked])
     kernel_cats = [i for i, name in enumerate(c.cats) if name in KERNEL_CATS]
     kernels = np.flatnonzero(np.isin(c.cat, kernel_cats))
     if len(ends) < 2 or not len(kernels):
