@@ -1,8 +1,9 @@
 """What an exercise is, and where its files are.
 
-An exercise is a spec (a Python object: the kernel's name, the shapes it is checked on, how its
-tensors are made, the torch reference, how the kernel is launched, the hints) and three files of
-package data in ``data/NN_slug/``: ``statement.md``, ``starter.py.txt`` and ``solution.py.txt``.
+An exercise is a spec (a Python object: how its tensors are made, the torch reference, how the
+kernel is launched) and four files of package data in ``data/NN_slug/``: ``exercise.json`` (the
+kernel's name, the shapes it is checked on, the tolerances, the texts shown: title, launch,
+reference, hints), ``statement.md``, ``starter.py.txt`` and ``solution.py.txt``.
 The kernels are kept as ``.py.txt`` because they import ``triton``, which only
 ``deuteron/triton/`` may (``tests/test_layout.py`` reads every ``.py`` of the package); they are
 loaded by path, never imported as modules of the package.
@@ -11,6 +12,7 @@ loaded by path, never imported as modules of the package.
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,3 +104,34 @@ def cdiv(a: int, b: int) -> int:
 
 def next_power_of_2(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
+
+
+def exercise(
+    name: str,
+    make: Callable[[Case, Any], Tensors],
+    reference: Callable[[Tensors], Tensors],
+    launch: Callable[[Any, Tensors, Case], None],
+) -> Exercise:
+    """The exercise of folder ``name`` (``04_row_sum``): its code as given, the rest read from the
+    folder's ``exercise.json``, so that each spec is its three functions and nothing else (twelve
+    specs of the same sixteen fields read alike; their data is the folder's, beside the statement)."""
+    number, slug = name.split("_", 1)
+    data = json.loads((DATA / name / "exercise.json").read_text(encoding="utf-8"))
+    return Exercise(
+        number=int(number),
+        slug=slug,
+        title=data["title"],
+        kernel=data["kernel"],
+        cases=tuple(case(**sizes) for sizes in data["cases"]),
+        make=make,
+        reference=reference,
+        launch=launch,
+        launch_text=data["launch_text"],
+        reference_text=data["reference_text"],
+        hints=tuple(data["hints"]),
+        finding_hints=dict(data.get("finding_hints", {})),
+        atol=data.get("atol", Exercise.atol),
+        rtol=data.get("rtol", Exercise.rtol),
+        buggy_starter=data.get("buggy_starter", False),
+        finding=data.get("finding"),
+    )

@@ -1,7 +1,9 @@
 """The exercises of ``deuteron learn``, in order: from a vector add to a fused attention forward.
 
-Each module holds a few specs (:class:`deuteron.learn.catalog.Exercise`); their statements,
-starters and reference solutions are package data in ``deuteron/learn/data/NN_slug/``.
+Each module holds a few specs (:class:`deuteron.learn.catalog.Exercise`), each its code: how its
+tensors are made, the torch reference, the launch. Their data (kernel name, shapes, tolerances, the
+texts shown), statements, starters and reference solutions are package data in
+``deuteron/learn/data/NN_slug/``.
 """
 
 from __future__ import annotations
