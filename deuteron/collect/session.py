@@ -44,8 +44,8 @@ from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.metrics import CPU_TIME, EXC, TIME, split_kind
 from deuteron.model.trace import KernelSpans, TraceEvent, comm_overlap, gpu_busy
 from deuteron.model.tree import Node, Profile, node_paths, on_paths_to
+from deuteron.model.tree_ops import copy, merge, prune
 from deuteron.triton import proton_knob
-from deuteron.view.processors import copy, merge, prune
 
 HOOKS = (None, "triton")
 TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from deuteron.model.devices import DeviceSpec
@@ -17,6 +17,11 @@ from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import INC, MetricSpec, compile_spec
 from deuteron.model.names import matches
 from deuteron.model.tree import Node, Profile
+from deuteron.model.tree_ops import copy as copy  # re-exported: view callers keep their names
+from deuteron.model.tree_ops import merge as merge
+from deuteron.model.tree_ops import prune as prune
+from deuteron.model.tree_ops import rebuild as _rebuild
+from deuteron.model.tree_ops import with_root as _copy_profile
 
 
 class FilterError(DeuteronError, ValueError):
@@ -30,39 +35,6 @@ def _regex(pattern: str) -> re.Pattern[str]:
         return re.compile(pattern)
     except re.error as exc:
         raise FilterError(f"bad regular expression {pattern!r}: {exc}") from None
-
-
-def _copy_profile(p: Profile, root: Node, inclusive: bool | None = None) -> Profile:
-    return Profile(
-        root=root,
-        kinds=dict(p.kinds),
-        devices=p.devices,
-        metadata=dict(p.metadata),
-        inclusive=p.inclusive if inclusive is None else inclusive,
-    )
-
-
-def _rebuild(
-    p: Profile,
-    keep: Callable[[Node, int], bool] | None = None,
-    order: Callable[[Node], float] | None = None,
-) -> Profile:
-    """A copy of the tree without the subtrees ``keep(node, depth)`` rejects, children optionally
-    re-ordered by ``order``; the root always stays. Iterative: trees get deep."""
-    root = Node(p.root.name, p.root.type)
-    root.metrics = dict(p.root.metrics)
-    stack = [(p.root, root, 0)]
-    while stack:
-        src, dst, depth = stack.pop()
-        children = src.children.values() if order is None else sorted(src.children.values(), key=order)
-        for child in children:
-            if keep is not None and not keep(child, depth + 1):
-                continue
-            copy = Node(child.name, child.type)
-            copy.metrics = dict(child.metrics)
-            dst.children[(child.name, child.type)] = copy
-            stack.append((child, copy, depth + 1))
-    return _copy_profile(p, root)
 
 
 def exclude(p: Profile, pattern: str) -> Profile:
@@ -129,16 +101,6 @@ def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
     return _rebuild(_copy_profile(p, root), lambda n, _depth: id(n) in wanted)
 
 
-def copy(p: Profile) -> Profile:
-    """A detached copy of the tree (a data phase's record), made without recursion."""
-    return _rebuild(p)
-
-
-def prune(p: Profile, keep: Callable[[Node, int], bool]) -> Profile:
-    """Drop nodes (and their subtrees) that ``keep(node, depth)`` rejects; the root always stays."""
-    return _rebuild(p, keep)
-
-
 def diff(new: Profile, old: Profile) -> Profile:
     """``new`` minus ``old`` on the union of both trees (pass inclusive trees for inclusive deltas).
 
@@ -184,26 +146,6 @@ def _paired(new: Profile, old: Profile, fill: Callable[[Node | None, Node | None
     out = _copy_profile(new, root)
     out.kinds["diff"] = "pty"
     out.metadata["diff_against"] = old.metadata.get("name", "")
-    return out
-
-
-def merge(profiles: Iterable[Profile]) -> Profile:
-    """Sum several profiles (one per rank, say) into one tree."""
-    items = list(profiles)
-    if not items:
-        return Profile()
-    out = Profile(kinds={}, devices={}, metadata={"merged": len(items)})
-    for p in items:
-        out.kinds.update(p.kinds)
-        for dtype, rows in p.devices.items():
-            out.devices.setdefault(dtype, {}).update(rows)
-        stack = [(p.root, out.root)]
-        while stack:
-            src, dst = stack.pop()
-            for name, value in src.metrics.items():
-                dst.add(name, value, p.kind(name))
-            for child in src.children.values():
-                stack.append((child, dst.child(child.name, child.type)))
     return out
 
 
