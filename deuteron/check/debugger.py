@@ -35,7 +35,7 @@ from deuteron.check.guard import GUARD
 from deuteron.model.access import ACCESS_NAMES, ADDRESS_MASK, LOAD, Access, LaunchInfo
 from deuteron.model.finding import SEVERITIES, Finding, severity_rank
 from deuteron.process.terminal import short_path
-from deuteron.triton.interpreter import sanitizing, sites
+from deuteron.triton.interpreter import checking, sites
 from deuteron.triton.interpreter.printing import as_array, is_tensor
 
 LEVELS = ("error", "warning", "all")
@@ -77,7 +77,7 @@ class Debugger:
         if waits and not (self.fail_fast and finding.severity == "error"):
             self.pending.append((finding, names, frame))  # stopped once the load is made
             if len(self.pending) == 1:
-                sanitizing.after_next_load(self._loaded)
+                checking.after_next_load(self._loaded)
             return
         self.stop(finding, names, frame, live)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from deuteron.model.access import LaunchInfo, Site
 from deuteron.model.finding import Finding, severity_rank
-from deuteron.triton.interpreter.sanitizer import Abort
+from deuteron.triton.interpreter.sanitizer_protocol import Abort
 
 KINDS = ("out-of-bounds", "race", "lock", "store-coverage", "nan", "assert", "outside-view")
 SEVERITY_OF = {

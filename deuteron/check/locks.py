@@ -25,7 +25,7 @@ import numpy as np
 from deuteron.check.findings import Findings
 from deuteron.check.shadow_memory import tensor_near
 from deuteron.model.access import LaunchInfo, TensorArg, describe_index, element_index
-from deuteron.triton.interpreter.sanitizer import Abort
+from deuteron.triton.interpreter.sanitizer_protocol import Abort
 
 # Identical attempts of one atomic before a spin counts as endless. Programs run one at a time, so
 # two identical failing attempts already prove it; the margin is for loops that retry on purpose.

@@ -1,6 +1,6 @@
 """A kernel launch as the sanitizer sees it: its tensors and their allocations, the source sites of
 its accesses, and the stream of events a checker hears (every program's loads, stores, atomics and
-non-finite values). Produced from Triton's interpreter by ``deuteron.triton.interpreter.sanitizing`` and
+non-finite values). Produced from Triton's interpreter by ``deuteron.triton.interpreter.checking`` and
 ``deuteron.check.guard``; consumed by the checks and the access recorder. One :class:`Access` record
 carries each load, store or atomic the whole way.
 """

@@ -1,11 +1,16 @@
 """The only package of Deuteron that imports ``triton``; everything else gets Triton facts from here.
 
-Modules: :mod:`.hooks` (the one hook manager every interception goes through), :mod:`.interpreter`
-(events from Triton's interpreter: bytes and flops for profiling, accesses for the sanitizer),
-:mod:`.jit_launch` (one compiled-mode launch run in the interpreter), :mod:`.jit_capture` (each
-launch keyed with Triton's own binder, for explain), :mod:`.compiler`, :mod:`.tools` (the CUDA
-tools the wheel bundles), :mod:`.targets` (GPU targets) and :mod:`.launch_hook` (Triton's launch
-hook, for ``hook="triton"`` on a GPU).
+Modules: :mod:`.language` (``pl.scope``, compiled or interpreted), :mod:`.instrument` (Triton's
+Proton passes on and off, a kernel's scopes), :mod:`.interpreter` (events from Triton's
+interpreter: bytes and flops for profiling in ``interpreter.profiling``, accesses for the sanitizer
+in ``interpreter.checking`` under the protocol of ``interpreter.sanitizer_protocol``, wired in by
+``interpreter.adapter``; mends of the interpreter in ``interpreter.mends``), :mod:`.runtime` (the
+emulated driver, ``@triton.autotune``, Triton's launch-hook chains in ``runtime.launch_hooks``, one
+compiled-mode launch run in the interpreter in ``runtime.jit_launch``, ``runtime.launch_metadata``,
+the live kernels' code in ``runtime.cubins``) and :mod:`.compiler` (each launch keyed with Triton's
+own binder in ``compiler.capture``, ``compiler.compile`` for a target without a GPU,
+``compiler.tools``: the CUDA tools the wheel bundles, ``compiler.targets``: GPU targets). Every
+interception goes through the one patch manager, :data:`deuteron.process.patches.MANAGER`.
 
 Importing this package does not import ``triton``: ``deuteron run`` must set ``TRITON_INTERPRET``
 before the user's script imports it, so every module here imports Triton inside its functions.

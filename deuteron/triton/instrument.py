@@ -233,8 +233,8 @@ def _language_flag(on: bool) -> bool:
     now emits records; returns what it was."""
     from deuteron.triton import language
 
-    before = language.STATE.instrumenting
-    language.STATE.instrumenting = on
+    before = language.SCOPE_SETTINGS.instrumenting
+    language.SCOPE_SETTINGS.instrumenting = on
     try:
         from triton.profiler.flags import flags
 
@@ -320,8 +320,8 @@ def probe(options: PassOptions) -> str | None:
 
     from deuteron.triton.compiler.compile import stderr_to
 
-    had_triton = "triton" in language.STATE.semantics
-    language.STATE.semantics.add("triton")
+    had_triton = "triton" in language.SCOPE_SETTINGS.semantics
+    language.SCOPE_SETTINGS.semantics.add("triton")
     with tempfile.TemporaryDirectory() as tmp:
         log = os.path.join(tmp, "probe.txt")
         try:
@@ -336,7 +336,7 @@ def probe(options: PassOptions) -> str | None:
             return said[0] if said else (text[-1] if text else type(exc).__name__)
         finally:
             if not had_triton:
-                language.STATE.semantics.discard("triton")
+                language.SCOPE_SETTINGS.semantics.discard("triton")
     return None
 
 

@@ -20,7 +20,7 @@ from typing import Any
 _KNOWN = ("triton", "gluon")
 
 
-class _State:
+class ScopeSettings:
     """Which DSLs are instrumented, whether instrumented kernels are being compiled, and who hears
     scopes in the interpreter."""
 
@@ -30,18 +30,18 @@ class _State:
         self.recorder: Callable[[bool, str], None] | None = None
 
 
-STATE = _State()
+SCOPE_SETTINGS = ScopeSettings()
 
 
 def enable_semantic(semantic_name: str) -> None:
     """Instrument kernels written in ``semantic_name`` ("triton" or "gluon")."""
-    STATE.semantics.add(_known(semantic_name))
+    SCOPE_SETTINGS.semantics.add(_known(semantic_name))
     _tell_proton("enable_semantic", semantic_name)
 
 
 def disable_semantic(semantic_name: str) -> None:
     """Stop instrumenting kernels written in ``semantic_name``."""
-    STATE.semantics.discard(_known(semantic_name))
+    SCOPE_SETTINGS.semantics.discard(_known(semantic_name))
     _tell_proton("disable_semantic", semantic_name)
 
 
@@ -63,7 +63,7 @@ def _tell_proton(call: str, name: str) -> None:
 
 def set_interpreter_recorder(recorder: Callable[[bool, str], None] | None) -> None:
     """Who hears ``(is_start, name)`` of each scope run in the interpreter (None: nobody)."""
-    STATE.recorder = recorder
+    SCOPE_SETTINGS.recorder = recorder
 
 
 def _semantic_name(semantic: Any) -> str:
@@ -86,14 +86,14 @@ def record(is_start: Any, scope_name: Any, semantic: Any = None) -> Any:
     the interpreter's recorder when interpreting, nothing otherwise."""
     is_start, scope_name = _plain(is_start), _plain(scope_name)
     if not _is_compiling(semantic):
-        recorder = STATE.recorder
+        recorder = SCOPE_SETTINGS.recorder
         if recorder is not None:
             recorder(bool(is_start), str(scope_name))
         return None
-    if not STATE.instrumenting:
+    if not SCOPE_SETTINGS.instrumenting:
         return None
     dsl = _semantic_name(semantic)
-    if dsl not in STATE.semantics:
+    if dsl not in SCOPE_SETTINGS.semantics:
         raise TypeError(
             f"pl.scope in a {dsl} kernel is not instrumented: call "
             f"deuteron.language.enable_semantic({dsl!r}) "

@@ -1,6 +1,6 @@
 """Deuteron's adapter to Triton's interpreter: the patches both listeners share, and where each
 listener comes and goes. The interpreter's internals are touched here and in the two modules it
-wires in: :mod:`.profiling` (a :class:`LaunchRecord` per launch) and :mod:`.sanitizing` (every
+wires in: :mod:`.profiling` (a :class:`LaunchRecord` per launch) and :mod:`.checking` (every
 access of every program, for a :class:`.sanitizer.Sanitizer`).
 
 What we rely on, all in ``triton.runtime.interpreter`` (triton 3.6 to 3.9):
@@ -17,7 +17,7 @@ What we rely on, all in ``triton.runtime.interpreter`` (triton 3.6 to 3.9):
 
 The builder's methods are wrapped on the instance (never in Triton's source), through the hook
 manager: group ``interpreter`` (built here: counting, guarding, the launch loop) while a profiler
-or a sanitizer listens, group ``interpreter.sanitizer`` (:func:`.sanitizing.sanitizer_patches`:
+or a sanitizer listens, group ``interpreter.sanitizer`` (:func:`.checking.sanitizer_patches`:
 programs, host tensors, float results) while a sanitizer listens. The memory operations are wrapped
 once for both listeners, so a launch that is profiled and checked counts the lanes the kernel asked
 for before the sanitizer masks any off. The ``interpreter`` group also carries the mends of
@@ -42,10 +42,10 @@ from typing import Any
 from deuteron.model.access import LOAD
 from deuteron.process.patches import MANAGER, AttributePatch, Patch, WrapPatch
 from deuteron.triton import unsupported
-from deuteron.triton.interpreter import profiling, sanitizing, sites
+from deuteron.triton.interpreter import checking, profiling, sites
 from deuteron.triton.interpreter.mends import bf16, compile_time, device_calls, libdevice, scalars
 from deuteron.triton.interpreter.profiling import LaunchRecord, active_lanes, element_bytes
-from deuteron.triton.interpreter.sanitizer import Abort, Sanitizer
+from deuteron.triton.interpreter.sanitizer_protocol import Abort, Sanitizer
 from deuteron.triton.runtime import autotune, emulated_driver
 
 __all__ = ["GROUP", "SANITIZER_GROUP", "Abort", "LaunchRecord", "attach", "detach", "install", "uninstall"]
@@ -74,8 +74,8 @@ def _interpreter_module() -> Any:
     builder = getattr(interpreter, "interpreter_builder", None)
     for name in (
         *_WRAPPED,
-        *sanitizing.WRAPPED,
-        *sanitizing.FLOAT_OPS_REQUIRED,
+        *checking.WRAPPED,
+        *checking.FLOAT_OPS_REQUIRED,
         "create_int_to_ptr",
         "create_ptr_to_int",
     ):
@@ -94,14 +94,14 @@ def _interpreter_module() -> Any:
 def install(profiler: Callable[[LaunchRecord], None]) -> None:
     """Route every interpreted launch's record to ``profiler`` (one at a time)."""
     interp = _interpreter_module()
-    if profiling.STATE.profiler is None:
+    if profiling.PROFILING.profiler is None:
         MANAGER.acquire(GROUP, lambda: _base_patches(interp))
         emulated_driver.acquire()
-    profiling.STATE.profiler = profiler
+    profiling.PROFILING.profiler = profiler
 
 
 def uninstall() -> None:
-    state = profiling.STATE
+    state = profiling.PROFILING
     if state.profiler is not None:
         state.profiler = None
         state.counter = None
@@ -112,27 +112,27 @@ def uninstall() -> None:
 def attach(sanitizer: Sanitizer) -> None:
     """Let ``sanitizer`` hear every access of every interpreted launch (one at a time)."""
     interp = _interpreter_module()
-    if sanitizing.STATE.sanitizer is not None:
+    if checking.CHECKING.sanitizer is not None:
         raise RuntimeError("a sanitizer is already attached to Triton's interpreter")
     MANAGER.acquire(GROUP, lambda: _base_patches(interp))
     try:
         emulated_driver.acquire()
-        MANAGER.acquire(SANITIZER_GROUP, lambda: sanitizing.sanitizer_patches(interp))
+        MANAGER.acquire(SANITIZER_GROUP, lambda: checking.sanitizer_patches(interp))
     except BaseException:
         if MANAGER.holds(emulated_driver.GROUP):
             emulated_driver.release()
         MANAGER.release(GROUP)
         raise
-    sanitizing.STATE.sanitizer = sanitizer
+    checking.CHECKING.sanitizer = sanitizer
     sites.reset()
 
 
 def detach() -> None:
-    state = sanitizing.STATE
+    state = checking.CHECKING
     if state.sanitizer is None:
         return
     state.sanitizer = None
-    state.checking = False
+    state.launch_checked = False
     state.pending = False
     MANAGER.release(SANITIZER_GROUP)
     emulated_driver.release()
@@ -150,21 +150,21 @@ def _base_patches(interp: Any) -> list[Patch]:
     cls = type(builder)
     orig_load, orig_store = cls.create_masked_load, cls.create_masked_store
     orig_rmw, orig_cas = cls.create_atomic_rmw, cls.create_atomic_cas
-    p, k = profiling.STATE, sanitizing.STATE
-    guarded, check_result = sanitizing.guarded, sanitizing.check_result
+    p, k = profiling.PROFILING, checking.CHECKING
+    guarded, check_result = checking.guarded, checking.check_result
 
     def create_masked_load(ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = p.counter
         if c is not None:
             c.loaded += active_lanes(ptrs.data, mask) * element_bytes(ptrs)
-        if not k.checking:
+        if not k.launch_checked:
             return orig_load(builder, ptrs, mask, *rest, **kw)
         ptrs, mask = guarded(LOAD, ptrs, mask, None)
         out = orig_load(builder, ptrs, mask, *rest, **kw)
         after = k.after_load
         if after is not None:  # a debugger stopped at this load: it shows what was loaded
             k.after_load = None
-            values = sanitizing.float_values(out)
+            values = checking.float_values(out)
             after(values if values is not None else out.data)
         return out
 
@@ -172,8 +172,8 @@ def _base_patches(interp: Any) -> list[Patch]:
         c = p.counter
         if c is not None:
             c.stored += active_lanes(ptrs.data, mask) * element_bytes(ptrs)
-        if k.checking:
-            ptrs, value, mask = sanitizing.guarded_store(ptrs, value, mask)
+        if k.launch_checked:
+            ptrs, value, mask = checking.guarded_store(ptrs, value, mask)
         return orig_store(builder, ptrs, value, mask, *rest, **kw)
 
     def counted_dot(current: Callable[..., Any]) -> Callable[..., Any]:
@@ -182,7 +182,7 @@ def _base_patches(interp: Any) -> list[Patch]:
             if c is not None:
                 c.dot(a, b)
             out = current(a, b, d, *rest, **kw)
-            if k.checking:
+            if k.launch_checked:
                 check_result("dot", (a, b, d), out)
             return out
 
@@ -194,8 +194,8 @@ def _base_patches(interp: Any) -> list[Patch]:
             n = active_lanes(ptr.data, mask) * element_bytes(ptr)
             c.loaded += n
             c.stored += n
-        if k.checking:
-            return sanitizing.guarded_rmw(orig_rmw, builder, op, ptr, val, mask, rest, kw)
+        if k.launch_checked:
+            return checking.guarded_rmw(orig_rmw, builder, op, ptr, val, mask, rest, kw)
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
 
     def create_atomic_cas(ptr: Any, cmp: Any, val: Any, *rest: Any, **kw: Any) -> Any:
@@ -204,8 +204,8 @@ def _base_patches(interp: Any) -> list[Patch]:
             n = int(ptr.data.size) * element_bytes(ptr)
             c.loaded += n
             c.stored += n
-        if k.checking:
-            return sanitizing.guarded_cas(orig_cas, builder, ptr, cmp, val, rest, kw)
+        if k.launch_checked:
+            return checking.guarded_cas(orig_cas, builder, ptr, cmp, val, rest, kw)
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
 
     orig_run = interp.InterpretedFunction.run
@@ -218,7 +218,7 @@ def _base_patches(interp: Any) -> list[Patch]:
         with _LOCK:
             if p.counter is not None:  # a launch from inside a launch's hook: counted with the outer one
                 return orig_run(self, *args, grid=grid, warmup=False, **kwargs)
-            launch = partial(sanitizing.checked_run, orig_run, self, args, grid, kwargs)
+            launch = partial(checking.checked_run, orig_run, self, args, grid, kwargs)
             return profiling.recorded_run(launch, builder, self, args, grid, kwargs)
 
     patches: list[Patch] = [

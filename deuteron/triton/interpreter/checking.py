@@ -1,4 +1,4 @@
-"""The sanitizer's side of Triton's interpreter: what a :class:`.sanitizer.Sanitizer` hears of each
+"""The sanitizer's side of Triton's interpreter: what a :class:`.sanitizer_protocol.Sanitizer` hears of each
 launch, program, access, atomic, non-finite value and failed assert, and how its answer is obeyed.
 
 Two parts. The guarded memory operations (:func:`guarded`, :func:`guarded_store`,
@@ -24,7 +24,7 @@ from deuteron.process.patches import AttributePatch, Patch, WrapPatch
 from deuteron.triton.interpreter import printing, sites
 from deuteron.triton.interpreter.mends import atomics, bf16, compile_time
 from deuteron.triton.interpreter.profiling import element_bytes
-from deuteron.triton.interpreter.sanitizer import Abort, Sanitizer
+from deuteron.triton.interpreter.sanitizer_protocol import Abort, Sanitizer
 
 # Wrapped only while a sanitizer listens, so profiling does not pay for them.
 WRAPPED = ("set_grid_dim", "set_grid_idx")
@@ -44,14 +44,14 @@ FLOAT_OPS_REQUIRED = ("binary_op", "unary_op", "ternary_op", "create_fma")
 
 
 class Checking:
-    """Who checks, and where the launch in progress stands (one instance, :data:`STATE`): read by
+    """Who checks, and where the launch in progress stands (one instance, :data:`CHECKING`): read by
     every wrapped builder method, so kept to slots."""
 
-    __slots__ = ("sanitizer", "checking", "pending", "executor", "skipping", "after_load")
+    __slots__ = ("sanitizer", "launch_checked", "pending", "executor", "skipping", "after_load")
 
     def __init__(self) -> None:
         self.sanitizer: Sanitizer | None = None
-        self.checking = False  # the running launch is being checked
+        self.launch_checked = False  # the running launch is being checked
         self.pending = False  # host tensors described to the sanitizer; pointers not made yet
         self.executor: Any = None  # the launch's GridExecutor, whose programs may be skipped
         self.skipping = False  # the sanitizer skips the program the grid loop is at
@@ -60,7 +60,7 @@ class Checking:
         self.after_load: Callable[[np.ndarray], None] | None = None
 
 
-STATE = Checking()
+CHECKING = Checking()
 
 _ADDRESS = np.uint64(ADDRESS_MASK)
 
@@ -87,7 +87,7 @@ def guarded(
 ) -> tuple[Any, Any]:
     """Tell the sanitizer about an access (made at ``site``; None: find it now); the real pointers,
     and the lanes it keeps as the mask."""
-    sanitizer = STATE.sanitizer
+    sanitizer = CHECKING.sanitizer
     if sanitizer is None:
         return ptrs, mask
     if site is None:
@@ -120,7 +120,7 @@ def guarded_rmw(
     kw: dict[str, Any],
 ) -> Any:
     """An atomic read-modify-write, guarded; the sanitizer hears what it found in memory."""
-    sanitizer = STATE.sanitizer
+    sanitizer = CHECKING.sanitizer
     if sanitizer is None:
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
     tagged = ptr.data
@@ -144,7 +144,7 @@ def guarded_cas(
 ) -> Any:
     """An atomic compare-and-swap, guarded. CAS has no mask: it runs on the kept lanes only; the
     others answer "swapped" (cmp), so a spin lock on a bad address moves on instead of hanging."""
-    sanitizer = STATE.sanitizer
+    sanitizer = CHECKING.sanitizer
     if sanitizer is None:
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
     tagged = ptr.data
@@ -162,7 +162,7 @@ def guarded_cas(
 def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:
     """Run one launch: errors as its caller should see them, and a checked launch's end told to
     the sanitizer (with the error, if any)."""
-    s = STATE
+    s = CHECKING
     error: BaseException | None = None
     try:
         return orig_run(fn, *args, grid=grid, warmup=False, **kwargs)
@@ -180,11 +180,11 @@ def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs
             raise error from None
         raise
     finally:
-        checking, sanitizer = s.checking, s.sanitizer
-        s.checking = False
+        was_checked, sanitizer = s.launch_checked, s.sanitizer
+        s.launch_checked = False
         s.pending = False
         s.executor, s.skipping, s.after_load = None, False, None
-        if checking and sanitizer is not None:
+        if was_checked and sanitizer is not None:
             sanitizer.launch_end(error)
 
 
@@ -236,7 +236,7 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
     orig_dim, orig_idx = cls.set_grid_dim, cls.set_grid_idx
     orig_int_to_ptr, orig_ptr_to_int = cls.create_int_to_ptr, cls.create_ptr_to_int
     rewritten = interp.InterpretedFunction.rewritten_fn
-    s = STATE
+    s = CHECKING
 
     def _init_args_hst(self: Any, args_dev: Any, kwargs: Any) -> Any:
         result = orig_init_args(self, args_dev, kwargs)
@@ -268,13 +268,13 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
     def create_int_to_ptr(value: Any, dst_type: Any) -> Any:
         out = orig_int_to_ptr(builder, value, dst_type)
         sanitizer = s.sanitizer
-        if s.checking and sanitizer is not None:
+        if s.launch_checked and sanitizer is not None:
             out = type(out)(sanitizer.tag_addresses(out.data), out.dtype)
         return out
 
     def create_ptr_to_int(value: Any, dst_type: Any) -> Any:
         out = orig_ptr_to_int(builder, value, dst_type)
-        if s.checking:  # the kernel's integers are real addresses, never tagged ones
+        if s.launch_checked:  # the kernel's integers are real addresses, never tagged ones
             mask = np.array(ADDRESS_MASK).astype(out.data.dtype)
             out = type(out)(out.data & mask, out.dtype)
         return out
@@ -285,12 +285,12 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
             return
         sites.note_rewritten(rewritten)
         s.sanitizer.launch_begin((int(nx), int(ny), int(nz)))
-        s.checking = True
+        s.launch_checked = True
 
     def set_grid_idx(x: int, y: int, z: int) -> None:
         orig_idx(builder, x, y, z)
         sanitizer = s.sanitizer
-        if s.checking and sanitizer is not None:
+        if s.launch_checked and sanitizer is not None:
             s.skipping = sanitizer.program_begin((int(x), int(y), int(z))) is False
             if s.skipping:
                 skip_programs(s.executor)
@@ -299,7 +299,7 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
 
     def create_assert(condition: Any, message: Any, *rest: Any) -> Any:
         sanitizer = s.sanitizer
-        if not s.checking or sanitizer is None or orig_assert is None:
+        if not s.launch_checked or sanitizer is None or orig_assert is None:
             return orig_assert(builder, condition, message, *rest) if orig_assert is not None else None
         failing = ~np.asarray(getattr(condition, "data", condition), dtype=bool)
         if failing.any():
@@ -322,7 +322,7 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
     for name, label in FLOAT_OPS.items():
         if getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
             patches.append(WrapPatch(builder, name, partial(finite_checked, label=label)))
-    patches += printing.patches(interp, lambda: s.checking)
+    patches += printing.patches(interp, lambda: s.launch_checked)
     patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
     patches.append(WrapPatch(interp, "_implicit_cvt", tagging))
     return patches
@@ -331,14 +331,14 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
 def skip_programs(executor: Any) -> None:
     """Make the launch's grid loop skip the programs the sanitizer declines: its ``self.fn(**args)``
     reads the executor's ``fn`` for every program, so a wrapper set on this launch's executor (made
-    afresh for each launch) runs the kernel only while ``STATE.skipping`` is off. Set when the
+    afresh for each launch) runs the kernel only while ``CHECKING.skipping`` is off. Set when the
     first program is skipped, so launches that run every program pay nothing."""
     if executor is None or "fn" not in vars(executor) or getattr(executor.fn, "deuteron_skips", False):
         return
     kernel = executor.fn
 
     def program(*args: Any, **kwargs: Any) -> Any:
-        if STATE.skipping:
+        if CHECKING.skipping:
             return None
         return kernel(*args, **kwargs)
 
@@ -348,7 +348,7 @@ def skip_programs(executor: Any) -> None:
 
 def after_next_load(callback: Callable[[np.ndarray], None]) -> None:
     """Have ``callback`` hear the next load's values (as the kernel gets them) once it is made."""
-    STATE.after_load = callback
+    CHECKING.after_load = callback
 
 
 def finite_checked(current: Callable[..., Any], label: str | None) -> Callable[..., Any]:
@@ -356,7 +356,7 @@ def finite_checked(current: Callable[..., Any], label: str | None) -> Callable[.
 
     def op(*args: Any) -> Any:
         out = current(*args)
-        if STATE.checking:
+        if CHECKING.launch_checked:
             check_result(label, args, out)
         return out
 
@@ -365,7 +365,7 @@ def finite_checked(current: Callable[..., Any], label: str | None) -> Callable[.
 
 def check_result(label: str | None, args: tuple[Any, ...], out: Any) -> None:
     """Tell the sanitizer about an op's non-finite result, with its inputs as floats."""
-    sanitizer = STATE.sanitizer
+    sanitizer = CHECKING.sanitizer
     values = float_values(out)
     if sanitizer is None or values is None or np.isfinite(values).all():
         return

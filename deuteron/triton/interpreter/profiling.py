@@ -2,8 +2,8 @@
 active lanes, ``tl.dot`` flops by operand width), when it ran, and its ``pl.scope``s per program.
 
 The interpreter's memory operations and launch loop are wrapped in :mod:`.adapter`; they count into
-the :class:`Counter` of the launch in progress (``STATE.counter``), and :func:`recorded_run` turns
-it into a :class:`LaunchRecord` for the profiler ``STATE.profiler`` when the launch is over. While
+the :class:`Counter` of the launch in progress (``PROFILING.counter``), and :func:`recorded_run` turns
+it into a :class:`LaunchRecord` for the profiler ``PROFILING.profiler`` when the launch is over. While
 a counted launch runs, a :class:`.scopes.ScopeRecorder` hears its scopes' edges (through
 :func:`deuteron.triton.language.set_interpreter_recorder`), snapshotting the same counter.
 """
@@ -63,7 +63,7 @@ class Counter:
 
 
 class Profiling:
-    """Who listens for launch records, and the launch being counted (one instance, :data:`STATE`)."""
+    """Who listens for launch records, and the launch being counted (one instance, :data:`PROFILING`)."""
 
     __slots__ = ("profiler", "counter")
 
@@ -72,7 +72,7 @@ class Profiling:
         self.counter: Counter | None = None  # the launch being counted for the profiler
 
 
-STATE = Profiling()
+PROFILING = Profiling()
 
 
 def element_bytes(handle: Any) -> int:
@@ -98,7 +98,7 @@ def recorded_run(
 ) -> Any:
     """Run one launch (``launch()``) counted, with Triton's launch hooks around it as a compiled
     launch calls them, and hand its record to the profiler."""
-    chains = launch_hooks.chains_in_use() if STATE.profiler is not None else None
+    chains = launch_hooks.chains_in_use() if PROFILING.profiler is not None else None
     metadata = None
     if chains is not None:
         metadata = launch_metadata.lazy(fn, launch_metadata.grid_of(fn, grid, args, kwargs), args, kwargs)
@@ -113,11 +113,11 @@ def recorded_run(
 def counted_run(launch: Callable[[], Any], builder: Any, fn: Any) -> Any:
     """Run one launch with a fresh counter (when a profiler listens), its scopes heard by a
     recorder meanwhile, and record what it counted."""
-    s = STATE
+    s = PROFILING
     counter = s.counter = Counter() if s.profiler is not None else None
     recorder = outer = None
     if counter is not None:
-        recorder, outer = ScopeRecorder(counter, builder), language.STATE.recorder
+        recorder, outer = ScopeRecorder(counter, builder), language.SCOPE_SETTINGS.recorder
         language.set_interpreter_recorder(recorder)
     start = time.perf_counter_ns()
     try:

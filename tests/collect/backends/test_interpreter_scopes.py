@@ -269,7 +269,7 @@ def test_a_kernel_without_scopes_records_what_it_did_before(tmp_path: Path) -> N
     finally:
         adapter.uninstall()
     assert len(records) == 1 and records[0].scopes is None
-    assert engine.STATE.recorder is None  # heard only while a launch runs
+    assert engine.SCOPE_SETTINGS.recorder is None  # heard only while a launch runs
     with proton.profile(str(tmp_path / "plain"), backend="interpreter", output_format=BOTH) as p:
         k.add(x, y, block=256)
     assert p.result is not None
@@ -294,7 +294,7 @@ def test_scopes_outside_a_launch_or_a_session_are_ignored() -> None:
     out = torch.empty(64)
     scoped_add_kernel[(1,)](x, y, out, 64, BLOCK=64)  # no session: the kernel just runs
     torch.testing.assert_close(out, x + y)
-    assert engine.STATE.recorder is None
+    assert engine.SCOPE_SETTINGS.recorder is None
 
 
 def test_the_launch_hook_names_the_kernel_and_its_metrics_win() -> None:
