@@ -632,9 +632,9 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   bool based = false;
   if (scope == at::RecordScope::USER_SCOPE && !s.anchors && !s.base && !s.node.on) {
     uint32_t (*scope_base)() = g_scope_base.load(std::memory_order_relaxed);
-    uint32_t base = scope_base ? scope_base() : 0;
-    if (base) set_base(base, false);  // never where backward work of no module is filed
-    based = base != 0;
+    uint32_t context_id = scope_base ? scope_base() : 0;
+    if (context_id) set_base(context_id, false);  // never where backward work of no module is filed
+    based = context_id != 0;
   }
   uint32_t parent = scope_is_anchor(scope) ? anchor_parent(s) : current(s);
   uint32_t node;
@@ -679,10 +679,10 @@ void on_exit(const at::RecordFunction&, at::ObserverContext*) {
 // launches outside any anchor start counting again, so a loop of scoped steps repeats its keys.
 // `origin`: whether backward work of no module may later be filed there (the base of a module
 // call; not a user scope's, which would take the loss's backward to the line of zero_grad).
-void set_base(uint32_t name, bool origin) {
+void set_base(uint32_t context_id, bool origin) {
   ThreadState& s = state();
   sync_node(s);  // a run that ended before this resets the counts below, whether ops are observed or not
-  uint32_t node = name ? child(s, 0, K_BASE, name) : 0;
+  uint32_t node = context_id ? child(s, 0, K_BASE, context_id) : 0;
   // launches outside any anchor count again from here; after a base is cleared, from that base
   // (so the top-level launches after two different bases are keyed apart)
   s.last_top = node ? 0 : s.base;
@@ -923,7 +923,7 @@ uint32_t deut_current(void) {
 
 // The place a module stack starts from on this thread (a scope or a Python path, by the
 // session's id, interned as a base node); 0 for none (set_base).
-void deut_set_base(uint32_t name) { set_base(name, true); }
+void deut_set_base(uint32_t context_id) { set_base(context_id, true); }
 
 void deut_module_enter(uint32_t name) {
   ThreadState& s = state();
@@ -1123,8 +1123,8 @@ void set_ref(PyObject** slot, PyObject* value) {
   Py_XDECREF(old);
 }
 
-// A Python thread's scope: its call path is asked for with the GIL taken again (torch.ops calls,
-// record_function's among them, release it around the op); other threads have none.
+// A Python thread's scope: the context id of its call path, asked for with the GIL taken again
+// (torch.ops calls, record_function's among them, release it around the op); other threads have none.
 uint32_t call_scope_base() {
   if (!PyGILState_GetThisThreadState()) return 0;
 #if PY_VERSION_HEX >= 0x030D0000
@@ -1134,21 +1134,21 @@ uint32_t call_scope_base() {
 #endif
   PyGILState_STATE gil = PyGILState_Ensure();
   PyObject* hook = g_py_scope_base;  // read under the GIL: deut_py_scope_base changes it under it
-  uint32_t base = 0;
+  uint32_t context_id = 0;
   if (hook) {
     Py_INCREF(hook);
     PyObject *type, *value, *trace;
     PyErr_Fetch(&type, &value, &trace);
     PyObject* done = PyObject_CallNoArgs(hook);
     if (!done) PyErr_WriteUnraisable(hook);
-    if (done && PyLong_Check(done)) base = uint32_t(PyLong_AsUnsignedLong(done));
+    if (done && PyLong_Check(done)) context_id = uint32_t(PyLong_AsUnsignedLong(done));
     if (PyErr_Occurred()) PyErr_WriteUnraisable(hook);
     Py_XDECREF(done);
     PyErr_Restore(type, value, trace);
     Py_DECREF(hook);
   }
   PyGILState_Release(gil);
-  return base;
+  return context_id;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 """The spans of ``-c torch`` frames for a trace: what the op probe's buffer holds, read once.
 
 With a trace asked for, the op probe (``_torch_ops.cpp``) writes each timed frame it closes
-(module, backward node, user scope, observed op) into one fixed buffer: its trie node, the
+(module, backward node, user scope, observed op) into one fixed buffer: its place id, the
 thread (``pthread_self()``, which is Python's ``threading.get_ident()``), and its start and end on
 ``CLOCK_MONOTONIC`` (``time.perf_counter_ns()``'s clock, the session's), so the spans join the
 trace's thread lanes as they are. Frames past ``LIMIT`` are counted, not kept.
@@ -18,12 +18,12 @@ import numpy as np
 from deuteron.model.tree import Node
 
 LIMIT = 1_000_000  # spans kept (32 bytes each)
-DTYPE = np.dtype([("node", "<u4"), ("pad", "<u4"), ("thread", "<u8"), ("t0", "<u8"), ("t1", "<u8")])
+DTYPE = np.dtype([("place_id", "<u4"), ("pad", "<u4"), ("thread", "<u8"), ("t0", "<u8"), ("t1", "<u8")])
 
 
 def read(lib: Any, place: Callable[[int], Node]) -> tuple[list[tuple[Node, int, int, int]], int]:
-    """The kept spans as (node, start ns, end ns, thread ident), ``place`` turning a trie node into
-    the profile's node, and how many spans were not kept."""
+    """The kept spans as (node, start ns, end ns, thread ident), ``place`` turning a place id (a
+    trie node) into the profile's node, and how many spans were not kept."""
     count = int(lib.deut_span_count())
     address = lib.deut_span_data()
     kept = min(count, LIMIT)
@@ -31,12 +31,12 @@ def read(lib: Any, place: Callable[[int], Node]) -> tuple[list[tuple[Node, int, 
         return [], count - kept
     raw = (ctypes.c_char * (kept * DTYPE.itemsize)).from_address(address)
     table = np.frombuffer(bytes(raw), dtype=DTYPE)
-    places: dict[int, Node] = {}
+    nodes: dict[int, Node] = {}
     out = []
-    columns = (table["node"].tolist(), table["thread"].tolist(), table["t0"].tolist(), table["t1"].tolist())
-    for node, thread, t0, t1 in zip(*columns, strict=True):
-        found = places.get(node)
-        if found is None:
-            found = places[node] = place(node)
-        out.append((found, t0, t1, thread))
+    columns = [table[field].tolist() for field in ("place_id", "thread", "t0", "t1")]
+    for place_id, thread, t0, t1 in zip(*columns, strict=True):
+        node = nodes.get(place_id)
+        if node is None:
+            node = nodes[place_id] = place(place_id)
+        out.append((node, t0, t1, thread))
     return out, count - kept

@@ -30,14 +30,15 @@ SCRIPT = textwrap.dedent(
     import torch.utils.checkpoint
     from torch import nn
     import deuteron
-    from deuteron.collect.context.torch import source as tctx
+    from deuteron.collect.context.torch import library as op_probe, source as tctx
+    from deuteron.collect.context.torch.trie import BASE
     steps, change_at = int(sys.argv[1]), int(sys.argv[2])
     seen = []          # (step, path of the place each launch got)
     kernel = {"name": "gemm_kernel"}
 
     def launch(name):
-        place = tctx._lib.deut_launch(name.encode(), 1)
-        seen.append((step, path(place)))
+        place_id = op_probe.load().deut_launch(name.encode(), 1)
+        seen.append((step, path(place_id)))
 
     @torch.library.custom_op("deut_test::scaled", mutates_args=())
     def scaled(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -106,13 +107,14 @@ SCRIPT = textwrap.dedent(
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.randn(4, 8, requires_grad=sys.argv[3] != "plain")
 
-    def path(tid):
-        ctx = tctx._active
-        ctx._sync()
+    def path(place_id):
+        torch_context = tctx.active()
+        torch_context.sync()
+        trie = torch_context.trie
         out = []
-        while tid and tid < len(ctx.trie) and ctx.trie.kind[tid] != tctx.BASE:
-            out.append(ctx.placer.frame(tid))
-            tid = int(ctx.trie.parent[tid])
+        while place_id and place_id < len(trie) and trie.kind[place_id] != BASE:
+            out.append(torch_context.placer.frame(place_id))
+            place_id = int(trie.parent[place_id])
         return " > ".join(reversed(out))
 
     deuteron.start("infer", context="torch")
@@ -125,8 +127,8 @@ SCRIPT = textwrap.dedent(
         loss.backward()
         opt.step()
         opt.zero_grad()
-        observing.append(tctx._active.infer_stats()["observing"])
-    stats = tctx._active.infer_stats()
+        observing.append(tctx.active().infer_stats()["observing"])
+    stats = tctx.active().infer_stats()
     deuteron.finalize()
     from deuteron.formats import hatchet
     profile = hatchet.read("infer.hatchet")
@@ -253,9 +255,9 @@ import json
 import torch
 from torch import nn
 import deuteron
-from deuteron.collect.context.torch import source as tctx
+from deuteron.collect.context.torch import library as op_probe, source as tctx
 def launch(name):
-    tctx._lib.deut_launch(name.encode(), 1)
+    op_probe.load().deut_launch(name.encode(), 1)
 
 @torch.library.custom_op("deut_scoped::scaled", mutates_args=())
 def scaled(x: torch.Tensor) -> torch.Tensor:
@@ -279,7 +281,7 @@ for step in range(200):
     launch("prep_kernel")                          # at the top, after the scope
     y = model(x)
     launch("loss_kernel")                          # at the top, after the module call
-stats = tctx._active.infer_stats()
+stats = tctx.active().infer_stats()
 deuteron.finalize()
 print(json.dumps(stats))
 """

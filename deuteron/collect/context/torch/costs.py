@@ -1,0 +1,79 @@
+"""What modules, ops and backward nodes cost on the CPU under ``-c torch``: ``cpu_time (ns)``,
+``calls`` and ``flops`` from the op probe's running totals, filed into the profile as the
+difference since the last filing.
+
+Apart from the context source because it is the one place that reads the totals and knows which
+of them are whole: a ``backward`` frame sums the autograd nodes below it, and what inference or
+reading nodes at launches left untimed gets no ``cpu_time``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from deuteron.collect.context.torch.library import read_nodes
+from deuteron.collect.context.torch.trie import BACKWARD, BASE, MARK, OP, Placer, PlaceTrie
+from deuteron.model.metrics import CPU_TIME, EXC, FLOPS
+from deuteron.model.tree import Profile
+
+CALLS = "calls"  # how many times a module or op frame was entered (exclusive: not summed upward)
+
+
+class CostFiling:
+    """The totals filed so far (per place id), so that each filing adds only what is new."""
+
+    def __init__(self) -> None:
+        self.filed: dict[str, np.ndarray] = {}
+
+    def file(
+        self,
+        profile: Profile,
+        lib: ctypes.CDLL,
+        trie: PlaceTrie,
+        placer: Placer,
+        ops_untimed: bool,
+        nodes_untimed: bool,
+    ) -> None:
+        """Add the costs since the last filing to ``profile``, each under its place's node.
+
+        ``ops_untimed``: ops were left unobserved for a while (inferred), so their own time is
+        partial and left out; ``nodes_untimed``: backward nodes were read at launches and timed by
+        nothing. The trie learns the nodes it did not have yet on the way."""
+        count = int(lib.deut_node_count())
+        parent, name, kind, ns, calls, flops = read_nodes(lib, 0, count)
+        if count > len(trie):
+            trie.extend(parent[len(trie) :], name[len(trie) :], kind[len(trie) :])
+        marks = kind == MARK
+        backward = (kind == BACKWARD) & marks[parent]
+        ns = ns.astype(np.int64)
+        np.add.at(ns, parent[backward].astype(np.int64), ns[backward])  # a mark: its nodes' sum
+        totals = {"ns": ns, "calls": calls.astype(np.int64), "flops": flops.astype(np.int64)}
+        deltas = {}
+        for key, value in totals.items():
+            before = self.filed.get(key)
+            if before is not None:
+                value = value.copy()
+                value[: len(before)] -= before
+            deltas[key] = value
+        self.filed = totals
+        profile.kinds[CALLS] = EXC
+        root = profile.root
+        for place_id in np.flatnonzero(
+            (deltas["ns"] > 0) | (deltas["calls"] > 0) | (deltas["flops"] > 0)
+        ).tolist():
+            if kind[place_id] == BASE:
+                continue
+            metrics: dict[str, int] = {}
+            untimed = (ops_untimed and kind[place_id] == OP) or (
+                nodes_untimed and kind[place_id] in (BACKWARD, MARK)
+            )
+            if not untimed:
+                metrics[CPU_TIME] = int(deltas["ns"][place_id])
+            if deltas["calls"][place_id]:
+                metrics[CALLS] = int(deltas["calls"][place_id])
+            if deltas["flops"][place_id]:
+                metrics[FLOPS] = int(deltas["flops"][place_id])
+            if metrics:  # an op timed while observed but never launching: no frame of its own
+                profile.add_metrics(placer.place(place_id, root)[0], metrics)
