@@ -85,10 +85,10 @@ class Symbolizer:
     def demangle(self, symbol: str) -> str:
         """A C++ symbol as its qualified name without the parameter list (shortened); a C one as is."""
         text = demangle(symbol)
-        return symbol if text is None else _shorten(text)
+        return symbol if text is None else shorten_symbol(text)
 
 
-def _shorten(text: str) -> str:
+def shorten_symbol(text: str) -> str:
     """``ns::f<T>(int, float) const`` -> ``ns::f<T>``, at most MAX_NAME characters."""
     depth = 0
     for i in range(len(text) - 1, -1, -1):  # the parameter list: the last balanced (...) group
@@ -131,21 +131,22 @@ class NativeContext:
                     frames.append(name)
             self.frames.append(tuple(frames))
 
-    def owns(self, op: int) -> bool:
-        return NATIVE_PLACE <= op < NATIVE_PLACE << 1
+    def owns(self, place_id: int) -> bool:
+        return NATIVE_PLACE <= place_id < NATIVE_PLACE << 1
 
-    def launch_place(self, op: int, context: int) -> LaunchPlace:
+    def launch_place(self, place_id: int, context_id: int) -> LaunchPlace:
         """The launch's C/C++ frames below its own context (on its own thread)."""
-        return LaunchPlace(self.place(op, self.contexts.node(context)))
+        return LaunchPlace(self.place(place_id, self.contexts.node(context_id)))
 
-    def place(self, op: int, base: Node) -> Node:
-        """The node of native path ``op`` (flagged) below ``base``."""
-        pid = op & (NATIVE_PLACE - 1)
-        if pid > len(self.frames):
+    def place(self, place_id: int, base: Node) -> Node:
+        """The node of native place ``place_id`` (flagged: its path id with ``NATIVE_PLACE``)
+        below ``base``."""
+        path_id = place_id & (NATIVE_PLACE - 1)
+        if path_id > len(self.frames):
             self._sync()
         node = base
-        if 0 < pid <= len(self.frames):
-            for name in self.frames[pid - 1]:
+        if 0 < path_id <= len(self.frames):
+            for name in self.frames[path_id - 1]:
                 node = node.child(name)
         return node
 

@@ -13,7 +13,7 @@ import pytest
 
 from deuteron.collect.backends.cupti import _shim
 from deuteron.collect.context import ContextSpecError, parse_context
-from deuteron.collect.context.native import NATIVE_PLACE, NativeContext, Symbolizer, _shorten
+from deuteron.collect.context.native import NATIVE_PLACE, NativeContext, Symbolizer, shorten_symbol
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.tree import Node
 from tests.conftest import run_cli
@@ -92,7 +92,7 @@ def test_replayed_frames_need_no_shim() -> None:
     ],
 )  # fmt: skip
 def test_cxx_names_lose_their_parameter_lists(demangled: str, short: str) -> None:
-    assert _shorten(demangled) == short
+    assert shorten_symbol(demangled) == short
 
 
 def test_mangled_symbols_are_demangled_by_libstdcxx() -> None:

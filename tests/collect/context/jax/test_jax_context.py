@@ -8,8 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from deuteron.collect.context.jax.compile_hook import CompiledModule
 from deuteron.collect.context.jax.hlo import BACKWARD, Executable, Instruction, frames, parse_module
-from deuteron.collect.context.jax.source import JAX_PLACE, JaxContext, _Compiled
+from deuteron.collect.context.jax.places import JAX_PLACE
+from deuteron.collect.context.jax.source import JaxContext
 from deuteron.collect.session import Session
 from tests.conftest import FIXTURES_DIR, run_cli
 
@@ -71,16 +73,16 @@ def test_alignment_follows_the_schedule_and_takes_reused_kernels() -> None:
 def context_with(*executables: Executable) -> JaxContext:
     jx = JaxContext(Session(0, "unused", backend="interpreter", context="jax").contexts)
     for ex in executables:
-        compiled = _Compiled(ex.module, None, 1, 2)
+        compiled = CompiledModule(ex.module, None, 1, 2)
         compiled.parsed = ex
         jx.compiled.append(compiled)
     return jx
 
 
 def frames_of(jx: JaxContext, place: int) -> list[str]:
-    out, pid = [], place & (JAX_PLACE - 1)
-    while pid:
-        pid, frame = jx.places[pid]
+    out, place_id = [], place & (JAX_PLACE - 1)
+    while place_id:
+        place_id, frame = jx.places[place_id]
         out.append(frame)
     return out[::-1]
 
