@@ -1,33 +1,25 @@
 import { describe, expect, it } from "vitest";
+import { expectAnswers } from "./fixtures";
 import { colourOf, fmt, fmtCount, fmtNs, fmtShare, timeUnit } from "./format";
 
 describe("fmt", () => {
   it("shows a dash for what has no value, NaN included", () => {
-    expect(fmt(null)).toBe("–");
-    expect(fmt(undefined)).toBe("–");
-    expect(fmt(NaN)).toBe("–");
+    expectAnswers(fmt, [[null, "–"], [undefined, "–"], [NaN, "–"]]);
   });
 
   it("shows infinities as symbols and both zeros as 0", () => {
-    expect(fmt(Infinity)).toBe("∞");
-    expect(fmt(-Infinity)).toBe("-∞");
-    expect(fmt(0)).toBe("0");
-    expect(fmt(-0)).toBe("0");
+    expectAnswers(fmt, [[Infinity, "∞"], [-Infinity, "-∞"], [0, "0"], [-0, "0"]]);
   });
 
   it("writes integers below a million in full, with thousands separated", () => {
-    expect(fmt(7)).toBe("7");
-    expect(fmt(1234)).toBe("1,234");
-    expect(fmt(-999999)).toBe("-999,999");
+    expectAnswers(fmt, [[7, "7"], [1234, "1,234"], [-999999, "-999,999"]]);
   });
 
   it("gives large numbers 3 significant digits and an SI suffix", () => {
-    expect(fmt(1e6)).toBe("1.00M");
-    expect(fmt(1234567)).toBe("1.23M");
-    expect(fmt(1234567.8)).toBe("1.23M");
-    expect(fmt(-2.5e6)).toBe("-2.50M");
-    expect(fmt(1.5e9)).toBe("1.50G");
-    expect(fmt(4.2e15)).toBe("4.20P");
+    expectAnswers(fmt, [
+      [1e6, "1.00M"], [1234567, "1.23M"], [1234567.8, "1.23M"], [-2.5e6, "-2.50M"], [1.5e9, "1.50G"],
+      [4.2e15, "4.20P"],
+    ]);
   });
 
   it("stays on P past the last suffix (huge numbers)", () => {
@@ -37,12 +29,10 @@ describe("fmt", () => {
   });
 
   it("gives fractions one decimal from 100 up, 3 significant digits below, exponents under 1e-3", () => {
-    expect(fmt(123.456)).toBe("123.5");
-    expect(fmt(3.14159)).toBe("3.14");
-    expect(fmt(0.5)).toBe("0.500");
-    expect(fmt(0.001)).toBe("0.00100");
-    expect(fmt(0.0001234)).toBe("1.23e-4");
-    expect(fmt(-0.25)).toBe("-0.250");
+    expectAnswers(fmt, [
+      [123.456, "123.5"], [3.14159, "3.14"], [0.5, "0.500"], [0.001, "0.00100"], [0.0001234, "1.23e-4"],
+      [-0.25, "-0.250"],
+    ]);
   });
 });
 
@@ -62,24 +52,19 @@ describe("timeUnit", () => {
 
 describe("fmtNs", () => {
   it("rounds nanoseconds to whole ones", () => {
-    expect(fmtNs(0)).toBe("0 ns");
-    expect(fmtNs(999)).toBe("999 ns");
-    expect(fmtNs(12.6)).toBe("13 ns");
+    expectAnswers(fmtNs, [[0, "0 ns"], [999, "999 ns"], [12.6, "13 ns"]]);
   });
 
   it("gives larger times 3 significant digits in their unit", () => {
-    expect(fmtNs(1500)).toBe("1.50 µs");
-    expect(fmtNs(2.5e6)).toBe("2.50 ms");
-    expect(fmtNs(200e6)).toBe("200 ms");
-    expect(fmtNs(3e9)).toBe("3.00 s");
-    expect(fmtNs(-1500)).toBe("-1.50 µs");
+    expectAnswers(fmtNs, [
+      [1500, "1.50 µs"], [2.5e6, "2.50 ms"], [200e6, "200 ms"], [3e9, "3.00 s"], [-1500, "-1.50 µs"],
+    ]);
   });
 
   it("keeps every nanosecond when exact", () => {
-    expect(fmtNs(127055123, true)).toBe("127.055123 ms");
-    expect(fmtNs(1500, true)).toBe("1.500 µs");
-    expect(fmtNs(3e9 + 7, true)).toBe("3.000000007 s");
-    expect(fmtNs(42, true)).toBe("42 ns");
+    expectAnswers((x: number) => fmtNs(x, true), [
+      [127055123, "127.055123 ms"], [1500, "1.500 µs"], [3e9 + 7, "3.000000007 s"], [42, "42 ns"],
+    ]);
   });
 });
 
@@ -100,22 +85,14 @@ describe("colourOf", () => {
 
 describe("fmtCount", () => {
   it("writes counts below 1000 in full", () => {
-    expect(fmtCount(0)).toBe("0");
-    expect(fmtCount(7)).toBe("7");
-    expect(fmtCount(999)).toBe("999");
+    expectAnswers(fmtCount, [[0, "0"], [7, "7"], [999, "999"]]);
   });
 
   it("gives larger counts a suffix and at most three digits", () => {
-    expect(fmtCount(1000)).toBe("1.0k");
-    expect(fmtCount(1234)).toBe("1.2k");
-    expect(fmtCount(9949)).toBe("9.9k");
-    expect(fmtCount(9950)).toBe("10k");
-    expect(fmtCount(325003)).toBe("325k");
-    expect(fmtCount(999499)).toBe("999k");
-    expect(fmtCount(999500)).toBe("1.0M");
-    expect(fmtCount(1165594)).toBe("1.2M");
-    expect(fmtCount(46856712)).toBe("47M");
-    expect(fmtCount(2.5e9)).toBe("2.5G");
+    expectAnswers(fmtCount, [
+      [1000, "1.0k"], [1234, "1.2k"], [9949, "9.9k"], [9950, "10k"], [325003, "325k"], [999499, "999k"],
+      [999500, "1.0M"], [1165594, "1.2M"], [46856712, "47M"], [2.5e9, "2.5G"],
+    ]);
   });
 
   it("shows a dash for what is not a number", () => {
@@ -125,15 +102,10 @@ describe("fmtCount", () => {
 
 describe("fmtShare", () => {
   it("writes shares as percentages, one decimal below 10%", () => {
-    expect(fmtShare(0.9846)).toBe("98%");
-    expect(fmtShare(0.6476)).toBe("65%");
-    expect(fmtShare(0.0113)).toBe("1.1%");
-    expect(fmtShare(1)).toBe("100%");
+    expectAnswers(fmtShare, [[0.9846, "98%"], [0.6476, "65%"], [0.0113, "1.1%"], [1, "100%"]]);
   });
 
   it("keeps a tiny share visible and shows nothing as 0%", () => {
-    expect(fmtShare(0.0004)).toBe("<0.1%");
-    expect(fmtShare(0)).toBe("0%");
-    expect(fmtShare(NaN)).toBe("0%");
+    expectAnswers(fmtShare, [[0.0004, "<0.1%"], [0, "0%"], [NaN, "0%"]]);
   });
 });

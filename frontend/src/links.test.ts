@@ -1,37 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { baseName, explainHash, explainLinker, explainWanted, findExplainKernel, lineFrame } from "./links";
 import { hashParams } from "./route";
-import type { ExplainData, ExplainKernel, KernelHeat } from "./types";
+import { explainReport as doc, explainKernel as kernel } from "./fixtures";
+import type { KernelHeat } from "./types";
 
 const HEAT: KernelHeat = { samples: 10, lines: {}, stages: {}, by: {}, note: "" };
-
-function kernel(name: string, extra: Partial<ExplainKernel> = {}): ExplainKernel {
-  return {
-    name,
-    target: "cuda:90",
-    file: "/work/main/examples/hot_line.py",
-    line: 24,
-    num_warps: 4,
-    num_stages: 3,
-    num_ctas: 1,
-    args: [],
-    launches: 1,
-    grids: [],
-    registers: null,
-    spills: null,
-    shared_bytes: null,
-    occupancy: null,
-    sass: null,
-    findings: [],
-    source_text: null,
-    stage_text: {},
-    ...extra,
-  };
-}
-
-function doc(...kernels: ExplainKernel[]): ExplainData {
-  return { name: "ex.json", source: "ex.json", device: null, errors: [], kernels };
-}
 
 describe("explainHash and explainWanted", () => {
   it("write a kernel and a line into the address and read them back", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { explainKernel } from "../../fixtures";
 import { heatCss } from "../../heat";
 import type { ExplainKernel, KernelHeat } from "../../types";
 import {
@@ -46,30 +47,8 @@ function heat(): KernelHeat {
   };
 }
 
-function kernel(extra: Partial<ExplainKernel> = {}): ExplainKernel {
-  return {
-    name: "rms_scale",
-    target: "cuda:90",
-    file: "/work/main/examples/hot_line.py",
-    line: 24,
-    num_warps: 4,
-    num_stages: 3,
-    num_ctas: 1,
-    args: [],
-    launches: 2,
-    grids: [],
-    registers: 16,
-    spills: 0,
-    shared_bytes: 0,
-    occupancy: null,
-    sass: null,
-    findings: [],
-    source_text: "a\n  b = 1  \nc\n",
-    stage_text: {},
-    heat: heat(),
-    ...extra,
-  };
-}
+const kernel = (extra: Partial<ExplainKernel> = {}): ExplainKernel =>
+  explainKernel("rms_scale", { launches: 2, registers: 16, spills: 0, shared_bytes: 0, source_text: "a\n  b = 1  \nc\n", heat: heat(), ...extra });
 
 describe("heatOf", () => {
   it("gives the heat of a sampled kernel, nothing for one without samples", () => {

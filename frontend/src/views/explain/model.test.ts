@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { expectAnswers, explainKernel } from "../../fixtures";
 import type { ExplainKernel } from "../../types";
 import {
   bytes,
@@ -14,29 +15,11 @@ import {
   valueText,
 } from "./model";
 
-function kernel(extra: Partial<ExplainKernel> = {}): ExplainKernel {
-  return {
-    name: "add_kernel",
-    target: "cuda:90",
-    file: "examples/vector_add.py",
-    line: 8,
-    num_warps: 4,
-    num_stages: 3,
-    num_ctas: 1,
-    args: ["x_ptr", "y_ptr", "n"],
-    launches: 2,
-    grids: [[4, 1, 1]],
-    registers: 40,
-    spills: 0,
-    shared_bytes: 49152,
-    occupancy: null,
-    sass: null,
-    findings: [],
-    source_text: null,
-    stage_text: {},
-    ...extra,
-  };
-}
+const kernel = (extra: Partial<ExplainKernel> = {}): ExplainKernel =>
+  explainKernel("add_kernel", {
+    file: "examples/vector_add.py", line: 8, args: ["x_ptr", "y_ptr", "n"], launches: 2, grids: [[4, 1, 1]],
+    registers: 40, spills: 0, shared_bytes: 49152, ...extra,
+  });
 
 describe("kernelLabel", () => {
   it("names the kernel, its target, warps and stages", () => {
@@ -50,13 +33,10 @@ describe("kernelLabel", () => {
 
 describe("bytes", () => {
   it("writes bytes, KiB and MiB with 3 significant digits", () => {
-    expect(bytes(0)).toBe("0 B");
-    expect(bytes(1023)).toBe("1023 B");
-    expect(bytes(1024)).toBe("1.00 KiB");
-    expect(bytes(49152)).toBe("48.0 KiB");
-    expect(bytes(232448)).toBe("227 KiB");
-    expect(bytes(1048576)).toBe("1.00 MiB");
-    expect(bytes(1.5 * 1048576)).toBe("1.50 MiB");
+    expectAnswers(bytes, [
+      [0, "0 B"], [1023, "1023 B"], [1024, "1.00 KiB"], [49152, "48.0 KiB"], [232448, "227 KiB"],
+      [1048576, "1.00 MiB"], [1.5 * 1048576, "1.50 MiB"],
+    ]);
   });
 
   it("has no unit past MiB: huge counts get an exponent", () => {

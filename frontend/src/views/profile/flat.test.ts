@@ -2,30 +2,18 @@ import { describe, expect, it } from "vitest";
 import type { ProfileData } from "../../types";
 import { flatDiffRows, flatRows, isAdditive, sandwich, sortFlat, sumRatio } from "./flatmodel";
 import { buildModel } from "./model";
+import { profileData } from "../../fixtures";
 
 // ROOT(0) ─┬─ f(1) 10 ─┬─ f(2) 6 ─── k(3) 4     (f nested in itself)
 //          │           └─ g(4) 3
 //          └─ g(5) 5 ─── k(6) 2
 function recursive(): ProfileData {
-  return {
-    name: "r.hatchet",
-    source: "r.hatchet",
-    metadata: {},
-    columns: ["time/ms", "avg/ms"],
-    primary: 0,
-    parent: [-1, 0, 1, 2, 1, 0, 5],
-    name_id: [0, 1, 1, 3, 2, 2, 3],
-    type_id: [0, 0, 0, 1, 0, 0, 1],
-    names: ["ROOT", "f", "g", "k"],
-    types: ["function", "kernel"],
-    values: [
-      [null, 10, 6, 4, 3, 5, 2],
-      [null, 1, 1, 1, 1, 1, 1],
-    ],
-    total_nodes: 7,
-    pruned_nodes: 0,
-    threshold: 0,
-  };
+  const values = [
+    [null, 10, 6, 4, 3, 5, 2],
+    [null, 1, 1, 1, 1, 1, 1],
+  ];
+  const tree = { parent: [-1, 0, 1, 2, 1, 0, 5], name_id: [0, 1, 1, 3, 2, 2, 3], type_id: [0, 0, 0, 1, 0, 0, 1], names: ["ROOT", "f", "g", "k"], values };
+  return profileData(tree, { name: "r.hatchet", source: "r.hatchet" });
 }
 
 describe("flatRows", () => {
@@ -102,32 +90,19 @@ describe("isAdditive", () => {
 //          │                      └─ gone(4) – / 3      (only in the base)
 //          └─ B(5) new 4, base 5 ─── gemm(6) 2 / 2
 function diff(): ProfileData {
-  return {
-    name: "new.hatchet",
-    source: "new.hatchet",
-    metadata: {},
-    columns: ["time/ms", "avg/ms"],
-    primary: 0,
-    parent: [-1, 0, 1, 1, 1, 0, 5],
-    name_id: [0, 1, 2, 3, 4, 5, 2],
-    type_id: [0, 0, 1, 1, 1, 0, 1],
-    names: ["ROOT", "A", "gemm", "fresh", "gone", "B"],
-    types: ["function", "kernel"],
+  const values = [
+    [13, 9, 6, 2, null, 4, 2],
+    [1, 1, 1, 1, null, 1, 1],
+  ];
+  const base = {
+    source: "old.hatchet",
     values: [
-      [13, 9, 6, 2, null, 4, 2],
-      [1, 1, 1, 1, null, 1, 1],
+      [11, 6, 2, null, 3, 5, 2],
+      [1, 1, 1, null, 1, 1, 1],
     ],
-    base: {
-      source: "old.hatchet",
-      values: [
-        [11, 6, 2, null, 3, 5, 2],
-        [1, 1, 1, null, 1, 1, 1],
-      ],
-    },
-    total_nodes: 7,
-    pruned_nodes: 0,
-    threshold: 0,
   };
+  const tree = { parent: [-1, 0, 1, 1, 1, 0, 5], name_id: [0, 1, 2, 3, 4, 5, 2], type_id: [0, 0, 1, 1, 1, 0, 1], names: ["ROOT", "A", "gemm", "fresh", "gone", "B"], values };
+  return profileData(tree, { base });
 }
 
 describe("flatDiffRows", () => {

@@ -29,32 +29,24 @@ import {
   visibleRows,
   withAncestors,
 } from "./model";
+import { profileData } from "../../fixtures";
 import { hashOf, hashParams } from "../../route";
 
 // ROOT(0) ─┬─ main(1) ─┬─ load(3)
 //          │           └─ load(5)      (a second node of the same name)
 //          └─ work(2) ─── store(4)
 function profile(extra: Partial<ProfileData> = {}): ProfileData {
-  return {
-    name: "new.hatchet",
-    source: "runs/new.hatchet",
-    metadata: {},
-    columns: ["time/ms", "count"],
-    primary: 0,
+  const tree = {
     parent: [-1, 0, 0, 1, 2, 1],
     name_id: [0, 1, 2, 3, 4, 3],
     type_id: [0, 0, 0, 1, 1, 1],
     names: ["ROOT", "main", "work", "load", "store"],
-    types: ["function", "kernel"],
     values: [
       [null, 6, 4, 2, 4, 3],
       [null, 1, 1, 2, 2, 5],
     ],
-    total_nodes: 6,
-    pruned_nodes: 0,
-    threshold: 0,
-    ...extra,
   };
+  return profileData(tree, { source: "runs/new.hatchet", columns: ["time/ms", "count"], ...extra });
 }
 
 // The same tree as a diff: load(3) is only in the base (removed), load(5) only in the new one.

@@ -340,18 +340,11 @@ function intraRef(): TraceRef {
 function intraPacked(): Packed {
   const ev: [number, number, number, number, number][] = [
     // start, dur, name, lane, depth
-    [0, 1000, 0, 0, 0],
-    [10, 20, 1, 1, 0],
-    [10, 20, 1, 2, 0],
-    [10, 20, 1, 3, 0],
-    [10, 40, 1, 4, 0],
-    [12, 5, 3, 1, 1],
-    [30, 100, 2, 1, 0],
-    [30, 100, 2, 2, 0],
-    [30, 100, 2, 3, 0],
-    [50, 400, 2, 4, 0],
-    [500, 30, 1, 5, 0],
-    [600, 50, 1, 6, 0],
+    [0, 1000, 0, 0, 0], // the kernel
+    [10, 20, 1, 1, 0], [10, 20, 1, 2, 0], [10, 20, 1, 3, 0], [10, 40, 1, 4, 0], // "three"'s loads
+    [12, 5, 3, 1, 1], // "inner"
+    [30, 100, 2, 1, 0], [30, 100, 2, 2, 0], [30, 100, 2, 3, 0], [50, 400, 2, 4, 0], // its computes
+    [500, 30, 1, 5, 0], [600, 50, 1, 6, 0], // "two"'s loads
   ];
   ev.sort((a, b) => a[0] - b[0] || b[1] - a[1]); // by start, the longer first: as the server sends them
   return {

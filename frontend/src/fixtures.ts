@@ -1,0 +1,61 @@
+// What the tests share: builders of the views' data, so each test names only what its case is
+// about, and a check of a function against a table of answers. Only tests import this module
+// (main.ts never does), so it never reaches the bundle.
+import { expect } from "vitest";
+import type { ExplainData, ExplainKernel, ProfileData } from "./types";
+
+/** An explained kernel on cuda:90 with 4 warps and 3 stages, one launch, nothing measured. */
+export function explainKernel(name: string, extra: Partial<ExplainKernel> = {}): ExplainKernel {
+  return {
+    name,
+    target: "cuda:90",
+    file: "/work/main/examples/hot_line.py",
+    line: 24,
+    num_warps: 4,
+    num_stages: 3,
+    num_ctas: 1,
+    args: [],
+    launches: 1,
+    grids: [],
+    registers: null,
+    spills: null,
+    shared_bytes: null,
+    occupancy: null,
+    sass: null,
+    findings: [],
+    source_text: null,
+    stage_text: {},
+    ...extra,
+  };
+}
+
+/** An explain report (ex.json) of these kernels. */
+export function explainReport(...kernels: ExplainKernel[]): ExplainData {
+  return { name: "ex.json", source: "ex.json", device: null, errors: [], kernels };
+}
+
+/** The tree of a profile: each node's parent, name and type, and values[column][node]. */
+export type Tree = Pick<ProfileData, "parent" | "name_id" | "type_id" | "names" | "values">;
+
+/** A profile of `tree` (time/ms and `columns[1]`; functions and kernels), nothing pruned. */
+export function profileData(tree: Tree, extra: Partial<ProfileData> = {}): ProfileData {
+  return {
+    name: "new.hatchet",
+    source: "new.hatchet",
+    metadata: {},
+    columns: ["time/ms", "avg/ms"],
+    primary: 0,
+    ...tree,
+    types: ["function", "kernel"],
+    total_nodes: tree.parent.length,
+    pruned_nodes: 0,
+    threshold: 0,
+    ...extra,
+  };
+}
+
+/** Checks `fn` against a table of answers, each row an argument and the result it must give
+ * (`toBe`); a failure names the row. */
+export function expectAnswers<T, R>(fn: (arg: T) => R, rows: [T, R][]): void {
+  for (const [arg, want] of rows) expect(fn(arg), `${fn.name || "the function"}(${String(arg)})`).toBe(want);
+}
