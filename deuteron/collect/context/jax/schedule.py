@@ -71,20 +71,13 @@ class ScheduleMatcher:
         return max(candidates, key=score)
 
     def assign(
-        self,
-        compiled: list[CompiledModule],
-        names: list[str],
-        graph: np.ndarray,
-        correlation: np.ndarray,
-        start: np.ndarray,
-        launch_ns: np.ndarray,
-        thread: np.ndarray,
-        context_ids: np.ndarray,
+        self, compiled: list[CompiledModule], names: list[str], columns: tuple[np.ndarray, ...]
     ) -> np.ndarray:
         """Each kernel's JAX place id, flagged with ``JAX_PLACE`` (0: none), given the executables
-        compiled so far and each kernel's name, CUDA graph id (0: launched directly), correlation
-        id (a graph launch's, for its kernels), start time, launch time on the session's clock (0:
-        launch not seen), launching thread and launch context id."""
+        compiled so far, each kernel's name, and ``columns``: its CUDA graph id (0: launched
+        directly), correlation id (a graph launch's, for its kernels), start time, launch time on
+        the session's clock (0: launch not seen), launching thread and launch context id."""
+        graph, correlation, start, launch_ns, thread, context_ids = columns
         n = len(names)
         place_ids = np.zeros(n, np.uint64)
         executables = self._index(compiled)

@@ -104,9 +104,8 @@ class JaxContext:
         context id (see :mod:`.schedule`)."""
         with self._lock:
             compiled = list(self.compiled)
-        place_ids = self._matcher.assign(
-            compiled, names, graph, correlation, start, launch_ns, thread, context_ids
-        )
+        columns = (graph, correlation, start, launch_ns, thread, context_ids)
+        place_ids = self._matcher.assign(compiled, names, columns)
         found = int((place_ids != 0).sum())
         self.resolved += found
         self.unresolved += len(names) - found
