@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from deuteron.formats import access_record, hatchet  # noqa: E402
 from deuteron.model.tree import Node, Profile  # noqa: E402
-from tests.web.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
+from tests.helpers.browser import CHROMIUM_ARGS, chromium_path  # noqa: E402
 
 
 def make_profile(path: Path, nodes: int = 100_000) -> None:

@@ -1,27 +1,57 @@
-"""Shared test setup. Kernels run in Triton's interpreter: CI has no GPU.
+"""Shared test setup: hooks and fixtures only (what tests import lives in tests/helpers/).
+Kernels run in Triton's interpreter: CI has no GPU.
 
 TRITON_INTERPRET must be set before any test module imports triton, which is why it is set
 here, at conftest import time. GPU tests (``*_gpu.py`` files beside their CPU twins, marked
 ``gpu`` here, run on the device machine) opt out with DEUTERON_TEST_GPU=1.
+
+A run that leaves a file in the repository (every test writes under its own temporary folder)
+says so at its end, and fails where DEUTERON_REQUIRE_CLEAN_TREE=1 (CI sets it).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.clean_tree import uncommitted_entries
+from tests.helpers.paths import PROTON_FIXTURES
+
 if os.environ.get("DEUTERON_TEST_GPU") != "1":
     os.environ["TRITON_INTERPRET"] = "1"
 
-REPO = Path(__file__).resolve().parent.parent
-EXAMPLES = REPO / "examples"
-FIXTURES_DIR = REPO / "tests" / "fixtures"  # recorded device buffers, Proton's files, hand-made inputs
-PROTON_FIXTURES = REPO / "tests" / "fixtures" / "proton"  # written by Proton itself; see its README
+TREE_BEFORE = pytest.StashKey[set[str]]()
+
+
+def runs_tests_itself(config: pytest.Config) -> bool:
+    """False in an xdist worker: the repository is checked once, by the run that started them."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if runs_tests_itself(session.config):
+        before = uncommitted_entries()
+        if before is not None:
+            session.config.stash[TREE_BEFORE] = before
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(TREE_BEFORE, None)
+    after = uncommitted_entries() if before is not None else None
+    if before is None or after is None:
+        return
+    left = sorted(after - before)
+    if not left:
+        return
+    said = "the tests left these in the repository (write under tmp_path instead): " + ", ".join(left)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(said, red=True)
+    if os.environ.get("DEUTERON_REQUIRE_CLEAN_TREE") == "1" and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -56,26 +86,3 @@ def _no_leftover_sessions() -> Iterator[None]:
     if leftover:
         api.finalize(output_format=None)
         pytest.fail(f"test left sessions open: {leftover}")
-
-
-def run_cli(
-    *args: str,
-    cwd: Path,
-    env: dict[str, str] | None = None,
-    timeout: float = 120,
-    stdin: str | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """``python -m deuteron ARGS`` in a fresh process, as a user would run it (``stdin``: what is
-    typed at it, say pdb's commands; None leaves this process's stdin to it)."""
-    full_env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DEUTERON_DISABLE")}
-    full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "deuteron", *args],
-        cwd=cwd,
-        env=full_env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )

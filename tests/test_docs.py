@@ -43,8 +43,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.helpers import serving
+from tests.helpers.cli import run_cli, serving
+from tests.helpers.paths import REPO
 
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 GPU_MARK = "<!-- gpu -->"

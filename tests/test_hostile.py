@@ -20,7 +20,8 @@ from deuteron.cli import main
 from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json, hatchet
 from deuteron.model.finding import CheckReport, Finding
 from deuteron.model.tree import KERNEL, Profile
-from tests.conftest import PROTON_FIXTURES, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import PROTON_FIXTURES
 
 
 def _good_profile() -> Profile:

@@ -15,7 +15,7 @@ import deuteron
 import deuteron.explain
 from deuteron import errors
 from deuteron.errors import CheckError, DeuteronError, ExplainError, FormatError, TargetError
-from tests.conftest import EXAMPLES, REPO
+from tests.helpers.paths import EXAMPLES, REPO
 
 CORPUS = REPO / "tests" / "explain_corpus"
 

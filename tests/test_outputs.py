@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from deuteron.formats import hatchet
-from tests.conftest import EXAMPLES, REPO, run_cli
-from tests.helpers import find, kernels
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import EXAMPLES, REPO
+from tests.helpers.profiles import find, kernels
 
 KERNEL = """
 import os, sys, signal

@@ -18,7 +18,7 @@ import deuteron.viewer  # Proton's viewer module, as `import triton.profiler.vie
 from deuteron.collect.session import SessionError
 from deuteron.hooks import Hook, HookManager, InstrumentationHook, LaunchHook
 from deuteron.view.build import ViewOptions, build
-from tests.helpers import find
+from tests.helpers.profiles import find
 
 calls: list[str] = []
 

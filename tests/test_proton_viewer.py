@@ -12,8 +12,8 @@ import torch
 
 import deuteron
 from deuteron.formats import hatchet
-from tests import kernels as k
-from tests.helpers import H200_TABLE
+from tests.helpers import kernels as k
+from tests.helpers.profiles import H200_TABLE
 
 
 def proton_viewer(*args: str) -> subprocess.CompletedProcess[str]:
@@ -100,7 +100,7 @@ def test_deuteron_view_shows_proton_viewers_numbers(proton_fixtures: Path, optio
     proton-viewer prints C++ kernel names mangled, ``deuteron view`` demangled: frames are matched
     by the whole demangled name (``--full-names``; the short form would merge distinct kernels)."""
     from deuteron.model.names import display_name
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     for name in ("proton_shadow_hook.hatchet", "proton_python.hatchet"):
         path = str(proton_fixtures / name)

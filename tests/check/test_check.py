@@ -19,7 +19,8 @@ from deuteron.formats.access_record import read as read_record
 from deuteron.model import access as adapter
 from deuteron.triton import SUPPORTED as SUPPORTED_TRITON
 from tests.check_corpus import buggy, correct, raises
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's "divide by zero" in nan kernels
 
@@ -140,7 +141,7 @@ def test_check_and_profile_at_once_and_after():
     """One adapter serves both: the profile's byte counts stay exact with a check attached and after it."""
     from triton.runtime import interpreter
 
-    from tests.kernels import add
+    from tests.helpers.kernels import add
 
     x, y = torch.rand(1000), torch.rand(1000)
     with deuteron.profile(backend="interpreter") as p:
@@ -305,7 +306,8 @@ def test_cli_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str)
 def test_cli_record_file(tmp_path: Path):
     script = tmp_path / "rec.py"
     script.write_text(
-        "import torch\nfrom tests.kernels import add\nadd(torch.rand(1000), torch.rand(1000), block=256)\n"
+        "import torch\nfrom tests.helpers.kernels import add\n"
+        "add(torch.rand(1000), torch.rand(1000), block=256)\n"
     )
     proc = run_cli("check", "--record", "acc.npz", str(script), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

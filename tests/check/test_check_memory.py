@@ -18,7 +18,8 @@ from deuteron.check.findings import Findings
 from deuteron.check.memory import MemoryChecks
 from deuteron.check.paged import Paged
 from deuteron.model import access
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
 
 PRELUDE = """
 import json, os, resource, sys

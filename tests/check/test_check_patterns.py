@@ -14,7 +14,7 @@ import deuteron
 from deuteron.check.locks import LockWaitsForever
 from deuteron.model.finding import Finding
 from tests.check_corpus import patterns
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -154,7 +154,7 @@ from tests.check_corpus import patterns
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the emulated driver answers only where no GPU does")
 def test_run_files_autotune_benchmarks_under_autotune_and_answers_driver_queries(tmp_path: Path) -> None:
-    from tests.conftest import REPO
+    from tests.helpers.paths import REPO
 
     body = (
         "q = patterns.driver_queries()\n"
@@ -196,7 +196,7 @@ def test_a_device_name_nobody_knows_is_one_line(tmp_path: Path) -> None:
 
 
 def test_check_under_pytest_names_the_test(tmp_path: Path) -> None:
-    from tests.conftest import REPO
+    from tests.helpers.paths import REPO
 
     (tmp_path / "test_k.py").write_text(
         SCRIPT.format(repo=str(REPO), body="def test_concat():\n    patterns.concat(shift=10)\n")

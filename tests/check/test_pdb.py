@@ -4,14 +4,11 @@ gave (the failing program, its bad lanes, their offsets, what the load gave the 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-
-DEBUG_ME = str(REPO / "examples" / "debug_me.py")
+from tests.helpers.pdb_session import DEBUG_ME, answers, check
 
 
 def line_of(text: str, path: str = DEBUG_ME) -> int:
@@ -22,14 +19,6 @@ def line_of(text: str, path: str = DEBUG_ME) -> int:
 LOAD = line_of("x = tl.load(")
 
 
-def check(*args: str, stdin: str = "", cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    """``python -m deuteron check ARGS`` in a fresh process, its stdin the given pdb commands."""
-    return run_cli("check", *args, cwd=cwd, stdin=stdin, timeout=timeout)
-
-
-def answers(out: str) -> list[str]:
-    """What pdb printed after each prompt, in order (the prompt's line, without the prompt)."""
-    return [part.split("\n", 1)[0].strip() for part in out.split("(Pdb) ")[1:]]
 
 
 def test_pdb_stops_at_the_bad_lane_in_the_kernels_frame(tmp_path: Path) -> None:

@@ -16,8 +16,8 @@ import pytest
 from deuteron.check.errors import CheckError
 from deuteron.check.programs import ProgramSpec, parse_spec
 from deuteron.formats import check_json
-from tests.check.test_pdb import DEBUG_ME, answers, check
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
+from tests.helpers.pdb_session import DEBUG_ME, answers, check
 
 TWO_LAUNCHES = """\
 import json

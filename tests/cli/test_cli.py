@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from deuteron.formats import chrome_trace, hatchet
-from tests.conftest import EXAMPLES, PROTON_FIXTURES, REPO, run_cli
-from tests.helpers import ADD_KERNEL_SOURCE, find, kernels
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import EXAMPLES, PROTON_FIXTURES, REPO
+from tests.helpers.profiles import find, kernels
+from tests.helpers.sources import ADD_KERNEL_SOURCE
 
 KERNEL_SCRIPT = ADD_KERNEL_SOURCE + """
 import sys, json, time, os

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from deuteron.model import names
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 FILL = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
 SHADOW = Path(__file__).resolve().parents[1] / "fixtures" / "proton" / "proton_shadow.hatchet"

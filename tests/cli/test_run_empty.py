@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import EXAMPLES
 
 KERNEL = """
 import torch

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from deuteron.formats import hatchet
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import free_port, run_cli
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -30,18 +31,13 @@ dist.destroy_process_group()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 def _torchrun(folder: Path, ranks: int, *options: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(ranks),
-         "--master_port", str(_free_port()), "-m", "deuteron", "run", "-c", "torch", *options, "job.py"],
+         "--master_port", str(free_port()), "-m", "deuteron", "run", "-c", "torch", *options, "job.py"],
         cwd=folder, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_torchrun import _free_port
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import free_port, run_cli
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ def test_a_ddp_straggler_on_two_gpus_is_named_and_its_traces_share_a_clock(tmp_p
     job = str(REPO / "benchmarks" / "ddp_job.py")
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-         str(_free_port()), "-m", "deuteron", "run", "-c", "torch", "--trace", job, "--steps", "2",
+         str(free_port()), "-m", "deuteron", "run", "-c", "torch", "--trace", job, "--steps", "2",
          "--layers", "2", "--hidden", "1024", "--seq", "2048", "--straggler", "1"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip

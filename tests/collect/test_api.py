@@ -13,8 +13,8 @@ import deuteron.collect.api as api
 from deuteron.collect.backends import BackendError, cupti_unavailable_reason
 from deuteron.collect.session import SessionError
 from deuteron.formats import hatchet
-from tests import kernels as k
-from tests.helpers import find, kernels
+from tests.helpers import kernels as k
+from tests.helpers.profiles import find, kernels
 
 
 def test_start_finalize_writes_named_hatchet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -379,7 +379,7 @@ def test_launch_metadata_work_is_left_out_of_views() -> None:
 
 
 def test_finalize_writes_hatchet_msgpack_and_view_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     monkeypatch.chdir(tmp_path)
     sid = deuteron.start("packed", backend="interpreter")

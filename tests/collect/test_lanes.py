@@ -14,7 +14,7 @@ import torch
 import deuteron
 from deuteron.collect.lanes import graph_scope_events, proton_value
 from deuteron.model.trace import TraceEvent
-from tests import kernels as k
+from tests.helpers import kernels as k
 
 
 def _trace(path: Path) -> list[dict[str, Any]]:

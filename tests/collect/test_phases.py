@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 import deuteron
-from tests import kernels as k
+from tests.helpers import kernels as k
 
 
 def _names(document: list[dict]) -> list[str]:  # type: ignore[type-arg]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import REPO, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
 
 CORPUS = REPO / "tests" / "explain_corpus"
 ON_GPU = torch.cuda.is_available()

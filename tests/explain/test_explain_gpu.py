@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 SCRIPT = """
 import json, sys, torch

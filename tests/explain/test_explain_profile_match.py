@@ -6,7 +6,7 @@ from pathlib import Path
 
 from deuteron.explain.roofline import kernel_costs, no_match
 from deuteron.formats import hatchet
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 KERNEL = """
 import torch

@@ -15,8 +15,8 @@ from deuteron.formats import hatchet
 from deuteron.model.devices import DeviceSpec, named_device
 from deuteron.model.tree import KERNEL, STATE, Node, Profile
 from deuteron.view.processors import inclusive
-from tests import kernels as k
-from tests.helpers import H200_TABLE, find
+from tests.helpers import kernels as k
+from tests.helpers.profiles import H200_TABLE, find
 
 # Hand-computed H100 (SXM) peaks from its boost clock and memory interface.
 H100_BYTES_PER_S = 2 * 5120 * 2619000e3 / 8  # 3.35232e12

@@ -11,7 +11,7 @@ import pytest
 from deuteron.formats import FormatError, chrome_trace, hatchet
 from deuteron.model.trace import TraceEvent
 from deuteron.model.tree import KERNEL, Node, Profile
-from tests.helpers import H200_TABLE, find
+from tests.helpers.profiles import H200_TABLE, find
 
 
 def _sample() -> Profile:

@@ -12,8 +12,8 @@ import pytest
 from deuteron.cli import main
 from deuteron.formats import access_record, check_json
 from deuteron.learn import find
-from tests.conftest import run_cli
-from tests.learn.test_exercises import SPIN
+from tests.helpers.cli import run_cli
+from tests.helpers.sources import SPIN
 
 
 @pytest.fixture

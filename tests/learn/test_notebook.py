@@ -13,7 +13,7 @@ import pytest
 
 from deuteron.cli import main
 from deuteron.learn import all_exercises
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from triton.runtime import interpreter
 
 import deuteron
 from deuteron.process.patches import MANAGER, AttributePatch, CallbackPatch, PatchManager
-from tests.kernels import add
+from tests.helpers.kernels import add
 
 
 class Owner:
@@ -157,7 +157,7 @@ def test_autotune_scope_waits_for_triton_to_be_imported() -> None:
     import subprocess
     import sys
 
-    from tests.conftest import REPO
+    from tests.helpers.paths import REPO
 
     code = """
 import sys

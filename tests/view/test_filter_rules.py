@@ -8,7 +8,7 @@ from pathlib import Path
 from deuteron.formats import hatchet
 from deuteron.model.metrics import TIME
 from deuteron.model.tree import KERNEL, Profile
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 
 def _profile(path: Path) -> Path:

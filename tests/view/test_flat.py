@@ -10,7 +10,7 @@ from deuteron.formats import hatchet
 from deuteron.model.metrics import CPU_TIME, EXC, TIME, parse_metric
 from deuteron.model.tree import KERNEL, Profile
 from deuteron.view.flat import flat_rows
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 
 def _profile() -> Profile:

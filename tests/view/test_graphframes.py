@@ -16,7 +16,7 @@ import torch
 
 import deuteron
 import deuteron.viewer as ours
-from tests import kernels as k
+from tests.helpers import kernels as k
 
 proton = pytest.importorskip("triton.profiler.viewer", exc_type=ImportError)  # needs llnl-hatchet
 if "database" not in inspect.signature(proton.get_raw_metrics).parameters:

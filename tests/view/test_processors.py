@@ -11,7 +11,7 @@ from deuteron.model.errors import MetricError
 from deuteron.model.metrics import evaluate, parse_metric, split_kind
 from deuteron.model.tree import KERNEL, Profile
 from deuteron.view import processors
-from tests.helpers import find
+from tests.helpers.profiles import find
 
 
 def _tree() -> Profile:

@@ -4,10 +4,8 @@ README), read as a user reads them: ``deuteron view --advise`` and ``deuteron se
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,20 +16,11 @@ from deuteron.model.errors import DeuteronError
 from deuteron.model.trace import TraceEvent
 from deuteron.render.web.data import WebData
 from deuteron.view import rank_traces
-from tests.conftest import FIXTURES_DIR, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.rank_traces import unpacked
 
-RECORDED = FIXTURES_DIR / "ranks"
 ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
-
-def unpacked(job: str, folder: Path) -> Path:
-    """The recorded job's files as ``deuteron run`` wrote them (the fixtures are gzipped)."""
-    out = folder / job
-    out.mkdir()
-    for packed in (RECORDED / job).glob("*.gz"):
-        with gzip.open(packed, "rb") as src, open(out / packed.name[: -len(".gz")], "wb") as dst:
-            shutil.copyfileobj(src, dst)
-    return out
 
 
 def _rank_trace(

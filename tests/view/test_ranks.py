@@ -12,7 +12,7 @@ from deuteron.formats import hatchet
 from deuteron.model.metrics import TIME
 from deuteron.model.tree import KERNEL, Profile
 from deuteron.view.ranks import advise_ranks, rank_times
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 NCCL = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE"
 GEMM = "_Z18sgemm_largek_lds64ILb1ELb0ELi5ELi5ELi4ELi4ELi4ELi34EEvPfPKfS2_iiiiiiS2_S2_ffiiPiS3_"

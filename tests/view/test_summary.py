@@ -8,7 +8,7 @@ from deuteron.formats import hatchet
 from deuteron.model.metrics import CPU_TIME, EXC, TIME
 from deuteron.model.tree import KERNEL, Profile
 from deuteron.view.summary import summary_lines
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 MANGLED = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
 

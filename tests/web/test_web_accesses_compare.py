@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from deuteron.formats import access_record, check_json
-from tests.conftest import run_cli
-from tests.web.browser import Watched, expect
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli
 
 pytestmark = pytest.mark.slow
 

@@ -20,9 +20,10 @@ from deuteron.render.notebook import profile_html
 from deuteron.render.web.data import WebData
 from deuteron.render.web.packed import unpack
 from deuteron.render.web.profile import profile_data
-from tests.conftest import REPO, run_cli
-from tests.web.browser import Watched, expect
-from tests.web.conftest import WebInputs, serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli, serving
+from tests.helpers.paths import REPO
+from tests.helpers.web_inputs import WebInputs
 
 pytestmark = pytest.mark.slow
 

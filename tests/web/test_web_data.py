@@ -15,7 +15,7 @@ from deuteron.render.web.data import WebData, sniff
 from deuteron.render.web.packed import pack, unpack
 from deuteron.render.web.profile import profile_data
 from deuteron.view.build import ViewOptions, build
-from tests.web.conftest import WebInputs
+from tests.helpers.web_inputs import WebInputs
 
 
 def test_packed_round_trip_keeps_every_array_aligned() -> None:
@@ -220,7 +220,7 @@ def test_sniff_reads_kinds_from_content(web_inputs: WebInputs) -> None:
 
 
 def test_a_record_cut_at_its_limit_says_so(web_inputs: WebInputs, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     script = str(web_inputs.folder / "tiles.py")
     proc = run_cli("check", "--record", "small.npz", "--record-limit", "1000", script, cwd=tmp_path)
@@ -259,7 +259,7 @@ def test_notebook_results_show_inline(web_inputs: WebInputs) -> None:
     from deuteron.check.api import CheckRun
     from deuteron.formats import check_json, explain_json
     from deuteron.render.notebook import explain_html
-    from tests.kernels import add
+    from tests.helpers.kernels import add
 
     with deuteron.profile(backend="interpreter") as p, deuteron.scope("step"):
         add(torch.rand(64), torch.rand(64))

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.web.browser import Watched, expect
-from tests.web.conftest import WebInputs, serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import serving
+from tests.helpers.web_inputs import WebInputs
 
 pytestmark = pytest.mark.slow
 

@@ -18,9 +18,10 @@ import pytest
 from deuteron.formats import hatchet
 from deuteron.model.metrics import parse_metric
 from deuteron.view.flat import flat_rows
-from tests.helpers import timed_profile
-from tests.web.browser import Watched, expect
-from tests.web.conftest import WebInputs, serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import serving
+from tests.helpers.profiles import timed_profile
+from tests.helpers.web_inputs import WebInputs
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,10 @@ import pytest
 
 from deuteron.render.web.data import WebData
 from deuteron.render.web.explain import explain_data
-from tests.conftest import REPO, run_cli
-from tests.web.browser import Watched, expect
-from tests.web.conftest import SampledInputs, WebInputs, serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli, serving
+from tests.helpers.paths import REPO
+from tests.helpers.web_inputs import SampledInputs, WebInputs
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ from deuteron.formats import hatchet
 from deuteron.model.metrics import parse_metric
 from deuteron.model.tree import Profile
 from deuteron.view.flat import flat_rows
-from tests.helpers import timed_profile
-from tests.web.browser import Watched, expect
-from tests.web.conftest import serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import serving
+from tests.helpers.profiles import timed_profile
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.view.test_rank_traces import unpacked
-from tests.web.browser import Watched, expect
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli
+from tests.helpers.rank_traces import unpacked
 
 pytestmark = pytest.mark.slow
 

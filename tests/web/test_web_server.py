@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from deuteron.render.web.packed import unpack
-from tests.conftest import run_cli
-from tests.web.conftest import WebInputs, serving
+from tests.helpers.cli import run_cli, serving
+from tests.helpers.web_inputs import WebInputs
 
 
 def _get(

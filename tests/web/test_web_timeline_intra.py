@@ -19,9 +19,10 @@ from deuteron.collect import api
 from deuteron.collect.backends.instrumentation.backend import Engine
 from deuteron.collect.backends.instrumentation.runtime import Launch, Slot
 from deuteron.triton.instrument import KernelScopes
-from tests.conftest import REPO, run_cli
-from tests.web.browser import Watched, expect
-from tests.web.conftest import WebInputs, serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli, serving
+from tests.helpers.paths import REPO
+from tests.helpers.web_inputs import WebInputs
 
 pytestmark = pytest.mark.slow
 

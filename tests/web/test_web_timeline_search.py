@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from deuteron.formats import chrome_trace
-from tests.conftest import REPO, run_cli
-from tests.web.browser import Watched, expect
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.slow
 

@@ -18,9 +18,9 @@ from deuteron.formats import hatchet
 from deuteron.model.names import display_name
 from deuteron.model.tree import KERNEL, Profile
 from deuteron.view.summary import summary_lines
-from tests.conftest import FIXTURES_DIR
-from tests.web.browser import Watched, expect
-from tests.web.conftest import serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import serving
+from tests.helpers.paths import FIXTURES_DIR
 
 pytestmark = pytest.mark.slow
 

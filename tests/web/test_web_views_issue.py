@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.web.browser import Watched, expect
-from tests.web.conftest import WebInputs, serving
+from tests.helpers.browser import Watched, expect
+from tests.helpers.cli import run_cli, serving
+from tests.helpers.paths import REPO
+from tests.helpers.web_inputs import WebInputs
 
 pytestmark = pytest.mark.slow
 

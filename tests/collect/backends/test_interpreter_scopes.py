@@ -20,8 +20,8 @@ from deuteron.formats import hatchet
 from deuteron.model.tree import Node, Profile
 from deuteron.triton import language as engine
 from deuteron.triton.interpreter import adapter
-from tests.conftest import run_cli
-from tests.helpers import find
+from tests.helpers.cli import run_cli
+from tests.helpers.profiles import find
 
 F32 = 4  # bytes per float32
 BOTH = "hatchet,chrome_trace"
@@ -259,7 +259,7 @@ def test_unmatched_edges_are_counted_not_raised() -> None:
 
 
 def test_a_kernel_without_scopes_records_what_it_did_before(tmp_path: Path) -> None:
-    from tests import kernels as k
+    from tests.helpers import kernels as k
 
     records: list[adapter.LaunchRecord] = []
     x, y = torch.rand(1000), torch.rand(1000)

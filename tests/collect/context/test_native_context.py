@@ -16,7 +16,7 @@ from deuteron.collect.context import ContextSpecError, parse_context
 from deuteron.collect.context.native import NATIVE_PLACE, NativeContext, Symbolizer, shorten_symbol
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.tree import Node
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 LIBRARY = r"""
 #include <stdint.h>

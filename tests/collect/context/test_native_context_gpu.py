@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.gpu_helpers import find, profile_script
-from tests.helpers import json_kernel_paths
+from tests.helpers.gpu import find, profile_script
+from tests.helpers.profiles import json_kernel_paths
 
 SCRIPT = """
 import torch

@@ -11,9 +11,9 @@ from __future__ import annotations
 from deuteron.collect.backends.cupti import records, replay
 from deuteron.collect.context.native import NATIVE_PLACE
 from deuteron.collect.session import Session
-from tests.conftest import FIXTURES_DIR
-from tests.helpers import child_path as at
-from tests.helpers import kernel_count as kernels
+from tests.helpers.paths import FIXTURES_DIR
+from tests.helpers.profiles import child_path as at
+from tests.helpers.profiles import kernel_count as kernels
 
 FIXTURE = FIXTURES_DIR / "cupti_native"
 TORCH_ADD = (

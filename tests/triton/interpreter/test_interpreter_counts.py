@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 
 import deuteron
-from tests import kernels as k
-from tests.helpers import find
+from tests.helpers import kernels as k
+from tests.helpers.profiles import find
 
 
 def _profile(fn, **options):
@@ -168,7 +168,7 @@ def test_launch_metadata_gets_the_record_a_compiled_launch_gets(tmp_path):  # ty
     the same KernelMetadata fields as a compiled launch (from Triton's own option parsing for the
     driver's target), in a fresh process where Triton's notice about TRITON_DEFAULT_FP_FUSION
     (about Deuteron's option parsing, not the script's) is not shown."""
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     (tmp_path / "job.py").write_text(
         "import torch, triton, triton.language as tl\n"

@@ -15,7 +15,7 @@ from deuteron.collect.backends.cupti import replay
 from deuteron.collect.placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON, OTHER_THREADS
 from deuteron.collect.session import Session
 from deuteron.model.tree import Node
-from tests.conftest import FIXTURES_DIR
+from tests.helpers.paths import FIXTURES_DIR
 
 FIXTURES = FIXTURES_DIR
 SCRIPT = "/work/main/scripts/record_cupti_fixture.py"

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.gpu_helpers import find, kernel_counts, profile_script, python_env
+from tests.helpers.gpu import find, kernel_counts, profile_script, python_env
 
 
 def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:

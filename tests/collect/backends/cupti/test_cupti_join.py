@@ -39,38 +39,17 @@ from deuteron.collect.backends.cupti.records import (
 from deuteron.collect.session import Session
 from deuteron.formats import chrome_trace
 from deuteron.model.tree import KERNEL, STATE
-from tests.helpers import find
+from tests.helpers.cupti_records import entries_of, kernels_of
+from tests.helpers.cupti_records import kernel_row as k
+from tests.helpers.profiles import find
 
 SHIM_C = Path(cupti.__file__).with_name("_shim.c")
-ENTRY_COLUMNS = ("kind", "key", "ctx", "ts", "state", "meta", "thread")
 KEY = tuple[int, ...]
 KERNEL_FIELDS: tuple[str, ...] = KERNEL_DTYPE.names or ()
 ENTRY_FIELDS: tuple[str, ...] = ENTRY_DTYPE.names or ()
 CONSTANTS = ("ENTRY_LAUNCH", "ENTRY_GRAPH_LAUNCH", "ENTRY_GRAPH_NODE", "ENTRY_GRAPH_CLONE",
              "CTX_OTHER_THREAD", "CTX_PAUSED", "KERNEL_RECORD_BYTES")
 
-
-def entries_of(*rows: tuple[int, ...]) -> np.ndarray:
-    """Launch entries from (kind, key, ctx, ts, state, meta, thread) prefixes, through the decoder."""
-    arr = np.zeros(len(rows), ENTRY_DTYPE)
-    for i, row in enumerate(rows):
-        for name, value in zip(ENTRY_COLUMNS, row, strict=False):
-            arr[name][i] = value
-    return records.entries(arr.tobytes())
-
-
-def k(corr: int, name: int = 111, start: int = 10_000, dur: int = 10, **extra: int) -> dict[str, int]:
-    return {"correlation": corr, "name_ptr": name, "start": start, "end": start + dur, **extra}
-
-
-def kernels_of(*rows: dict[str, int]) -> np.ndarray:
-    arr = np.zeros(len(rows), KERNEL_DTYPE)
-    arr["kind"] = records.ACTIVITY_CONCURRENT_KERNEL
-    arr["stream"] = 7
-    for i, row in enumerate(rows):
-        for name, value in row.items():
-            arr[name][i] = value
-    return records.kernels(arr.tobytes())
 
 
 def groups(batch: Batch) -> dict[KEY, tuple[int, int]]:

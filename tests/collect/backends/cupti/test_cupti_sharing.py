@@ -15,8 +15,9 @@ from deuteron.collect.backends.cupti.sharing import SHARED_BASE, SharedContexts
 from deuteron.collect.placement import LaunchContexts
 from deuteron.collect.session import Session
 from deuteron.model.tree import Node
-from tests.collect.backends.cupti.test_cupti_join import entries_of, k, kernels_of
-from tests.helpers import find
+from tests.helpers.cupti_records import entries_of, kernels_of
+from tests.helpers.cupti_records import kernel_row as k
+from tests.helpers.profiles import find
 
 
 def _engine(*sessions: Session) -> cupti.CuptiBackend:

@@ -27,7 +27,8 @@ from deuteron.model.intra import ScopeRow
 from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view import advise
 from deuteron.view.hot_lines import hot_lines, sampled_kernels
-from tests.conftest import FIXTURES_DIR, REPO, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import FIXTURES_DIR, REPO
 
 FIXTURE = FIXTURES_DIR / "cupti_sampling"
 EXAMPLE = REPO / "examples" / "hot_line.py"

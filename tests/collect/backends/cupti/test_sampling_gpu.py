@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import REPO, run_cli
-from tests.gpu_helpers import find, python_env
+from tests.helpers.cli import run_cli
+from tests.helpers.gpu import find, python_env
+from tests.helpers.paths import REPO
 
 EXAMPLE = REPO / "examples" / "hot_line.py"
 

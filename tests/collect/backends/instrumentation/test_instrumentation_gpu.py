@@ -7,8 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from tests.conftest import run_cli
-from tests.gpu_helpers import find, python_env
+from tests.helpers.cli import run_cli
+from tests.helpers.gpu import find, python_env
 
 SCRIPT = """
 import torch, triton, triton.language as tl

@@ -13,7 +13,8 @@ from deuteron.collect.context.jax.hlo import BACKWARD, Executable, Instruction, 
 from deuteron.collect.context.jax.places import JAX_PLACE
 from deuteron.collect.context.jax.source import JaxContext
 from deuteron.collect.session import Session
-from tests.conftest import FIXTURES_DIR, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import FIXTURES_DIR
 
 
 @pytest.mark.parametrize(

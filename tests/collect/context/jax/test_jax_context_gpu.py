@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.gpu_helpers import find, kernel_counts
-from tests.helpers import json_nodes
+from tests.helpers.cli import run_cli
+from tests.helpers.gpu import find, kernel_counts
+from tests.helpers.paths import REPO
+from tests.helpers.profiles import json_nodes
 
 pytest.importorskip("jax")
 EXAMPLE = str(REPO / "examples" / "train_jax.py")

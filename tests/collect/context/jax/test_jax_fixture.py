@@ -12,9 +12,9 @@ from deuteron.collect.backends.cupti import replay
 from deuteron.collect.context.jax.hlo import kernel_name
 from deuteron.collect.session import Session
 from deuteron.model.tree import KERNEL
-from tests.conftest import FIXTURES_DIR
-from tests.helpers import child_path as at
-from tests.helpers import kernel_count as kernels
+from tests.helpers.paths import FIXTURES_DIR
+from tests.helpers.profiles import child_path as at
+from tests.helpers.profiles import kernel_count as kernels
 
 FIXTURE = FIXTURES_DIR / "cupti_jax"
 

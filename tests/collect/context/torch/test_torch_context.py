@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, run_cli
-from tests.helpers import encoder_model_source, json_nodes
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
+from tests.helpers.profiles import json_nodes
+from tests.helpers.sources import encoder_model_source
 
 torch = pytest.importorskip("torch")
 

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from deuteron.collect.placement import NO_PYTHON, OTHER_THREADS
-from tests.gpu_helpers import find, kernel_counts, profile_script
-from tests.helpers import encoder_model_source, json_kernel_paths, json_nodes
+from tests.helpers.gpu import find, kernel_counts, profile_script
+from tests.helpers.profiles import json_kernel_paths, json_nodes
+from tests.helpers.sources import encoder_model_source
 
 TRAIN = encoder_model_source(64, "cuda") + """
 loss_fn = torch.compile(lambda out, y: nn.functional.cross_entropy(out, y) * 1.5)

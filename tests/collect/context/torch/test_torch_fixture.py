@@ -15,9 +15,9 @@ from deuteron.collect.backends.cupti import records, replay
 from deuteron.collect.backends.cupti.join import KEY_COLUMNS, Join
 from deuteron.collect.placement import NO_LAUNCH, OTHER_THREADS
 from deuteron.collect.session import Session
-from tests.conftest import FIXTURES_DIR
-from tests.helpers import child_path as at
-from tests.helpers import kernel_count as kernels
+from tests.helpers.paths import FIXTURES_DIR
+from tests.helpers.profiles import child_path as at
+from tests.helpers.profiles import kernel_count as kernels
 
 FIXTURE = FIXTURES_DIR / "cupti_torch"
 

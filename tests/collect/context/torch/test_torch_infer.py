@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.helpers.paths import REPO
 
 pytest.importorskip("torch")
 

@@ -7,7 +7,7 @@ import json
 import textwrap
 from pathlib import Path
 
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 SCRIPT = """
 import torch

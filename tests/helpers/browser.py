@@ -1,5 +1,6 @@
 """Playwright driving Debian's Chromium for the web UI's tests: one browser per session, a page
-per test that fails the test on any console error or page error and keeps a screenshot.
+per test that fails the test on any console error or page error and keeps a screenshot (in the
+test's own temporary folder: pytest keeps the last runs' under its base temporary folder).
 
 Without Playwright or Chromium the browser tests are skipped, unless DEUTERON_REQUIRE_BROWSER=1
 (CI sets it), where their absence fails them."""
@@ -15,14 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
-
 try:
     from playwright.sync_api import expect
 except ImportError:  # the browser fixture skips (or, in CI, fails) these tests
     expect = None  # type: ignore[assignment]
 
-ARTIFACTS = REPO / "test-artifacts" / "web"
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -63,24 +61,24 @@ def browser() -> Iterator[Any]:
 
 @dataclass
 class Watched:
-    """A page, with what it said and asked for."""
+    """A page, with what it said and asked for; its screenshots go to ``folder``."""
 
     page: Any
+    folder: Path
     errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
 
     def shot(self, name: str) -> Path:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        path = ARTIFACTS / f"{name}.png"
+        path = self.folder / f"{name}.png"
         self.page.screenshot(path=str(path))
         return path
 
 
 @pytest.fixture
-def watched(browser: Any, request: pytest.FixtureRequest) -> Iterator[Watched]:
+def watched(browser: Any, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Watched]:
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
-    w = Watched(page)
+    w = Watched(page, tmp_path)
     page.on(
         "console", lambda m: w.errors.append(f"console {m.type}: {m.text}") if m.type == "error" else None
     )

@@ -13,8 +13,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import run_cli
-from tests.helpers import ADD_KERNEL_SOURCE
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import REPO
+from tests.helpers.sources import ADD_KERNEL_SOURCE
 
 KERNELS = ADD_KERNEL_SOURCE + """
 def add(x, y, o):
@@ -37,8 +38,6 @@ def profile_script(
 
 def python_env() -> dict[str, str]:
     """The environment for a script run directly (not through ``deuteron run``): real GPU, this repo."""
-    from tests.conftest import REPO
-
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(REPO)
     return env
