@@ -27,7 +27,7 @@ def proton_viewer(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def our_profile(tmp_path: Path) -> Path:
-    with deuteron.profile("ours", backend="interpreter", output_format="hatchet") as p:
+    with deuteron.profile(str(tmp_path / "ours"), backend="interpreter", output_format="hatchet") as p:
         with deuteron.scope("train", metrics={"flops": 1e6}):
             k.add(torch.rand(1000), torch.rand(1000))
             k.matmul(torch.rand(64, 64), torch.rand(64, 64))

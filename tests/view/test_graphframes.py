@@ -30,7 +30,7 @@ ROOFLINE = ["gbyte/s", "tflop16/s", "util"]
 
 def _documents(proton_fixtures: Path, tmp_path: Path) -> dict[str, list[Any]]:
     docs = {p.name: json.loads(p.read_text()) for p in sorted(proton_fixtures.glob("*.hatchet"))}
-    with deuteron.profile("ours", backend="interpreter", output_format="hatchet") as p:
+    with deuteron.profile(str(tmp_path / "ours"), backend="interpreter", output_format="hatchet") as p:
         with deuteron.scope("train"):
             k.add(torch.rand(4096), torch.rand(4096))
             k.matmul(torch.rand(64, 64, dtype=torch.float16), torch.rand(64, 64, dtype=torch.float16))

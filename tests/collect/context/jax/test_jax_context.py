@@ -137,13 +137,13 @@ def test_kernels_launched_while_compiling_go_under_compile() -> None:
     assert assign(jx, ["fusion_1"]) == [["f (jit)", "compile"]]
 
 
-def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu() -> None:
+def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_path: Path) -> None:
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
     import deuteron
     from deuteron.collect import api
-    deuteron.start("jaxcpu", backend="interpreter", context="jax")
+    deuteron.start(str(tmp_path / "jaxcpu"), backend="interpreter", context="jax")
     try:
 
         @jax.jit
