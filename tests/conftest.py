@@ -24,6 +24,7 @@ if os.environ.get("DEUTERON_TEST_GPU") != "1":
     os.environ["TRITON_INTERPRET"] = "1"
 
 TREE_BEFORE = pytest.StashKey[set[str]]()
+TREE_LEFT = pytest.StashKey[list[str]]()
 
 
 def runs_tests_itself(config: pytest.Config) -> bool:
@@ -41,17 +42,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     before = session.config.stash.get(TREE_BEFORE, None)
     after = uncommitted_entries() if before is not None else None
-    if before is None or after is None:
+    if before is None or after is None or not (left := sorted(after - before)):
         return
-    left = sorted(after - before)
-    if not left:
-        return
-    said = "the tests left these in the repository (write under tmp_path instead): " + ", ".join(left)
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(said, red=True)
+    session.config.stash[TREE_LEFT] = left
     if os.environ.get("DEUTERON_REQUIRE_CLEAN_TREE") == "1" and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    left = config.stash.get(TREE_LEFT, [])
+    if left:
+        terminalreporter.section("new in the repository since the run began", red=True)
+        terminalreporter.write_line(
+            "a test's leftovers (write under tmp_path instead), or files made meanwhile by someone else:"
+        )
+        for line in left:
+            terminalreporter.write_line(f"  {line}")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
