@@ -151,13 +151,18 @@ def test_bad_hatchet_files_raise_one_clear_error(tmp_path: Path, case: str):
     assert str(path) in str(info.value)
 
 
-def test_bad_trace_raises(tmp_path: Path):
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('{"traceEvents": [{"ph": "X", "name": "k"}]}', "lacks a name, ts or dur"),
+        ('{"events": 1}', "not a Chrome trace"),
+    ],
+    ids=["event-without-ts", "no-trace-events"],
+)
+def test_bad_trace_raises(tmp_path: Path, text: str, said: str):
     path = tmp_path / "t.json"
-    path.write_text('{"traceEvents": [{"ph": "X", "name": "k"}]}')
-    with pytest.raises(FormatError, match="lacks a name, ts or dur"):
-        chrome_trace.read(path)
-    path.write_text('{"events": 1}')
-    with pytest.raises(FormatError, match="not a Chrome trace"):
+    path.write_text(text)
+    with pytest.raises(FormatError, match=said):
         chrome_trace.read(path)
 
 
