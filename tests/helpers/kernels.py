@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 from examples.vector_add import add_kernel, matmul_kernel
+from tests.check_corpus.correct import histogram_kernel  # noqa: F401 - the sanitizer's clean one, counted too
 
 
 @triton.jit
@@ -18,14 +19,6 @@ def unmasked_copy_kernel(src_ptr, dst_ptr, BLOCK: tl.constexpr):
 @triton.jit
 def scalar_kernel(src_ptr, dst_ptr):
     tl.store(dst_ptr, tl.load(src_ptr) * 2)
-
-
-@triton.jit
-def histogram_kernel(x_ptr, counts_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    bins = tl.load(x_ptr + offs, mask=mask, other=0)
-    tl.atomic_add(counts_ptr + bins, 1, mask=mask)
 
 
 def _flops_metadata(grid, metadata, args):

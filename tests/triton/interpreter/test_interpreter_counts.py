@@ -16,6 +16,14 @@ def _profile(fn, **options):
     return p.result
 
 
+def _matmul_metrics(a: torch.Tensor, b: torch.Tensor) -> dict:
+    """The metrics of k.matmul(a, b)'s kernel, profiled, its output checked against torch's."""
+    out = {}
+    prof = _profile(lambda: out.setdefault("c", k.matmul(a, b)))
+    torch.testing.assert_close(out["c"], a @ b, rtol=1e-3, atol=1e-3)
+    return find(prof, "matmul_kernel").metrics
+
+
 def test_masked_vector_add_counts_only_active_lanes():
     x, y = torch.rand(1000), torch.rand(1000)
     result = {}
@@ -56,10 +64,7 @@ def test_unmasked_fp16_copy_and_scalar_access():
 
 def test_matmul_flops_are_2mnk_and_split_by_operand_width():
     a, b = torch.rand(64, 64), torch.rand(64, 64)
-    out = {}
-    prof = _profile(lambda: out.setdefault("c", k.matmul(a, b)))
-    torch.testing.assert_close(out["c"], a @ b, rtol=1e-3, atol=1e-3)
-    m = find(prof, "matmul_kernel").metrics
+    m = _matmul_metrics(a, b)
     assert m["flops"] == 2 * 64 * 64 * 64
     assert m["flops32"] == 2 * 64 * 64 * 64
     # each program loads one 32x32 tile of a and of b per k step: 4 programs x 2 steps x 2 tiles,
@@ -69,10 +74,7 @@ def test_matmul_flops_are_2mnk_and_split_by_operand_width():
 
 def test_masked_matmul_counts_only_in_bounds_bytes_and_whole_tile_flops():
     a, b = torch.rand(40, 40), torch.rand(40, 24)
-    out = {}
-    prof = _profile(lambda: out.setdefault("c", k.matmul(a, b)))
-    torch.testing.assert_close(out["c"], a @ b, rtol=1e-3, atol=1e-3)
-    m = find(prof, "matmul_kernel").metrics
+    m = _matmul_metrics(a, b)
     # grid 2x1, two k steps: tl.dot works on whole 32x32x32 tiles, masked lanes included
     assert m["flops"] == 2 * 1 * 2 * (2 * 32 * 32 * 32)
     a_elems = 40 * 40  # every element of a once (one column block)
