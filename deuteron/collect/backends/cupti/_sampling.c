@@ -480,6 +480,19 @@ static int out_add(Out *o, Sampled *s, int context) {
     return 0;
 }
 
+/* With ranges, stops or starts a context's range again (`call` is api.stop or api.start), without
+   the GIL; -1 with the error raised when CUPTI refuses. Without ranges there is nothing to do. */
+static int range_call(CUptiResult (*call)(CtxParams *), CtxParams *cp, const char *what) {
+    if (!g_ranges) return 0;
+    CUptiResult r;
+    Py_BEGIN_ALLOW_THREADS r = call(cp);
+    Py_END_ALLOW_THREADS if (r != 0) {
+        fail(what, r);
+        return -1;
+    }
+    return 0;
+}
+
 /* Everything CUPTI decoded since the last drain, in every sampled context (with ranges, the range
    is stopped, read and started again); with final=True the context is then disabled (CUPTI
    copies its last records into the buffer) and forgotten. Returns (rows bytes, function names, counters). */
@@ -494,15 +507,7 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
         Sampled *s = &g_ctx[c];
         /* With ranges, ending one makes CUPTI decode what the hardware buffer holds. */
         CtxParams cp = {sizeof(CtxParams), NULL, s->ctx};
-        CUptiResult rs = 0;
-        if (g_ranges) {
-            Py_BEGIN_ALLOW_THREADS rs = api.stop(&cp);
-            Py_END_ALLOW_THREADS
-        }
-        if (rs != 0) {
-            fail("cuptiPCSamplingStop", rs);
-            goto error;
-        }
+        if (range_call(api.stop, &cp, "cuptiPCSamplingStop") < 0) goto error;
         /* GetData hands at most `capacity` PCs per call; the rest wait in remainingNumPcs. */
         uint64_t began = now_ns();
         for (int round = 0; round < 1000; round++) {
@@ -521,14 +526,7 @@ static PyObject *py_drain(PyObject *self, PyObject *arg) {
         }
         get_ns += now_ns() - began;
         if (!final) {
-            if (g_ranges) {
-                Py_BEGIN_ALLOW_THREADS rs = api.start(&cp);
-                Py_END_ALLOW_THREADS
-            }
-            if (rs != 0) {
-                fail("cuptiPCSamplingStart", rs);
-                goto error;
-            }
+            if (range_call(api.start, &cp, "cuptiPCSamplingStart") < 0) goto error;
         } else { /* disabling copies what CUPTI still holds into the configured buffer */
             CUptiResult r;
             reset_records(s);

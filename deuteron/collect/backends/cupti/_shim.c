@@ -280,7 +280,7 @@ static int paths_grow(void) {
     return 0;
 }
 
-/* Path ids stay below the ids the session hands out itself (placement.FIRST_OWN_ID): both are
+/* Path ids stay below the ids the session hands out itself (placement.FIRST_HANDED_OUT_ID): both are
    bound in one table. Past that many distinct paths, new ones are filed as no Python context. */
 #define PATH_ID_LIMIT (1u << 23)
 
@@ -332,14 +332,16 @@ static uint32_t path_record(PyFrameObject **frames, const uintptr_t *keys, uint3
     return id;
 }
 
+/* Whether the interpreter is shutting down: no frame may be read then (public since 3.13). */
+#if PY_VERSION_HEX >= 0x030D0000
+#define interpreter_finalizing() Py_IsFinalizing()
+#else
+#define interpreter_finalizing() _Py_IsFinalizing()
+#endif
+
 /* The launching thread's Python call path as a path id; 0 when the thread runs no Python. */
 static uint64_t python_path(void) {
-    if (PyGILState_GetThisThreadState() == NULL) return 0;
-#if PY_VERSION_HEX >= 0x030D0000
-    if (Py_IsFinalizing()) return 0;
-#else
-    if (_Py_IsFinalizing()) return 0;
-#endif
+    if (PyGILState_GetThisThreadState() == NULL || interpreter_finalizing()) return 0;
     PyGILState_STATE gil = PyGILState_Ensure();
     PyFrameObject *frames[MAX_DEPTH];
     uintptr_t keys[2 * MAX_DEPTH];
