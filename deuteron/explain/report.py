@@ -55,7 +55,7 @@ class ExplainReport:
             "sass": a.mix,
             "stages": {name: len(lines) for name, lines in a.stages.items()},
             "source_map": a.source_map(),
-            "findings": [explain_json.finding_json(f) for f in a.findings],
+            "findings": [explain_json.explain_finding_json(f) for f in a.findings],
             "source_text": source_text(spec.file),
             "stage_text": {
                 name: {

@@ -25,14 +25,16 @@ VERSION = 2
 
 
 def finding_json(f: Finding) -> dict[str, Any]:
-    """One finding as the format writes it (the web UI's check data uses it too)."""
+    """One finding as every file and page writes it: the check report, the web UI's check data, the
+    access view's findings and explain's findings (the last two a subset of these keys). Every field
+    of :class:`Finding` but ``end_column`` (a terminal's caret), under its own name."""
     return {
         "kind": f.kind,
         "severity": f.severity,
         "kernel": f.kernel,
         "file": f.file,
         "line": f.line,
-        "column": f.col,
+        "column": f.column,
         "program": list(f.program) if f.program is not None else None,
         "tensor": f.tensor,
         "index": f.index,
@@ -106,7 +108,7 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
                 file=f["file"],
                 line=line,
                 kernel=f["kernel"],
-                col=col,
+                column=col,
                 program=(program[0], program[1], program[2]) if program is not None else None,
                 tensor=f.get("tensor") if isinstance(f.get("tensor"), str) else None,
                 details=details if isinstance(details, dict) else {},

@@ -20,15 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from deuteron.formats import FormatError, load_json
+from deuteron.formats.check_json import finding_json
 from deuteron.formats.files import atomic_write
 from deuteron.model.finding import Finding
 
 FORMAT = "deuteron-explain"
 VERSION = 1
 
+# The keys of a finding (check_json.finding_json's) that an explain report writes, in its order.
+EXPLAIN_FINDING_KEYS = ("kind", "line", "message", "severity")
 
-def finding_json(f: Finding) -> dict[str, Any]:
-    return {"kind": f.kind, "line": f.line, "message": f.message, "severity": f.severity}
+
+def explain_finding_json(f: Finding) -> dict[str, Any]:
+    """A compiler explainer's finding: the one finding JSON, narrowed to what a lint has."""
+    written = finding_json(f)
+    return {key: written[key] for key in EXPLAIN_FINDING_KEYS}
 
 
 def document(body: dict[str, Any]) -> dict[str, Any]:

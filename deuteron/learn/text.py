@@ -128,9 +128,9 @@ def finding_lines(f: Finding) -> list[str]:
     if text:
         gutter = f"{f.line:>5} | "
         lines.append(gutter + printable(text))
-        if f.col is not None:
-            width = max(1, (f.end_col if f.end_col is not None else len(text)) - f.col)
-            lines.append(" " * (len(gutter) - 2) + "| " + " " * f.col + "^" * width)
+        if f.column is not None:
+            width = max(1, (f.end_column if f.end_column is not None else len(text)) - f.column)
+            lines.append(" " * (len(gutter) - 2) + "| " + " " * f.column + "^" * width)
     example = _example(f)
     if example:
         lines.append(printable(example))

@@ -4,7 +4,10 @@ explainer's (``deuteron explain``), on one severity scale.
 A finding is a problem (or a fact worth knowing) at one place in the user's source. The
 sanitizer groups many programs' hits into one finding with a worked example (``program``,
 ``tensor``, ``details``); the explainer's findings name a source line and the fix. Fields one
-side does not use keep their defaults. How each is written to JSON is the formats' business.
+side does not use keep their defaults. The JSON of a finding is written from this class in one
+function, :func:`deuteron.formats.check_json.finding_json` (explain's findings are a subset of its
+keys); the web page's TypeScript ``Finding`` (``frontend/src/types.ts``) is checked against both by
+``tests/render/test_finding_schema.py``.
 """
 
 from __future__ import annotations
@@ -29,8 +32,8 @@ class Finding:
     file: str = ""
     line: int | None = None
     kernel: str = ""
-    col: int | None = None  # 0-based, None where unknown
-    end_col: int | None = None
+    column: int | None = None  # 0-based, None where unknown
+    end_column: int | None = None  # where the caret ends (not written: only a terminal draws it)
     program: tuple[int, int, int] | None = None
     tensor: str | None = None
     details: dict[str, Any] = field(default_factory=dict)

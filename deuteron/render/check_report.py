@@ -58,7 +58,7 @@ def _source(f: Finding) -> list[str]:
         return []
     gutter = f"  {f.line:>5} | "
     lines = [gutter + printable(text)]
-    if f.col is not None:
-        width = max(1, (f.end_col if f.end_col is not None else len(text)) - f.col)
-        lines.append(" " * (len(gutter) - 2) + "| " + " " * f.col + "^" * width)
+    if f.column is not None:
+        width = max(1, (f.end_column if f.end_column is not None else len(text)) - f.column)
+        lines.append(" " * (len(gutter) - 2) + "| " + " " * f.column + "^" * width)
     return lines

@@ -37,7 +37,7 @@ COPY_OPS = ("aten::copy_", "aten::_to_copy")
 
 
 @dataclass
-class Finding:
+class Advice:
     """One analysis that found something: its kind, a title with the numbers and thresholds, and
     the rows of evidence as plain dicts, so ``--json`` and the web UI show them as they are. Not
     :class:`deuteron.model.finding.Finding`: a profile's analysis has no severity and no source line."""
@@ -92,7 +92,7 @@ def _is_module(name: str) -> bool:
     return MODULE.match(name) is not None
 
 
-def advise(p: Profile, top: int = 5) -> list[Finding]:
+def advise(p: Profile, top: int = 5) -> list[Advice]:
     paths = _paths(p.root)
     findings = [
         f
@@ -102,7 +102,7 @@ def advise(p: Profile, top: int = 5) -> list[Finding]:
     return findings + _lines(p, top)
 
 
-def _lines(p: Profile, top: int) -> list[Finding]:
+def _lines(p: Profile, top: int) -> list[Advice]:
     """A sampled profile's hot kernels: their hottest lines, each line's dominant stall and what to
     change (:mod:`.hot_lines` holds the thresholds)."""
     out = []
@@ -123,7 +123,7 @@ def _lines(p: Profile, top: int) -> list[Finding]:
             }
             for a in advice
         ]
-        out.append(Finding("lines", title, evidence))
+        out.append(Advice("lines", title, evidence))
     return out
 
 
@@ -140,7 +140,7 @@ def _op_calls(paths: list[tuple[tuple[str, ...], Node]]) -> list[tuple[tuple[str
     return out
 
 
-def _idle(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | None:
+def _idle(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> Advice | None:
     busy, window = p.metadata.get("gpu_busy_ns"), p.metadata.get("gpu_window_ns")
     if not isinstance(busy, int) or not isinstance(window, int) or window <= 0:
         return None
@@ -151,7 +151,7 @@ def _idle(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> Fi
         (x for x in _op_calls(paths) if x[2] / x[1] >= 1 and x[3] / x[2] < SMALL_KERNEL_NS),
         key=lambda x: -x[2],
     )[:top]
-    return Finding(
+    return Advice(
         "idle",
         f"the GPU was idle {idle:.0%} of the {window / 1e6:,.1f} ms from its first kernel to its last: "
         "the host did not launch work fast enough. Launch-bound suspects (many kernels under "
@@ -163,7 +163,7 @@ def _idle(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> Fi
     )
 
 
-def _backward(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | None:
+def _backward(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Advice | None:
     rows = []
     for path, node in paths:
         if not _is_module(node.name) and not (
@@ -188,7 +188,7 @@ def _backward(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | 
     if not rows:
         return None
     rows.sort(key=lambda r: -r[0])
-    return Finding(
+    return Advice(
         "backward",
         "modules by backward/forward time (backward usually costs about 2x forward; far more points at "
         "recomputation, atomics or an unfused backward)",
@@ -204,7 +204,7 @@ def _backward(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | 
     )
 
 
-def _fusion(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | None:
+def _fusion(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Advice | None:
     rows = [
         (path, calls, k, ns)
         for path, calls, k, ns in _op_calls(paths)
@@ -213,7 +213,7 @@ def _fusion(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | No
     if not rows:
         return None
     rows.sort(key=lambda r: -r[2])
-    return Finding(
+    return Advice(
         "fusion",
         f"ops launching {MANY_KERNELS}+ short kernels per call: fusion candidates (torch.compile fuses "
         "elementwise chains; foreach/fused optimizers do it for optimizer steps)",
@@ -229,7 +229,7 @@ def _fusion(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | No
     )
 
 
-def _copies(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> Finding | None:
+def _copies(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> Advice | None:
     _, all_gpu = _kernels(p.root)
     copy_gpu = 0
     for _, node in paths:
@@ -246,7 +246,7 @@ def _copies(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> 
     if not syncs and not copy_gpu:
         return None
     share = f"{copy_gpu / all_gpu:.1%} of GPU time is in copy kernels" if all_gpu else "no GPU time recorded"
-    return Finding(
+    return Advice(
         "copies",
         f"{share}; ops that wait for the GPU (.item(), .nonzero(), .cpu()) stall the host's launches, "
         "top ones follow",
@@ -257,7 +257,7 @@ def _copies(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> 
     )
 
 
-def render(findings: list[Finding], full_names: bool = False) -> str:
+def render(findings: list[Advice], full_names: bool = False) -> str:
     """The findings as text: one headline each, then its evidence, a line per item; the frames of a
     path as ``deuteron view`` shows them (a C++ kernel short, or ``full_names`` demangled in full)."""
     if not findings:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from deuteron.model.tree import Profile
-from deuteron.view.advise import Finding
+from deuteron.view.advise import Advice
 from deuteron.view.jobs import rank_of
 
 SOURCE = "torch's Flight Recorder (c10d)"
@@ -37,7 +37,7 @@ def _columns(profile: Profile) -> dict[str, list[Any]] | None:
     return cols if isinstance(cols, dict) and cols.get("seq") else None
 
 
-def collective_findings(profiles: Sequence[Profile]) -> list[Finding]:
+def collective_findings(profiles: Sequence[Profile]) -> list[Advice]:
     """The waits and the costs of the job's collectives; [] where no file has their record."""
     recorded = [(i, c) for i, p in enumerate(profiles) if (c := _columns(p)) is not None]
     if not recorded:
@@ -86,7 +86,7 @@ def _arrivals(
     return {key: at for key, at in arrivals.items() if len(at) > 1}, ops
 
 
-def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> Finding | None:
+def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> Advice | None:
     calls, ops = _arrivals(recorded, timed=True)
     timed = bool(calls)
     if not timed:
@@ -156,7 +156,7 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> F
         }
         for i in sorted(caused, key=lambda i: -caused[i])[:8]
     ]
-    return Finding("waits", title, evidence)
+    return Advice("waits", title, evidence)
 
 
 _ONE_WAY = ("all_gather", "allgather", "reduce_scatter", "all_to_all", "alltoall")
@@ -184,7 +184,7 @@ def _bus_factor(op: str, n: int) -> float:
     return 1.0
 
 
-def _costs(profile: Profile, cols: dict[str, list[Any]], world: int) -> Finding:
+def _costs(profile: Profile, cols: dict[str, list[Any]], world: int) -> Advice:
     groups: dict[tuple[str, int, str], list[float | None]] = {}
     # A call's size as nccl-tests counts it: the larger of its input and output (an all-gather's
     # whole output, a reduce-scatter's whole input), so that the bus factor applies to every kind.
@@ -211,7 +211,7 @@ def _costs(profile: Profile, cols: dict[str, list[Any]], world: int) -> Finding:
         f"rank {rank_of(profile, 0)}'s {calls} collective calls by operation, size and dtype, from "
         f"{SOURCE}: {how}"
     )
-    return Finding("collectives", title, rows[:12])
+    return Advice("collectives", title, rows[:12])
 
 
 def _size(n: int) -> str:

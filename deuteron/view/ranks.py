@@ -24,7 +24,7 @@ from deuteron.model.metrics import TIME
 from deuteron.model.names import display_name
 from deuteron.model.trace import COMM_KERNEL
 from deuteron.model.tree import KERNEL, Node, Profile
-from deuteron.view.advise import Finding
+from deuteron.view.advise import Advice
 from deuteron.view.collectives import collective_findings
 from deuteron.view.jobs import rank_of
 from deuteron.view.steps import step_findings
@@ -80,7 +80,7 @@ def rank_times(profile: Profile, source: str, index: int) -> RankTimes:
     )
 
 
-def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Finding]:
+def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Advice]:
     """The per-rank breakdown, and the straggler where the evidence is there (see the module)."""
     times = [rank_times(p, s, i) for i, (p, s) in enumerate(zip(profiles, sources, strict=True))]
     findings = collective_findings(profiles)  # who waits for whom, call by call; what they move
@@ -104,7 +104,7 @@ def _rounded(ns: int) -> float:
     return round(ns / 1e6, 3)
 
 
-def _breakdown(times: list[RankTimes]) -> Finding:
+def _breakdown(times: list[RankTimes]) -> Advice:
     rows = []
     for t in times:
         row: dict[str, object] = {
@@ -130,10 +130,10 @@ def _breakdown(times: list[RankTimes]) -> Finding:
             "; exposed communication: collectives running while no other kernel ran (overlap: "
             "the share of their time hidden behind compute)"
         )
-    return Finding("ranks", title, rows)
+    return Advice("ranks", title, rows)
 
 
-def _straggler(times: list[RankTimes], profiles: Sequence[Profile]) -> Finding | None:
+def _straggler(times: list[RankTimes], profiles: Sequence[Profile]) -> Advice | None:
     """The rank the others wait for, with what it did instead; None below :data:`MIN_SPREAD`."""
     if len(times) < 2 or not any(t.comm_ns for t in times):
         return None
@@ -164,7 +164,7 @@ def _straggler(times: list[RankTimes], profiles: Sequence[Profile]) -> Finding |
         }
         for t in slowest
     ]
-    return Finding("straggler", title, evidence)
+    return Advice("straggler", title, evidence)
 
 
 def _compute(node: Node) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 from deuteron.formats import FormatError, chrome_trace
 from deuteron.formats.chrome_trace import TraceColumns
 from deuteron.model.trace import COMM_KERNEL, overlap_sweep
-from deuteron.view.advise import Finding
+from deuteron.view.advise import Advice
 from deuteron.view.rank_traces import clock_places
 
 STEP_END = re.compile(r"^(optimizer\.step \(.*\)|step)$")
@@ -126,7 +126,7 @@ def _ms(ns: float) -> float:
 
 def step_findings(
     sources: Sequence[str], ranks: Sequence[str], jobs: Sequence[str | None] | None = None
-) -> list[Finding]:
+) -> list[Advice]:
     """The ``[steps]`` finding from the traces beside the rank files, or [] where none are there
     (or none has steps). A damaged trace, or one of another job or rank than its profile (``jobs``:
     each profile's job id), is said in the finding's title, not read."""
@@ -210,4 +210,4 @@ def step_findings(
         title += f"; not read (damaged): {', '.join(unread[:4])}"
     if other:
         title += f"; not read (another job's or rank's trace): {', '.join(other[:4])}"
-    return [Finding("steps", title, rows)]
+    return [Advice("steps", title, rows)]

@@ -148,20 +148,8 @@ export interface TensorView {
   col_step: number;
   /** Element accesses that reached this tensor's storage but fell outside its view. */
   outside: number;
-  /** Findings of the check report(s) on this kernel and tensor. bin: [row, col] or null. */
-  findings: {
-    kind: string;
-    severity: string;
-    message: string;
-    line: number | null;
-    program: [number, number, number] | null;
-    index: number[] | null;
-    slice: number | null;
-    bin: [number, number] | null;
-    /** The indices of the out-of-bounds lanes (at most 256; absent in older pages): where they
-     * are drawn past the tensor's edge. */
-    indices?: number[][];
-  }[];
+  /** Findings of the check report(s) on this kernel and tensor, placed on its grid. */
+  findings: PlacedFinding[];
   /** slice_urls[s]: the packed cells of slice s, or null when this page does not carry it. */
   slice_urls: (string | null)[];
 }
@@ -179,25 +167,50 @@ export type AccessCells = {
   lanes: Uint32Array;
 };
 
-export interface CheckFinding {
+/** One finding: the sanitizer's (`deuteron check`) or the compiler explainer's, as
+ * deuteron/formats/check_json.py finding_json writes it from deuteron/model/finding.py's Finding,
+ * every field under its own name (tests/render/test_finding_schema.py checks the three agree). */
+export interface Finding {
   kind: string;
   severity: string;
   kernel: string;
   file: string;
   line: number | null;
   column: number | null;
+  /** The example's grid program (pid). */
   program: [number, number, number] | null;
   tensor: string | null;
+  /** The example lane as an index into `tensor` (its view's shape). */
   index: number[] | null;
+  /** The example's launch, as the access record numbers launches (null in older reports). */
+  launch: number | null;
+  /** pytest ids of the tests that hit it (the first few). */
+  tests: string[];
   message: string;
+  /** (launch, grid program) pairs that hit it, and launches. */
   programs: number;
   launches: number;
+  details: Record<string, unknown>;
 }
+
+/** A finding placed on a tensor's grid (deuteron/render/web/accesses.py PLACED_FINDING_KEYS and its
+ * place). */
+export type PlacedFinding = Pick<Finding, "kind" | "severity" | "message" | "line" | "program" | "index"> & {
+  slice: number | null;
+  /** [row, col] of its cell, or null when it lies off the grid. */
+  bin: [number, number] | null;
+  /** The indices of the out-of-bounds lanes (at most 256; absent in older pages): where they
+   * are drawn past the tensor's edge. */
+  indices?: number[][];
+};
+
+/** A compiler explainer's finding (deuteron/formats/explain_json.py EXPLAIN_FINDING_KEYS). */
+export type ExplainFinding = Pick<Finding, "kind" | "line" | "message" | "severity">;
 
 export interface CheckData {
   name: string;
   source: string;
-  findings: CheckFinding[];
+  findings: Finding[];
   launches: number;
   programs: number;
   summary: Record<string, number>;
@@ -229,7 +242,7 @@ export interface ExplainKernel {
   occupancy: Record<string, unknown> | null;
   /** SASS instruction mix: a count per class, or per class a count per instruction. */
   sass: Record<string, number | Record<string, number>> | null;
-  findings: { kind: string; line: number | null; message: string; severity: string }[];
+  findings: ExplainFinding[];
   profile?: Record<string, unknown>;
   /** The kernel's source file, whole (null when it could not be read at explain time). */
   source_text: string | null;

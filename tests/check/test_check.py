@@ -71,7 +71,7 @@ def test_out_of_bounds_details_and_real_outputs():
     assert f.details["lanes"][0] == 1000 - 3 * 256  # the first lane past the end in program 3
     assert f.details["valid_offsets"] == [0, 999]
     assert "1000..1023" in f.message and "shape (1000,)" in f.message
-    assert f.programs == 1 and f.col is not None  # the caret's column
+    assert f.programs == 1 and f.column is not None  # the caret's column
 
 
 def test_unmasked_lanes_past_a_view_inside_its_storage_are_a_warning():

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from deuteron.formats.check_json import finding_json
 from deuteron.model.access import TensorArg
 from deuteron.model.access import element_index as model_element_index
 from deuteron.model.finding import CheckReport, Finding
@@ -208,6 +209,10 @@ def _in_launch(f: Finding, launch: dict[str, Any], tensor: dict[str, Any]) -> bo
     return not (isinstance(shape, list) and shape != list(tensor["shape"]))
 
 
+# The keys of the one finding JSON (formats.check_json.finding_json) that a finding placed on a
+# tensor's grid carries (TypeScript's PlacedFinding), before its place: slice, bin, indices.
+PLACED_FINDING_KEYS = ("kind", "severity", "message", "line", "program", "index")
+
 MAX_FINDING_INDICES = 256  # out-of-bounds lanes placed per finding: enough to show their spread
 
 
@@ -373,8 +378,9 @@ class RecordView:
             for f in report.findings:
                 if not _in_launch(f, launch, tensor) or f.tensor != tensor["name"]:
                     continue
+                written = finding_json(f)
                 slice_, cell = None, None
-                index = f.index if isinstance(f.index, list) else None
+                index = written["index"] if isinstance(written["index"], list) else None
                 if index is not None and len(index) == len(tensor["shape"]) and index:
                     c = index[-1]
                     r = index[-2] if len(index) >= 2 else 0
@@ -393,11 +399,7 @@ class RecordView:
                             cell = [r // lay.row_step, c // lay.col_step]
                 out.append(
                     {
-                        "kind": f.kind,
-                        "severity": f.severity,
-                        "message": f.message,
-                        "line": f.line,
-                        "program": list(f.program) if f.program is not None else None,
+                        **{key: written[key] for key in PLACED_FINDING_KEYS},
                         "index": index,
                         "slice": slice_,
                         "bin": cell,

@@ -4,7 +4,7 @@
 import { getPacked } from "../../data";
 import { h } from "../../dom";
 import { fmt } from "../../format";
-import type { AccessCells, LaunchData, TensorView } from "../../types";
+import type { AccessCells, LaunchData, PlacedFinding, TensorView } from "../../types";
 import { DIFF_COLOUR, diffFootprints, diffText, footprint, KINDS_DIFFER, ONLY_A, ONLY_B, sameGrid, sharedRange, type Diff } from "./compare";
 import { drawBins, drawEdges, drawMarkers, frameSize, type Frame } from "./grid";
 import {
@@ -26,7 +26,6 @@ import {
   sliceIndex,
   type Aggregate,
   type Filter,
-  type Finding,
   type Geometry,
 } from "./model";
 
@@ -38,7 +37,7 @@ export interface CardHost {
   /** A cell was clicked (or a finding chosen): show its details. */
   onCell(card: TensorCard, row: number, col: number): void;
   /** A finding of the card's list was clicked: select its program and cells. */
-  onFinding(card: TensorCard, finding: Finding): void;
+  onFinding(card: TensorCard, finding: PlacedFinding): void;
   /** The slice picker moved: the host loads it (and the compared card's, in step). Without it
    * the card loads and draws the slice itself. */
   onSlice?(card: TensorCard, slice: number): void;
@@ -215,7 +214,7 @@ export class TensorCard {
   }
 
   /** Findings on the slice shown (a finding with no slice belongs to a tensor with one slice). */
-  findingsHere(): Finding[] {
+  findingsHere(): PlacedFinding[] {
     return findingsOnSlice(this.view.findings, this.slice);
   }
 
@@ -323,7 +322,7 @@ export class TensorCard {
   }
 
   /** Go to a finding's place: its slice, then its cell (past the edge for out-of-bounds lanes). */
-  async goTo(f: Finding): Promise<void> {
+  async goTo(f: PlacedFinding): Promise<void> {
     const place = findingPlace(this.view, f);
     if (!place) return;
     if (place.slice !== this.slice) {

@@ -1,8 +1,8 @@
 // The Accesses view's places past a tensor's edge: where out-of-bounds lanes (which touch no
 // element, so the record's cells cannot hold them) are drawn, clicked and found.
 import { describe, expect, it } from "vitest";
-import type { LaunchData, TensorView } from "../../types";
-import { edgeCells, findingFor, findingPlace, padsFor, placeAt, placeIndex, placeRect, programOf, type Finding } from "./model";
+import type { LaunchData, PlacedFinding, TensorView } from "../../types";
+import { edgeCells, findingFor, findingPlace, padsFor, placeAt, placeIndex, placeRect, programOf } from "./model";
 
 function view(extra: Partial<TensorView> = {}): TensorView {
   return {
@@ -48,7 +48,7 @@ function launch(extra: Partial<LaunchData> = {}): LaunchData {
 }
 
 describe("past the edge", () => {
-  const oob = (index: number[], extra: Partial<Finding> = {}): Finding => ({
+  const oob = (index: number[], extra: Partial<PlacedFinding> = {}): PlacedFinding => ({
     kind: "out-of-bounds",
     severity: "error",
     message: `load outside x: x${JSON.stringify(index)}`,

@@ -10,7 +10,7 @@ import { getJSON } from "../../data";
 import { h, picker } from "../../dom";
 import { readState, writeState } from "../../hashstate";
 import { viewOfHash } from "../../route";
-import type { Index, LaunchData } from "../../types";
+import type { Index, LaunchData, PlacedFinding } from "../../types";
 import { TensorCard, type CardHost } from "./card";
 import { accessesParams, DIFF_COLOUR, followVs, KINDS_DIFFER, LANES_DIFFER, ONLY_A, ONLY_B, pairTensors, parseAccessesState, programIn, sameGrid, type AccessesState } from "./compare";
 import { findingsTable, showDetails, showEdgeDetails } from "./details";
@@ -30,7 +30,6 @@ import {
   programPalette,
   SEVERITY_COLOUR,
   type Filter,
-  type Finding,
   type LaunchRef,
   type Mode,
 } from "./model";
@@ -422,7 +421,7 @@ class AccessesView {
 
   /** A finding chosen (the card's list or the findings table): select the program it names, then
    * its cell, past the tensor's edge for out-of-bounds lanes. */
-  private async goToFinding(card: TensorCard, f: Finding): Promise<void> {
+  private async goToFinding(card: TensorCard, f: PlacedFinding): Promise<void> {
     if (!this.launch) return;
     const p = programOf(this.launch, f.program);
     if (p >= 0 && this.filter.program !== p) this.selectProgram(p);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AccessCells, CheckData, CheckFinding, LaunchData, RecordRef, TensorView } from "../../types";
+import type { AccessCells, CheckData, Finding, LaunchData, PlacedFinding, RecordRef, TensorView } from "../../types";
 import {
   aggregate,
   asCells,
@@ -34,7 +34,6 @@ import {
   sliceIndex,
   touchesOf,
   type Filter,
-  type Finding,
   type LaunchRef,
 } from "./model";
 
@@ -54,7 +53,7 @@ function cells(): AccessCells {
   };
 }
 
-function finding(extra: Partial<Finding> = {}): Finding {
+function finding(extra: Partial<PlacedFinding> = {}): PlacedFinding {
   return { kind: "out-of-bounds", severity: "error", message: "oob", line: 12, program: [1, 0, 0], index: [1], slice: null, bin: [0, 1], ...extra };
 }
 
@@ -462,7 +461,7 @@ describe("linesByFile", () => {
 });
 
 describe("findingRows", () => {
-  const checkFinding: CheckFinding = {
+  const checkFinding: Finding = {
     kind: "out-of-bounds",
     severity: "error",
     kernel: "tile_copy",
@@ -472,11 +471,14 @@ describe("findingRows", () => {
     program: [2, 1, 0],
     tensor: "dst",
     index: [0, 40],
+    launch: 0,
+    tests: [],
     message: "store past the end",
     programs: 6,
     launches: 1,
+    details: {},
   };
-  const check = (findings: CheckFinding[]): CheckData => ({ name: "rep.json", source: "rep.json", findings, launches: 2, programs: 16, summary: {} });
+  const check = (findings: Finding[]): CheckData => ({ name: "rep.json", source: "rep.json", findings, launches: 2, programs: 16, summary: {} });
 
   it("lists every check report's findings", () => {
     const rows = findingRows([check([checkFinding]), check([{ ...checkFinding, line: 13 }])], launch());

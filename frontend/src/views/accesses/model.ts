@@ -7,7 +7,7 @@
 import type { Packed } from "../../data";
 import { fmt } from "../../format";
 import { HEAT, heatStep, pack } from "../../heat";
-import type { AccessCells, CheckData, LaunchData, RecordRef, TensorView } from "../../types";
+import type { AccessCells, CheckData, Finding, LaunchData, PlacedFinding, RecordRef, TensorView } from "../../types";
 
 export { HEAT, heatStops, pack, packedCss } from "../../heat";
 
@@ -230,7 +230,6 @@ export function asCells(packed: Packed): AccessCells {
   };
 }
 
-export type Finding = TensorView["findings"][number];
 
 /** A heat ramp's CSS gradient stops: 6 samples from its low end to its high end. */
 
@@ -246,12 +245,12 @@ export function emptyCells(): AccessCells {
 }
 
 /** Findings on slice s (a finding with no slice belongs to a tensor with one slice). */
-export function findingsOnSlice(findings: Finding[], s: number): Finding[] {
+export function findingsOnSlice(findings: PlacedFinding[], s: number): PlacedFinding[] {
   return findings.filter((f) => (f.slice ?? 0) === s);
 }
 
 /** Outlines for the findings that have a bin, coloured by severity (purple for an unknown one). */
-export function findingMarkers(findings: Finding[]): Marker[] {
+export function findingMarkers(findings: PlacedFinding[]): Marker[] {
   const markers: Marker[] = [];
   for (const f of findings) {
     if (f.bin) markers.push({ row: f.bin[0], col: f.bin[1], colour: SEVERITY_COLOUR[f.severity] ?? "#862e9c" });
@@ -321,17 +320,9 @@ export function linesByFile(launch: LaunchData, touches: Touch[]): Map<string, S
   return byFile;
 }
 
-/** A row of the findings table. */
-export interface FindingRow {
-  kind: string;
-  severity: string;
-  kernel: string;
-  tensor: string | null;
-  index: number[] | null;
-  program: [number, number, number] | null;
-  line: number | null;
-  message: string;
-}
+/** A row of the findings table: what a check report's finding and a placed one (with its launch's
+ * kernel and its tensor's name) both give. */
+export type FindingRow = Pick<Finding, "kind" | "severity" | "kernel" | "tensor" | "index" | "program" | "line" | "message">;
 
 /** The findings table's rows: every check report's findings, or, with none, those the launch's
  * tensors carry (with the launch's kernel and the tensor's name). */
@@ -365,14 +356,14 @@ export function launchWithTensor(refs: LaunchRef[], kernel: string, tensor: stri
 
 /** The tensor's finding a findings-table row stands for, on the grid or past its edge: the one
  * with the same message and index, else the first with the same message; undefined if none. */
-export function findingFor(findings: Finding[], message: string, index: number[] | null): Finding | undefined {
+export function findingFor(findings: PlacedFinding[], message: string, index: number[] | null): PlacedFinding | undefined {
   const same = (a: number[] | null, b: number[] | null): boolean => (a ?? []).join() === (b ?? []).join();
   return findings.find((x) => x.message === message && same(x.index, index)) ?? findings.find((x) => x.message === message);
 }
 
 /** The tensor's finding a findings-table row stands for: one on the grid (with a bin) with the
  * same message and index, else the first on the grid with the same message; undefined if none. */
-export function findingOnGrid(findings: Finding[], message: string, index: number[] | null): Finding | undefined {
+export function findingOnGrid(findings: PlacedFinding[], message: string, index: number[] | null): PlacedFinding | undefined {
   const same = (a: number[] | null, b: number[] | null): boolean => (a ?? []).join() === (b ?? []).join();
   return findings.find((x) => x.bin && x.message === message && same(x.index, index)) ??
     findings.find((x) => x.bin && x.message === message);
@@ -433,7 +424,7 @@ export function pastEdge(view: TensorView, p: { row: number; col: number }): boo
 }
 
 /** Where a finding is on the grid: its bin, or where its example index lands past the edge. */
-export function findingPlace(view: TensorView, f: Finding): Place | null {
+export function findingPlace(view: TensorView, f: PlacedFinding): Place | null {
   if (f.bin) return { slice: f.slice ?? 0, row: f.bin[0], col: f.bin[1] };
   return placeIndex(view, f.index);
 }
@@ -441,7 +432,7 @@ export function findingPlace(view: TensorView, f: Finding): Place | null {
 /** A band cell holding out-of-bounds lanes, with the findings whose lanes land there. */
 export interface EdgeCell extends Place {
   lanes: number;
-  findings: Finding[];
+  findings: PlacedFinding[];
 }
 
 /** Every out-of-bounds lane of the tensor's findings (each finding's `indices`, else its example
