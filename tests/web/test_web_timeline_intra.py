@@ -7,28 +7,18 @@ from __future__ import annotations
 
 import json
 import statistics
-import struct
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 import deuteron as proton
-from deuteron.collect import api
-from deuteron.collect.backends.instrumentation.backend import Engine
-from deuteron.collect.backends.instrumentation.runtime import Launch, Slot
-from deuteron.triton.instrument import KernelScopes
 from tests.helpers.browser import Watched, expect
 from tests.helpers.cli import run_cli, serving
-from tests.helpers.paths import REPO
+from tests.helpers.instrumentation import file_recorded_launches
 from tests.helpers.web_inputs import WebInputs
 
 pytestmark = pytest.mark.slow
-
-FIXTURES = REPO / "tests" / "fixtures" / "instrumentation"
-# The kernel the H200 buffer was recorded from: three scopes, 4 warps, 4 CTAs.
-THREE = KernelScopes("three", {0: "load", 1: "compute", 2: "store"}, {0: -1, 1: -1, 2: -1}, 4, 8320)
 
 # Two interpreted kernels with scopes, one nested; 40 + 30 programs make 70 lanes inside kernels,
 # past the 64 where only the first kernel starts unfolded.
@@ -61,19 +51,11 @@ other[(30,)](torch.empty(30 * 16, dtype=torch.int32), BLOCK=16)
 
 def _gpu_trace(folder: Path) -> Path:
     """The recorded H200 buffer filed through a real session, as the instrumentation backend files
-    it after a drain (tests/collect/backends/instrumentation/test_filing.py does the same), written
+    it after a drain (tests/helpers/instrumentation.py), written
     in Deuteron's trace shape."""
-    data = (FIXTURES / "default_trace.bin").read_bytes()
-    payload = np.frombuffer(data[struct.unpack_from("<I", data, 12)[0] :], np.uint8)
     sid = proton.start(str(folder / "gpu"), backend="interpreter")
     assert sid is not None
-    session = api.find(sid)
-    assert session is not None
-    engine = Engine()
-    engine.sessions.append(session)
-    engine.clock_khz = 1_980_000
-    engine.kernels[1] = THREE
-    engine._file([(Launch(Slot(0, len(payload)), 1, [(session, *session.context_ids())]), payload)])
+    file_recorded_launches(sid, "default_trace.bin")
     proton.finalize(output_format="hatchet,chrome_trace")
     return folder / "gpu.chrome_trace"
 

@@ -5,41 +5,20 @@ and SM, a thread per warp) and ``deuteron view`` on the file. No GPU: the buffer
 from __future__ import annotations
 
 import json
-import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import deuteron as proton
-from deuteron.collect import api
-from deuteron.collect.backends.instrumentation.backend import Engine
-from deuteron.collect.backends.instrumentation.runtime import Launch, Slot
-from deuteron.triton.instrument import KernelScopes
-
-FIXTURES = Path(__file__).parents[3] / "fixtures" / "instrumentation"
-KERNEL = KernelScopes("three", {0: "load", 1: "compute", 2: "store"}, {0: -1, 1: -1, 2: -1}, 4, 8320)
-
-
-def _file(session_id: int, bin_name: str) -> None:
-    data = (FIXTURES / bin_name).read_bytes()
-    payload = data[struct.unpack_from("<I", data, 12)[0] :]
-    session = api.find(session_id)
-    assert session is not None
-    engine = Engine()
-    engine.sessions.append(session)
-    engine.clock_khz = 1_980_000
-    import numpy as np
-
-    engine.kernels[1] = KERNEL
-    launch = Launch(Slot(0, len(payload)), 1, [(session, *session.context_ids())])
-    engine._file([(launch, np.frombuffer(payload, np.uint8))])
+from tests.helpers.instrumentation import INSTRUMENTATION_FIXTURES as FIXTURES
+from tests.helpers.instrumentation import file_recorded_launches
 
 
 def test_tree_and_view(tmp_path: Path) -> None:
     sid = proton.start(str(tmp_path / "k"), backend="interpreter")
     assert sid is not None
     with proton.scope("outer"):
-        _file(sid, "default.bin")
+        file_recorded_launches(sid, "default.bin")
     proton.finalize()
     tree = json.loads((tmp_path / "k.hatchet").read_text())[0]
     outer = next(c for c in tree["children"] if c["frame"]["name"] == "outer")
@@ -58,7 +37,7 @@ def test_tree_and_view(tmp_path: Path) -> None:
 def test_protons_trace_shape(tmp_path: Path) -> None:
     sid = proton.start(str(tmp_path / "t"), backend="interpreter", data="trace")
     assert sid is not None
-    _file(sid, "default_trace.bin")
+    file_recorded_launches(sid, "default_trace.bin")
     proton.finalize()
     ours = json.loads((tmp_path / "t.chrome_trace").read_text())["traceEvents"]
     theirs = json.loads((FIXTURES / "default.proton.chrome_trace").read_text())["traceEvents"]
@@ -74,20 +53,9 @@ def test_protons_trace_shape(tmp_path: Path) -> None:
 
 
 def test_launches_filed_together_sum_like_protons(tmp_path: Path) -> None:
-    import numpy as np
-
-    data = (FIXTURES / "default.bin").read_bytes()
-    payload = np.frombuffer(data[struct.unpack_from("<I", data, 12)[0] :], np.uint8)
     sid = proton.start(str(tmp_path / "b"), backend="interpreter")
     assert sid is not None
-    session = api.find(sid)
-    assert session is not None
-    engine = Engine()
-    engine.sessions.append(session)
-    engine.clock_khz = 2_000_000
-    engine.kernels[1] = KERNEL
-    place = [(session, *session.context_ids())]
-    engine._file([(Launch(Slot(0, len(payload)), 1, place), payload) for _ in range(3)])
+    file_recorded_launches(sid, "default.bin", clock_khz=2_000_000, launches=3)
     proton.finalize()
     kernel = json.loads((tmp_path / "b.hatchet").read_text())[0]["children"][0]
     compute = next(c for c in kernel["children"] if c["frame"]["name"] == "compute")["metrics"]
