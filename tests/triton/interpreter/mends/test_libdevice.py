@@ -295,46 +295,15 @@ def test_bit_functions_agree_with_python() -> None:
 
 def test_conversions_round_and_clamp_as_ptx_does() -> None:
     x = torch.tensor([1.5, 2.5, -1.5, -2.7, 3e9, -3e9, float("nan"), 0.49999997] * 32, dtype=torch.float32)
-    assert run("float2int_rn", x, out_dtype=torch.int32)[:8].tolist() == [
-        2,
-        2,
-        -2,
-        -3,
-        2**31 - 1,
-        -(2**31),
-        0,
-        0,
-    ]
-    assert run("float2int_rz", x, out_dtype=torch.int32)[:8].tolist() == [
-        1,
-        2,
-        -1,
-        -2,
-        2**31 - 1,
-        -(2**31),
-        0,
-        0,
-    ]
-    assert run("float2int_rd", x, out_dtype=torch.int32)[:8].tolist() == [
-        1,
-        2,
-        -2,
-        -3,
-        2**31 - 1,
-        -(2**31),
-        0,
-        0,
-    ]
-    assert run("float2int_ru", x, out_dtype=torch.int32)[:8].tolist() == [
-        2,
-        3,
-        -1,
-        -2,
-        2**31 - 1,
-        -(2**31),
-        0,
-        1,
-    ]
+    # each rounding of 1.5, 2.5, -1.5, -2.7; then 3e9 and -3e9 clamped, NaN to 0, and 0.49999997
+    expected = {
+        "float2int_rn": [2, 2, -2, -3, 2**31 - 1, -(2**31), 0, 0],
+        "float2int_rz": [1, 2, -1, -2, 2**31 - 1, -(2**31), 0, 0],
+        "float2int_rd": [1, 2, -2, -3, 2**31 - 1, -(2**31), 0, 0],
+        "float2int_ru": [2, 3, -1, -2, 2**31 - 1, -(2**31), 0, 1],
+    }
+    for name, want in expected.items():
+        assert run(name, x, out_dtype=torch.int32)[:8].tolist() == want, name
     bits = run("float_as_int", x, out_dtype=torch.int32)
     assert torch.equal(bits, x.view(torch.int32))
     assert torch.equal(run("int_as_float", bits, out_dtype=torch.float32).view(torch.int32), bits)
