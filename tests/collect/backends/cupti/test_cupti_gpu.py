@@ -467,6 +467,13 @@ assert "bar" not in calls, calls
     assert sum(kernel_counts(state).values()) >= 1
 
 
+# The kernel of the launch-metadata scripts below; each script defines its own ``meta`` first.
+FOO_WITH_METADATA = """@triton.jit(launch_metadata=meta)
+def foo(x, y):
+    tl.store(y, tl.load(x))
+"""
+
+
 def test_metrics_recorded_in_graph_capture_count_once_per_replay(tmp_path: Path) -> None:
     """Scope metrics (a number, a device tensor) and launch-metadata metrics given while a graph is
     captured are counted at every replay, under the replay's scope, as Proton counts them."""
@@ -475,10 +482,7 @@ def test_metrics_recorded_in_graph_capture_count_once_per_replay(tmp_path: Path)
 import torch, triton, triton.language as tl, deuteron
 def meta(grid, metadata, args):
     return {"name": "foo_test", "bytes": 16, "flops": args["x"].sum()}
-@triton.jit(launch_metadata=meta)
-def foo(x, y):
-    tl.store(y, tl.load(x))
-x = torch.full((4,), 1.0, device="cuda"); y = torch.zeros_like(x)
+""" + FOO_WITH_METADATA + """x = torch.full((4,), 1.0, device="cuda"); y = torch.zeros_like(x)
 foo[(1,)](x, y); torch.cuda.synchronize()
 deuteron.start("out", backend="cupti", hook="triton")
 def step():
@@ -517,10 +521,7 @@ def test_waiting_tensor_metrics_hold_no_device_memory(tmp_path: Path) -> None:
 import json, torch, triton, triton.language as tl, deuteron
 def meta(grid, metadata, args):
     return {"name": "foo_meta", "flops": args["x"].sum()}
-@triton.jit(launch_metadata=meta)
-def foo(x, y):
-    tl.store(y, tl.load(x))
-x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
+""" + FOO_WITH_METADATA + """x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
 foo[(1,)](x, y); x.sum(); torch.cuda.synchronize()
 deuteron.start("out", backend="cupti", hook="triton")
 before = torch.cuda.memory_allocated()
@@ -550,10 +551,7 @@ import torch, triton, triton.language as tl, deuteron
 v = torch.tensor(8.0, device="cuda")
 def meta(grid, metadata, args):
     return {"name": "foo_test", "flops": v, "bytes": args["x"].sum()}
-@triton.jit(launch_metadata=meta)
-def foo(x, y):
-    tl.store(y, tl.load(x))
-x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
+""" + FOO_WITH_METADATA + """x = torch.full((4,), 2.0, device="cuda"); y = torch.zeros_like(x)
 foo[(1,)](x, y); torch.cuda.synchronize()
 deuteron.start("out", backend="cupti", hook="triton")
 foo[(1,)](x, y)
