@@ -2,7 +2,7 @@
 // about, and a check of a function against a table of answers. Only tests import this module
 // (main.ts never does), so it never reaches the bundle.
 import { expect } from "vitest";
-import type { ExplainData, ExplainKernel, ProfileData } from "./types";
+import type { ExplainData, ExplainKernel, LaunchData, ProfileData, TensorView } from "./types";
 
 /** An explained kernel on cuda:90 with 4 warps and 3 stages, one launch, nothing measured. */
 export function explainKernel(name: string, extra: Partial<ExplainKernel> = {}): ExplainKernel {
@@ -50,6 +50,51 @@ export function profileData(tree: Tree, extra: Partial<ProfileData> = {}): Profi
     total_nodes: tree.parent.length,
     pruned_nodes: 0,
     threshold: 0,
+    ...extra,
+  };
+}
+
+/** Tensor x of the Accesses view: 2 slices of 40×24 in bins of 16×16 (3×2), slice 1 not on the page. */
+export function tensorView(extra: Partial<TensorView> = {}): TensorView {
+  return {
+    name: "x",
+    shape: [2, 40, 24],
+    dtype: "float32",
+    rows: 40,
+    cols: 24,
+    merged: [],
+    lead: [2],
+    slices: 2,
+    bin_rows: 3,
+    bin_cols: 2,
+    row_step: 16,
+    col_step: 16,
+    outside: 0,
+    findings: [],
+    slice_urls: ["/a/0.bin", null],
+    ...extra,
+  };
+}
+
+/** A launch of tile_copy on a 3×2×2 grid, programs (0..2, 0, 0) recorded, at three sites. */
+export function launchData(extra: Partial<LaunchData> = {}): LaunchData {
+  return {
+    index: 0,
+    kernel: "tile_copy",
+    file: "k.py",
+    grid: [3, 2, 2],
+    programs: [
+      [0, 0, 0],
+      [1, 0, 0],
+      [2, 0, 0],
+    ],
+    sites: [
+      { file: "k.py", line: 10, function: "tile_copy" },
+      { file: "k.py", line: 12, function: "tile_copy" },
+      { file: "lib.py", line: 3, function: "helper" },
+    ],
+    sources: { "k.py": "a\nb\n" },
+    tensors: [],
     ...extra,
   };
 }

@@ -1,51 +1,9 @@
 // The Accesses view's places past a tensor's edge: where out-of-bounds lanes (which touch no
 // element, so the record's cells cannot hold them) are drawn, clicked and found.
 import { describe, expect, it } from "vitest";
-import type { LaunchData, PlacedFinding, TensorView } from "../../types";
+import { launchData as launch, tensorView as view } from "../../fixtures";
+import type { PlacedFinding } from "../../types";
 import { edgeCells, findingFor, findingPlace, padsFor, placeAt, placeIndex, placeRect, programOf } from "./model";
-
-function view(extra: Partial<TensorView> = {}): TensorView {
-  return {
-    name: "x",
-    shape: [2, 40, 24],
-    dtype: "float32",
-    rows: 40,
-    cols: 24,
-    merged: [],
-    lead: [2],
-    slices: 2,
-    bin_rows: 3,
-    bin_cols: 2,
-    row_step: 16,
-    col_step: 16,
-    outside: 0,
-    findings: [],
-    slice_urls: ["/a/0.bin", null],
-    ...extra,
-  };
-}
-
-function launch(extra: Partial<LaunchData> = {}): LaunchData {
-  return {
-    index: 0,
-    kernel: "tile_copy",
-    file: "k.py",
-    grid: [3, 2, 2],
-    programs: [
-      [0, 0, 0],
-      [1, 0, 0],
-      [2, 0, 0],
-    ],
-    sites: [
-      { file: "k.py", line: 10, function: "tile_copy" },
-      { file: "k.py", line: 12, function: "tile_copy" },
-      { file: "lib.py", line: 3, function: "helper" },
-    ],
-    sources: { "k.py": "a\nb\n" },
-    tensors: [],
-    ...extra,
-  };
-}
 
 describe("past the edge", () => {
   const oob = (index: number[], extra: Partial<PlacedFinding> = {}): PlacedFinding => ({

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { AccessCells, CheckData, Finding, LaunchData, PlacedFinding, RecordRef, TensorView } from "../../types";
+import { expectAnswers, launchData as launch, tensorView as view } from "../../fixtures";
+import type { AccessCells, CheckData, Finding, PlacedFinding, RecordRef } from "../../types";
 import {
   aggregate,
   asCells,
@@ -55,49 +56,6 @@ function cells(): AccessCells {
 
 function finding(extra: Partial<PlacedFinding> = {}): PlacedFinding {
   return { kind: "out-of-bounds", severity: "error", message: "oob", line: 12, program: [1, 0, 0], index: [1], slice: null, bin: [0, 1], ...extra };
-}
-
-function view(extra: Partial<TensorView> = {}): TensorView {
-  return {
-    name: "x",
-    shape: [2, 40, 24],
-    dtype: "float32",
-    rows: 40,
-    cols: 24,
-    merged: [],
-    lead: [2],
-    slices: 2,
-    bin_rows: 3,
-    bin_cols: 2,
-    row_step: 16,
-    col_step: 16,
-    outside: 0,
-    findings: [],
-    slice_urls: ["/a/0.bin", null],
-    ...extra,
-  };
-}
-
-function launch(extra: Partial<LaunchData> = {}): LaunchData {
-  return {
-    index: 0,
-    kernel: "tile_copy",
-    file: "k.py",
-    grid: [3, 2, 2],
-    programs: [
-      [0, 0, 0],
-      [1, 0, 0],
-      [2, 0, 0],
-    ],
-    sites: [
-      { file: "k.py", line: 10, function: "tile_copy" },
-      { file: "k.py", line: 12, function: "tile_copy" },
-      { file: "lib.py", line: 3, function: "helper" },
-    ],
-    sources: { "k.py": "a\nb\n" },
-    tensors: [],
-    ...extra,
-  };
 }
 
 describe("kinds", () => {
@@ -374,23 +332,13 @@ describe("hoverText", () => {
 
 describe("pickers", () => {
   it("clamp a slice to the tensor's slices, 0 for anything unreadable", () => {
-    expect(clampSlice("3", 5)).toBe(3);
-    expect(clampSlice("7", 5)).toBe(4);
-    expect(clampSlice("-2", 5)).toBe(0);
-    expect(clampSlice("2.9", 5)).toBe(2);
-    expect(clampSlice("", 5)).toBe(0);
-    expect(clampSlice("abc", 5)).toBe(0);
+    expectAnswers((text: string) => clampSlice(text, 5), [["3", 3], ["7", 4], ["-2", 0], ["2.9", 2], ["", 0], ["abc", 0]]);
     expect(clampSlice("4", 1)).toBe(0);
   });
 
   it("clamp a program to the launch's programs, empty meaning all", () => {
-    expect(clampProgram("", 10)).toBeNull();
-    expect(clampProgram("  ", 10)).toBeNull();
-    expect(clampProgram("4", 10)).toBe(4);
-    expect(clampProgram(" 4 ", 10)).toBe(4);
-    expect(clampProgram("99", 10)).toBe(9);
-    expect(clampProgram("-1", 10)).toBe(0);
-    expect(clampProgram("3.7", 10)).toBe(3);
+    const programs: [string, number | null][] = [["", null], ["  ", null], ["4", 4], [" 4 ", 4], ["99", 9], ["-1", 0], ["3.7", 3]];
+    expectAnswers((text: string) => clampProgram(text, 10), programs);
     expect(clampProgram("1e12", 100000)).toBe(99999);
   });
 });
