@@ -221,6 +221,7 @@ def _serve_once(args: list[str], folder: Path, extra_env: dict[str, str]) -> tup
 
 
 @pytest.mark.parametrize("page", CPU_PAGES)
+@pytest.mark.slow
 def test_commands_run_as_typed(page: str, tmp_path: Path) -> None:
     run_page(page, gpu=False, tmp_path=tmp_path)
 

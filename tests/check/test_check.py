@@ -238,6 +238,7 @@ def test_cli_keeps_exit_code_without_findings_and_runs_non_triton_scripts(tmp_pa
     assert "0 errors, 0 warnings, 0 info" in proc.stderr
 
 
+@pytest.mark.slow
 def test_cli_module_pytest_and_fail_on(tmp_path: Path):
     (tmp_path / "nanmod.py").write_text(
         "from tests.check_corpus import buggy\n[b for b in buggy.BUGS if b.name == 'nan_origin'][0].run()\n"

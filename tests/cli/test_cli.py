@@ -254,6 +254,7 @@ def test_each_rank_writes_its_own_files_and_view_merges_them(tmp_path: Path):
     _one_line_error(bad, "give one profile, not several")
 
 
+@pytest.mark.slow
 def test_no_stale_trace_is_left_beside_a_new_profile(tmp_path: Path):
     _script(tmp_path, "add()\n")
     assert run_cli("run", "--trace", "job.py", cwd=tmp_path).returncode == 0
@@ -437,6 +438,7 @@ def test_view_json_and_diff_across_different_metric_sets(interp_profile: Path):
     assert "warning" not in same.stderr
 
 
+@pytest.mark.slow
 def test_diff_shows_old_new_ratio_and_change_and_warns_on_other_contexts(tmp_path: Path):
     _script(tmp_path, "add()\nadd()\n", name="two.py")
     _script(tmp_path, "add()\nadd()\nadd()\n", name="three.py")

@@ -83,6 +83,7 @@ def test_tile_too_big_spills(tmp_path: Path) -> None:
     assert low and "registers" in low[0]["message"]
 
 
+@pytest.mark.slow
 def test_copy_loads_are_128_bit_only_when_the_offset_is_aligned(tmp_path: Path) -> None:
     aligned = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "vector_copy.py"), "16")["kernels"][
         0
@@ -100,6 +101,7 @@ def test_copy_loads_are_128_bit_only_when_the_offset_is_aligned(tmp_path: Path) 
     assert "offset: i32 = 16 (divisible by 16)" in aligned["args"]
 
 
+@pytest.mark.slow
 def test_stage_and_line_mapping() -> None:
     ptx = explain(
         "--target", "cuda:90", "--stage", "ptx", "--line", "13", str(CORPUS / "vector_copy.py"), "3"
@@ -117,6 +119,7 @@ def test_stage_and_line_mapping() -> None:
     assert "tt.store" in every.stdout
 
 
+@pytest.mark.slow
 def test_passes_list_and_one_pass_before_after() -> None:
     listing = explain("--passes", str(CORPUS / "vector_copy.py"))
     assert listing.returncode == 0, listing.stderr
@@ -219,6 +222,7 @@ def test_amd_target_when_the_wheel_has_it(tmp_path: Path) -> None:
     assert "amdgcn" in k["stages"] and "sass" not in k["stages"] and k["sass"] is None
 
 
+@pytest.mark.slow
 def test_source_lines_survive_the_triton_cache(tmp_path: Path) -> None:
     """Triton's cache is keyed on source text: a kernel cached from another file (or by a --passes
     run, or without line info) must still map to this file's lines."""

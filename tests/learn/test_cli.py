@@ -32,6 +32,7 @@ def _one_line_error(proc, *expected: str) -> None:
         assert text in lines[0], lines[0]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     env = {"DEUTERON_DATA_DIR": str(tmp_path / "data")}
     (tmp_path / "syntax.py").write_text("import triton\n@triton.jit\ndef add_kernel(:\n")

@@ -152,6 +152,7 @@ def test_thin_evidence_gives_no_advice() -> None:
     assert total == 1800 and kernels[0][1][0].stall == "stalled_long_scoreboard"
 
 
+@pytest.mark.slow
 def test_explain_joins_a_sampled_profile_to_its_kernels(tmp_path: Path) -> None:
     hatchet.write(_replayed().profile, tmp_path / "sampled.hatchet")
     proc = run_cli(

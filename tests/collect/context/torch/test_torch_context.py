@@ -220,6 +220,7 @@ for _ in range(2):
 )
 
 
+@pytest.mark.slow
 def test_torch_compile_regions_land_under_the_compiled_module(tmp_path: Path) -> None:
     tree, _ = profiled(tmp_path, COMPILED, "-c", "torch")
     compiled = node(tree, "Model (compiled)")
@@ -291,6 +292,7 @@ def test_bad_context_is_one_line(tmp_path: Path, bad: str) -> None:
     assert "context" in proc.stderr.splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_a_plain_pytorch_script_without_torch_context_says_what_to_do(tmp_path: Path) -> None:
     _, proc = profiled(tmp_path, MODEL + "model(x).sum().backward()\n")
     assert "-c torch" in proc.stderr and "Traceback" not in proc.stderr
@@ -343,6 +345,7 @@ print(json.dumps({"raised": raised, "paths": paths(tree)}))
 
 
 @pytest.mark.parametrize("context", ["torch", "python,torch"])
+@pytest.mark.slow
 def test_the_c_module_path_and_the_python_one_give_the_same_tree(tmp_path: Path, context: str) -> None:
     """Module calls go through C (``deut_call_impl``) where the library has Python's headers, and
     through a Python wrapper where it has not: both give every path with the same calls, an
