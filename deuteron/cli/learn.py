@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deuteron.cli.arguments import add_command
 from deuteron.learn.errors import LearnError
 from deuteron.learn.exercises import all_exercises, find
 from deuteron.learn.grade import DEFAULT_TIMEOUT, MAX_TIMEOUT
@@ -29,18 +30,22 @@ $DEUTERON_DATA_DIR/learn/progress.json when that is set). Everything runs on the
 Triton's interpreter."""
 
 
+DESCRIPTION = """\
+Twelve Triton exercises, from a vector add to a fused attention forward. Each has a
+statement, a starter file and a checker: it runs your kernel in Triton's interpreter under
+deuteron check on several shapes (some not multiples of the block), compares it with torch,
+and turns the checker's findings (the exact program and lane) into hints.
+
+"""
+
+
 def add_parser(sub: Any) -> None:
     """Registers ``deuteron learn`` and its actions; no action lists the exercises."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "learn",
-        help="Triton exercises that check themselves, from a vector add to a fused attention",
-        description=(
-            "Twelve Triton exercises, from a vector add to a fused attention forward. Each has a\n"
-            "statement, a starter file and a checker: it runs your kernel in Triton's interpreter under\n"
-            "deuteron check on several shapes (some not multiples of the block), compares it with torch,\n"
-            "and turns the checker's findings (the exact program and lane) into hints.\n\n" + EXAMPLES
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "Triton exercises that check themselves, from a vector add to a fused attention",
+        DESCRIPTION + EXAMPLES,
     )
     p.add_argument("--notebook", metavar="FILE", help="write every exercise as a Jupyter notebook to FILE")
     actions = p.add_subparsers(dest="action", metavar="ACTION", parser_class=_intermixed(type(p)))

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from deuteron.cli.arguments import add_command, number_in
 from deuteron.cli.program import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
 from deuteron.collect import api, output
 from deuteron.collect.backends import NAMES as BACKENDS
@@ -31,6 +32,26 @@ from deuteron.process.signals import Deferred
 from deuteron.process.terminal import printable, say
 from deuteron.triton import enable_interpreter_mode
 
+_interval = number_in(
+    int, "a whole number of cycles", lambda cycles: cycles > 0, "the interval must be positive, not {}"
+)
+
+
+DESCRIPTION = """\
+Run a Python script, a module (-m) or pytest and profile every kernel launch and scope.
+Writes NAME.hatchet (and NAME.chrome_trace with --trace).
+
+examples:
+  deuteron run train.py --epochs 1        # the script's own options stay its own
+  deuteron run -c torch train.py          # nn.Module path > aten op > kernel, backward too
+  deuteron run -c python,torch train.py   # the calling Python line, then the modules
+  deuteron run -c jax train_jax.py        # jitted function > named_scope path > HLO op
+  deuteron run -c python,native app.py    # the Python line, then each launch's C/C++ frames
+  deuteron run -m mypkg.train             # a module, as python -m
+  deuteron run -b instrumentation k.py    # the kernels' pl.scopes, per CTA and warp (GPU)
+  deuteron run -b interpreter k.py        # pl.scopes per program, without a GPU
+  deuteron run --sample k.py              # kernel > source line, samples, stall reasons (GPU)"""
+
 
 def add_parser(sub: Any) -> None:
     """Registers ``deuteron run``: one argparse table, in the order ``-h`` shows it.
@@ -38,25 +59,12 @@ def add_parser(sub: Any) -> None:
     ``-c`` is checked here by :func:`_context`, so a bad context list fails before the target starts;
     ``-n``, ``-b``, ``-c`` and ``-k`` are ``proton.start``'s name, backend, context and hook.
     """
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "run",
-        help="run a script, module or pytest and profile it",
-        description=(
-            "Run a Python script, a module (-m) or pytest and profile every kernel launch and scope.\n"
-            "Writes NAME.hatchet (and NAME.chrome_trace with --trace).\n\n"
-            "examples:\n"
-            "  deuteron run train.py --epochs 1        # the script's own options stay its own\n"
-            "  deuteron run -c torch train.py          # nn.Module path > aten op > kernel, backward too\n"
-            "  deuteron run -c python,torch train.py   # the calling Python line, then the modules\n"
-            "  deuteron run -c jax train_jax.py        # jitted function > named_scope path > HLO op\n"
-            "  deuteron run -c python,native app.py    # the Python line, then each launch's C/C++ frames\n"
-            "  deuteron run -m mypkg.train             # a module, as python -m\n"
-            "  deuteron run -b instrumentation k.py    # the kernels' pl.scopes, per CTA and warp (GPU)\n"
-            "  deuteron run -b interpreter k.py        # pl.scopes per program, without a GPU\n"
-            "  deuteron run --sample k.py              # kernel > source line, samples, stall reasons (GPU)"
-        ),
+        "run a script, module or pytest and profile it",
+        DESCRIPTION,
         usage=f"deuteron run [options] {USAGE}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-n", "--name", default="deuteron", help="output name: NAME.hatchet (default: deuteron)")
     p.add_argument(
@@ -115,16 +123,6 @@ def add_parser(sub: Any) -> None:
     add_device_argument(p)
     add_target_arguments(p)
     p.set_defaults(handler=run_command)
-
-
-def _interval(value: str) -> int:
-    try:
-        cycles = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number of cycles: {value!r}") from None
-    if cycles <= 0:
-        raise argparse.ArgumentTypeError(f"the interval must be positive, not {cycles}")
-    return cycles
 
 
 def _sampling_mode(args: argparse.Namespace) -> None:

@@ -11,6 +11,7 @@ import time
 import webbrowser
 from typing import Any
 
+from deuteron.cli.arguments import add_command, number_in
 from deuteron.formats.files import check_writable
 from deuteron.model.errors import DeuteronError
 from deuteron.process.terminal import say
@@ -27,17 +28,25 @@ examples:
 DEFAULT_PORT = 8707
 
 
+_port = number_in(int, "a port number", lambda value: 0 <= value <= 65535, "a port is 0 to 65535, not {}")
+_fraction = number_in(
+    float, "a number", lambda value: 0 <= value < 1, "a share of the total is 0 to 1, not {}"
+)
+
+
+DESCRIPTION = """\
+Show profiles (.hatchet, Proton's files too), Chrome traces, access records
+(check --record) and check/explain reports (--json) in one web UI. It serves only the
+files named here, on 127.0.0.1, and needs no network; --html writes one page instead."""
+
+
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "serve",
-        help="open profiles, traces, access records and reports in an offline web UI",
-        description=(
-            "Show profiles (.hatchet, Proton's files too), Chrome traces, access records\n"
-            "(check --record) and check/explain reports (--json) in one web UI. It serves only the\n"
-            "files named here, on 127.0.0.1, and needs no network; --html writes one page instead."
-        ),
+        "open profiles, traces, access records and reports in an offline web UI",
+        DESCRIPTION,
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="+", metavar="FILE", help="files to show (their kind is read from them)")
     p.add_argument("--base", metavar="PROFILE", help="compare the profile(s) with this one (the diff view)")
@@ -58,26 +67,6 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--title", default="", help="the page's title (default: the files' names)")
     p.set_defaults(handler=run_serve)
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, not {value}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"a share of the total is 0 to 1, not {value}")
-    return value
 
 
 def load(args: argparse.Namespace) -> Any:

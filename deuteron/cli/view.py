@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from deuteron.cli.arguments import add_command, number_in
 from deuteron.formats import hatchet
 from deuteron.model.devices import NAMED_DEVICES
 from deuteron.model.errors import DeuteronError, MetricError
@@ -23,24 +24,38 @@ from deuteron.view.jobs import check_one_job
 from deuteron.view.ranks import advise_ranks
 from deuteron.view.summary import summary_lines, unrelated
 
+_non_negative = number_in(int, "a whole number", lambda value: value >= 0, "depth must be 0 or more")
+
+
+VIEW_DESCRIPTION = """\
+Show a profile as a tree of calling contexts with raw and derived metrics.
+
+examples:
+  deuteron view deuteron.hatchet -m time/ms,count,gbyte/s  # the tree with three columns
+  deuteron view deuteron.hatchet --flat 20  # the 20 frame names with most time, over the tree
+  deuteron view deuteron.hatchet -i attn --sort -d 6  # paths through attn, largest first
+  deuteron view deuteron.rank*.hatchet  # ranks merged: min, median, max per frame
+  deuteron view deuteron.rank*.hatchet --advise  # each rank's compute and waits; straggler
+  deuteron view new.hatchet --diff old.hatchet  # old, new, ratio and change per frame
+  deuteron view deuteron.hatchet --advise  # then what to look at, with evidence"""
+
+DIFF_DESCRIPTION = """\
+Compare NEW with OLD frame by frame: each metric as old, new, ratio (new / old) and change %
+(the same as 'deuteron view NEW --diff OLD'; proton-viewer's NEW minus OLD is
+'deuteron view NEW -diff OLD').
+
+examples:
+  deuteron diff before.hatchet after.hatchet -m time/ms,bytes
+  deuteron diff before.hatchet after.hatchet --sort -t 0.01  # largest first, hide tiny frames"""
+
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "view",
-        help="show a profile (ours or Proton's) as a tree",
-        description=(
-            "Show a profile as a tree of calling contexts with raw and derived metrics.\n\n"
-            "examples:\n"
-            "  deuteron view deuteron.hatchet -m time/ms,count,gbyte/s  # the tree with three columns\n"
-            "  deuteron view deuteron.hatchet --flat 20  # the 20 frame names with most time, over the tree\n"
-            "  deuteron view deuteron.hatchet -i attn --sort -d 6  # paths through attn, largest first\n"
-            "  deuteron view deuteron.rank*.hatchet  # ranks merged: min, median, max per frame\n"
-            "  deuteron view deuteron.rank*.hatchet --advise  # each rank's compute and waits; straggler\n"
-            "  deuteron view new.hatchet --diff old.hatchet  # old, new, ratio and change per frame\n"
-            "  deuteron view deuteron.hatchet --advise  # then what to look at, with evidence"
-        ),
+        "show a profile (ours or Proton's) as a tree",
+        VIEW_DESCRIPTION,
         epilog=DERIVED_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "profile",
@@ -65,19 +80,12 @@ def add_parser(sub: Any) -> None:
 
 
 def add_diff_parser(sub: Any) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "diff",
-        help="show the change from one profile to another",
-        description=(
-            "Compare NEW with OLD frame by frame: each metric as old, new, ratio (new / old) and change %\n"
-            "(the same as 'deuteron view NEW --diff OLD'; proton-viewer's NEW minus OLD is\n"
-            "'deuteron view NEW -diff OLD').\n\n"
-            "examples:\n"
-            "  deuteron diff before.hatchet after.hatchet -m time/ms,bytes\n"
-            "  deuteron diff before.hatchet after.hatchet --sort -t 0.01  # largest first, hide tiny frames"
-        ),
+        "show the change from one profile to another",
+        DIFF_DESCRIPTION,
         epilog=DERIVED_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("old", help="the baseline profile")
     p.add_argument("profile", metavar="new", help="the profile to compare with the baseline")
@@ -183,16 +191,6 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         help="instead of the tree, every frame name summed over the tree (total and self), the top N "
         "(default 30; 0: all), largest total first: e.g. all the time in one kernel, under any module",
     )
-
-
-def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError("depth must be 0 or more")
-    return value
 
 
 def run_view(args: argparse.Namespace, diff_path: str | None = None) -> int:
