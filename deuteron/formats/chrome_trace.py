@@ -5,6 +5,7 @@ Perfetto keep and ignore); the reader takes ours and Proton's."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -234,36 +235,39 @@ class _Contexts:
         if not isinstance(value, list):
             return 0
         key = tuple(value)
-        try:
-            return self._raw_stacks[key]
-        except (KeyError, TypeError):  # new, or a frame that is no string (unhashable)
-            pass
+        known = _known(self._raw_stacks, key)  # None: new, or a frame that is no string (unhashable)
+        if known is not None:
+            return known
         frames = tuple(str(f)[:_MAX_TEXT] for f in value[:_MAX_STACK])
-        found = self.stacks.setdefault(frames, len(self.stacks))
-        try:
-            self._raw_stacks[key] = found
-        except TypeError:
-            pass
-        return found
+        return _remember(self._raw_stacks, key, self.stacks.setdefault(frames, len(self.stacks)))
 
     def args_id(self, raw: dict[Any, Any]) -> int:
         key = tuple((k, v, v.__class__) for k, v in raw.items() if k != "call_stack")
         if not key:
             return 0
-        try:
-            return self._raw_args[key]
-        except (KeyError, TypeError):  # new, or a value that is a list or object (unhashable)
-            pass
+        known = _known(self._raw_args, key)  # None: new, or a value that is a list or object (unhashable)
+        if known is not None:
+            return known
         rows = tuple((str(k)[:_MAX_TEXT], _arg_text(v)) for k, v, _ in key[:_MAX_STACK])
         if rows not in self.arg_sets and len(self.arg_sets) >= _MAX_ARG_SETS:
             self.args_left_out += 1  # a trace whose every event has its own args: the page stays small
             return 0
-        found = self.arg_sets.setdefault(rows, len(self.arg_sets))
-        try:
-            self._raw_args[key] = found
-        except TypeError:
-            pass
-        return found
+        return _remember(self._raw_args, key, self.arg_sets.setdefault(rows, len(self.arg_sets)))
+
+
+def _known(raw_ids: dict[Any, int], key: Any) -> int | None:
+    """The id a raw value was given before; None when it is new or cannot be a key (unhashable)."""
+    try:
+        return raw_ids[key]
+    except (KeyError, TypeError):
+        return None
+
+
+def _remember(raw_ids: dict[Any, int], key: Any, found: int) -> int:
+    """``found``, kept as the raw value's id where the value can be a key (else it is texted again)."""
+    with contextlib.suppress(TypeError):
+        raw_ids[key] = found
+    return found
 
 
 def read_columns(path: str | os.PathLike[str], max_lanes: int = 65535) -> TraceColumns:

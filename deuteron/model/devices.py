@@ -14,6 +14,10 @@ AMD_BYTES_PER_S = {"gfx90a": 3.2e12, "gfx942": 5.3e12, "gfx950": 8.0e12}
 AMD_FP8_FLOPS_PER_CLOCK_PER_CU = {"gfx90a": 1024, "gfx942": 4096, "gfx950": 8192}
 
 
+# The columns of a row of Proton's device table, in its order (the device type is the table's key).
+TABLE_COLUMNS = ("arch", "bus_width", "clock_rate", "memory_clock_rate", "num_sms")
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
     """One row of a device table, in Proton's units (clocks in kHz, bus width in bits)."""
@@ -59,13 +63,7 @@ class DeviceSpec:
         raise MetricError(f"no flop model for CUDA arch sm_{self.arch}")
 
     def as_table_row(self) -> dict[str, object]:
-        return {
-            "arch": self.arch,
-            "bus_width": self.bus_width,
-            "clock_rate": self.clock_rate,
-            "memory_clock_rate": self.memory_clock_rate,
-            "num_sms": self.num_sms,
-        }
+        return {name: getattr(self, name) for name in TABLE_COLUMNS}
 
 
 # Boost clocks and memory interfaces of the SXM parts (the H200 row matches Proton's own file).

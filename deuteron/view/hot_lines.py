@@ -13,7 +13,7 @@ samples. The advice per stall reason is NVIDIA's meaning of the reason (Nsight C
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from deuteron.model.names import parse_source_frame
@@ -162,18 +162,7 @@ class LineAdvice:
     lints: list[str] = field(default_factory=list)  # explain's findings on the same line
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            "kernel": self.kernel,
-            "file": self.file,
-            "line": self.line,
-            "samples": self.samples,
-            "share": round(self.share, 4),
-            "stall": self.stall,
-            "stall_share": round(self.stall_share, 4),
-            "meaning": self.meaning,
-            "change": self.change,
-            "lints": self.lints,
-        }
+        return {**asdict(self), "share": round(self.share, 4), "stall_share": round(self.stall_share, 4)}
 
     def sentence(self) -> str:
         where = f"line {self.line}"
