@@ -5,9 +5,10 @@ libdevice accepts for that function) and the result's NumPy dtype, and returns t
 
 Accuracy: float32 functions are computed in float64 and rounded once, so they are within 1 ulp
 of the correctly rounded result (CUDA's own libdevice allows 1-4 ulp). float64 functions use NumPy
-in ``long double`` where it is wider than double (x86-64 Linux), else in double. The Bessel
-functions are our own (:mod:`.libdevice_bessel`); erf, erfc, erfinv, erfcx, normcdf(inv), lgamma
-and i0/i1 come from torch in float64, tgamma from Python's ``math``. Measured against mpmath
+in ``long double`` where it is wider than double (x86-64 Linux), else in double. The integer and bit
+functions are exact (:mod:`.libdevice_bits`). The Bessel functions are our own
+(:mod:`.libdevice_bessel`); erf, erfc, erfinv, erfcx, normcdf(inv), lgamma and i0/i1 come from
+torch in float64, tgamma from Python's ``math``. Measured against mpmath
 (tests/test_libdevice.py): float32 results within 1 ulp; float64 ones within 1 ulp but for erfcx
 and tgamma (6), normcdf and i1 (5), erfcinv and i0 (4), normcdfinv (3), y0 and y1 (2).
 ``fast_*`` functions compute the accurate result: CUDA's are approximations whose documented error
@@ -23,8 +24,21 @@ from collections.abc import Callable
 import numpy as np
 
 from deuteron.triton.interpreter.mends.libdevice_bessel import bessel
-
-Impl = Callable[[list[np.ndarray], np.dtype], np.ndarray]
+from deuteron.triton.interpreter.mends.libdevice_bits import (
+    Impl,
+    bits_as,
+    brev,
+    byte_perm,
+    clz,
+    double_word,
+    ffs,
+    halving,
+    hilo,
+    mul24,
+    mulhi,
+    popc,
+    sad,
+)
 
 F64 = np.float64
 WIDE = np.longdouble if np.finfo(np.longdouble).nmant > np.finfo(np.float64).nmant else np.float64
@@ -136,100 +150,8 @@ def _from_int(mode: str) -> Impl:
     return lambda a, out: _rounded(a[0].astype(WIDE), out, mode)
 
 
-def _bits_as(dtype: type) -> Impl:
-    return lambda a, out: np.ascontiguousarray(a[0]).view(dtype).astype(out)
-
-
 def _flag(fn: Callable[[np.ndarray], np.ndarray]) -> Impl:
     return lambda a, out: fn(a[0]).astype(out)
-
-
-def _bit_length(u: np.ndarray) -> np.ndarray:
-    v = u.astype(np.uint64)
-    n = np.zeros(v.shape, dtype=np.int32)
-    for s in (32, 16, 8, 4, 2, 1):
-        big = v >= np.uint64(1 << s)
-        n[big] += s
-        v = np.where(big, v >> np.uint64(s), v)
-    return n + (v > 0)
-
-
-def _unsigned(x: np.ndarray) -> np.ndarray:
-    return x.view(np.uint32 if x.itemsize == 4 else np.uint64).astype(np.uint64)
-
-
-def _clz(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    return (a[0].itemsize * 8 - _bit_length(_unsigned(a[0]))).astype(out)
-
-
-def _popc(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    u = _unsigned(a[0])
-    count = getattr(np, "bitwise_count", None)
-    if count is not None:
-        return np.asarray(count(u)).astype(out)
-    n = np.zeros(u.shape, dtype=np.int64)
-    for bit in range(a[0].itemsize * 8):
-        n += ((u >> np.uint64(bit)) & np.uint64(1)).astype(np.int64)
-    return n.astype(out)
-
-
-def _brev(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    bits = a[0].itemsize * 8
-    u = _unsigned(a[0])
-    r = np.zeros(u.shape, dtype=np.uint64)
-    for bit in range(bits):
-        r |= ((u >> np.uint64(bit)) & np.uint64(1)) << np.uint64(bits - 1 - bit)
-    unsigned = np.uint32 if bits == 32 else np.uint64
-    return r.astype(unsigned).view(a[0].dtype).astype(out)
-
-
-def _ffs(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    u = _unsigned(a[0])
-    lowest = u & (~u + np.uint64(1))
-    return _bit_length(lowest).astype(out)
-
-
-def _byte_perm(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    x, y, s = (_unsigned(v) for v in a)
-    both = (y << np.uint64(32)) | x
-    r = np.zeros(x.shape, dtype=np.uint64)
-    for i in range(4):
-        pick = (s >> np.uint64(4 * i)) & np.uint64(7)
-        r |= ((both >> (pick * np.uint64(8))) & np.uint64(0xFF)) << np.uint64(8 * i)
-    return r.astype(np.uint32).view(np.int32).astype(out)
-
-
-def _mulhi(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    x, y = a
-    if x.itemsize == 4:
-        wide = np.int64 if x.dtype.kind == "i" else np.uint64
-        return ((x.astype(wide) * y.astype(wide)) >> 32).astype(out)
-    high = np.frompyfunc(lambda p, q: (int(p) * int(q)) >> 64, 2, 1)
-    return np.asarray(high(x, y), dtype=out)
-
-
-def _mul24(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    x, y = (v.astype(np.int64) & 0xFFFFFF for v in a)
-    if out.kind == "i":  # the low 24 bits as a signed number
-        x = np.where(x & 0x800000, x - (1 << 24), x)
-        y = np.where(y & 0x800000, y - (1 << 24), y)
-    return (
-        ((x * y) & 0xFFFFFFFF).astype(np.uint32).view(np.int32 if out.kind == "i" else np.uint32).astype(out)
-    )
-
-
-def _sad(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    x, y, z = (v.astype(np.int64) for v in a)
-    return (
-        ((np.abs(x - y) + z) & 0xFFFFFFFF)
-        .astype(np.uint32)
-        .view(np.int32 if out.kind == "i" else np.uint32)
-        .astype(out)
-    )
-
-
-def _halving(round_up: int) -> Impl:
-    return lambda a, out: ((a[0].astype(np.int64) + a[1].astype(np.int64) + round_up) >> 1).astype(out)
 
 
 def _round_half_away(x: np.ndarray) -> np.ndarray:
@@ -321,21 +243,6 @@ def _rcp64h(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
     return (r.view(np.uint64) & np.uint64(0xFFFFFFFF00000000)).view(F64).astype(out)
 
 
-def _hilo(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-    hi = a[0].astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF)
-    lo = a[1].astype(np.int64).astype(np.uint64) & np.uint64(0xFFFFFFFF)
-    return ((hi << np.uint64(32)) | lo).view(F64).astype(out)
-
-
-def _double_word(high: bool) -> Impl:
-    def run(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
-        bits = np.ascontiguousarray(a[0].astype(F64)).view(np.uint64)
-        word = (bits >> np.uint64(32)) if high else (bits & np.uint64(0xFFFFFFFF))
-        return word.astype(np.uint32).view(np.int32).astype(out)
-
-    return run
-
-
 def _nextafter(a: list[np.ndarray], out: np.dtype) -> np.ndarray:
     return np.nextafter(a[0].astype(out), a[1].astype(out))
 
@@ -376,16 +283,16 @@ def _table() -> dict[str, Impl]:
     (and tested) in one place."""
     t: dict[str, Impl] = {
         # integers and bits
-        "clz": _clz,
-        "popc": _popc,
-        "brev": _brev,
-        "ffs": _ffs,
-        "byte_perm": _byte_perm,
-        "mulhi": _mulhi,
-        "mul24": _mul24,
-        "sad": _sad,
-        "hadd": _halving(0),
-        "rhadd": _halving(1),
+        "clz": clz,
+        "popc": popc,
+        "brev": brev,
+        "ffs": ffs,
+        "byte_perm": byte_perm,
+        "mulhi": mulhi,
+        "mul24": mul24,
+        "sad": sad,
+        "hadd": halving(0),
+        "rhadd": halving(1),
         "abs": _abs,
         # rounding to integral values
         "floor": unary(np.floor),
@@ -471,15 +378,15 @@ def _table() -> dict[str, Impl]:
         "cyl_bessel_i0": unary(_torch("i0")),
         "cyl_bessel_i1": unary(_torch("i1")),
         # bit casts and words
-        "int_as_float": _bits_as(np.float32),
-        "float_as_int": _bits_as(np.int32),
-        "uint_as_float": _bits_as(np.float32),
-        "float_as_uint": _bits_as(np.uint32),
-        "longlong_as_double": _bits_as(np.float64),
-        "double_as_longlong": _bits_as(np.int64),
-        "hiloint2double": _hilo,
-        "double2loint": _double_word(False),
-        "double2hiint": _double_word(True),
+        "int_as_float": bits_as(np.float32),
+        "float_as_int": bits_as(np.int32),
+        "uint_as_float": bits_as(np.float32),
+        "float_as_uint": bits_as(np.uint32),
+        "longlong_as_double": bits_as(np.float64),
+        "double_as_longlong": bits_as(np.int64),
+        "hiloint2double": hilo,
+        "double2loint": double_word(False),
+        "double2hiint": double_word(True),
         "int2double_rn": _from_int("rn"),
         "uint2double_rn": _from_int("rn"),
     }
