@@ -15,9 +15,9 @@ from deuteron.check.checker import Checker
 from deuteron.check.debugger import Debugger
 from deuteron.check.errors import CheckError
 from deuteron.check.findings import KINDS, FindingLimitReached, Findings
+from deuteron.check.grid_programs import Selection
 from deuteron.check.guard import GUARD
 from deuteron.check.locks import LockWaitsForever
-from deuteron.check.programs import Selection
 from deuteron.check.recorder import DEFAULT_LIMIT, AccessRecorder
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.finding import SEVERITIES, CheckReport
@@ -72,7 +72,8 @@ class CheckSession:
     "warning", "info"), or None to only collect them in ``.report``. fail_fast: stop the launch at
     the first error (raises FindingLimitReached). record: also write access records there.
     pdb: stop in pdb at each new finding of this level ("error", "warning" or "all"; see
-    :mod:`.debugger`). programs: run only these programs (``--program`` specs, see :mod:`.programs`).
+    :mod:`.debugger`). programs: run only these grid programs (``--program`` specs, see
+    :mod:`.grid_programs`).
     """
 
     def __init__(
@@ -172,7 +173,7 @@ class CheckSession:
 
     @staticmethod
     def run(
-        target: Program | str,
+        program: Program | str,
         *args: str,
         checks: Iterable[str] = KINDS,
         fail_fast: bool = False,
@@ -181,13 +182,13 @@ class CheckSession:
         pdb: str | None = None,
         programs: Iterable[str] | Selection | None = None,
     ) -> CheckRun:
-        """Run ``target`` (a :class:`Program`, or a script path followed by its arguments) in Triton's
-        interpreter and check every program of every launch; never raises for findings.
+        """Run ``program`` (a :class:`Program`, or a script path followed by its arguments) in Triton's
+        interpreter and check every grid program of every launch; never raises for findings.
 
         ``deuteron.check.run("train.py", "--steps", "2").report.findings``
         """
-        if isinstance(target, str):
-            target = Program.script(target, *args)
+        if isinstance(program, str):
+            program = Program.script(program, *args)
         session = CheckSession(
             checks=checks,
             fail_fast=fail_fast,
@@ -197,14 +198,14 @@ class CheckSession:
             pdb=pdb,
             programs=programs,
         )
-        session.start()  # sets TRITON_INTERPRET=1 before the target imports triton
+        session.start()  # sets TRITON_INTERPRET=1 before the program imports triton
         stops = (
             (FindingLimitReached, FAIL_FAST_STOP),
             (LockWaitsForever, LOCK_STOP),
             (bdb.BdbQuit, PDB_STOP),
         )
         try:
-            code, ended_by = run_to_end(target, stops=stops)
+            code, ended_by = run_to_end(program, stops=stops)
         finally:
             report = session.finish()
         errors = [str(session.output_error)] if session.output_error is not None else []

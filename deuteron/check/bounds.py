@@ -9,6 +9,8 @@ a slice, another row of a narrowed tensor): real memory, so let through, but rar
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from deuteron.check.findings import Findings
@@ -40,11 +42,27 @@ def _neighbour(launch: LaunchInfo, address: int, owner: int) -> str:
     return ""
 
 
-def _lanes(access: Access) -> list[int]:
+def _lane_positions(access: Access) -> list[int]:
     """The first lanes of the part, as flat positions in the access (for a finding's details)."""
     if access.mask is None:
         return list(range(min(SHOWN, access.addresses.size)))
     return np.flatnonzero(access.mask)[:SHOWN].tolist()
+
+
+def _details(
+    what: str, index: list[list[int]], offsets: np.ndarray, tensor: TensorArg, **middle: Any
+) -> dict[str, Any]:
+    """A bounds finding's details, in the order the report writes them: the access and its example
+    index, the element offsets, what is particular to the finding (``middle``, in order), the view."""
+    return {
+        "access": what,
+        "index": index[0] if index else None,
+        "indices": index,
+        "element_offsets": offsets[:SHOWN].tolist(),
+        **middle,
+        "shape": list(tensor.shape),
+        "strides": list(tensor.strides),
+    }
 
 
 def outside(findings: Findings, launch: LaunchInfo, program: Program, seq: int, access: Access) -> None:
@@ -67,7 +85,7 @@ def outside(findings: Findings, launch: LaunchInfo, program: Program, seq: int, 
             details={
                 "access": what,
                 "addresses": [int(a) for a in addresses[:SHOWN]],
-                "lanes": _lanes(access),
+                "lanes": _lane_positions(access),
             },
         )
         return
@@ -93,14 +111,14 @@ def outside(findings: Findings, launch: LaunchInfo, program: Program, seq: int, 
         program=program,
         tensor=tensor.name,
         details={
-            "access": what,
-            "index": index[0] if index else None,
-            "indices": index,
-            "element_offsets": offsets[:SHOWN].tolist(),
-            "lanes": _lanes(access),
-            "valid_offsets": [int(first), int(last)],
-            "shape": list(tensor.shape),
-            "strides": list(tensor.strides),
+            **_details(
+                what,
+                index,
+                offsets,
+                tensor,
+                lanes=_lane_positions(access),
+                valid_offsets=[int(first), int(last)],
+            ),
             **({"lands_in": neighbour} if neighbour else {}),
         },
     )
@@ -125,14 +143,12 @@ def off_view(findings: Findings, launch: LaunchInfo, program: Program, seq: int,
         seq=seq,
         program=program,
         tensor=tensor.name,
-        details={
-            "access": what,
-            "index": index[0] if index else None,
-            "indices": index,
-            "element_offsets": offsets[:SHOWN].tolist(),
-            "memory_offsets": in_memory[:SHOWN].tolist(),
-            "lanes": _lanes(access),
-            "shape": list(tensor.shape),
-            "strides": list(tensor.strides),
-        },
+        details=_details(
+            what,
+            index,
+            offsets,
+            tensor,
+            memory_offsets=in_memory[:SHOWN].tolist(),
+            lanes=_lane_positions(access),
+        ),
     )

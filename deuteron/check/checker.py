@@ -13,7 +13,7 @@ from deuteron.check.memory import MemoryChecks
 from deuteron.check.nan import NanOrigins
 from deuteron.check.recorder import AccessRecorder
 from deuteron.check.shadow_memory import tensor_near
-from deuteron.model.access import STORE, Access, LaunchInfo
+from deuteron.model.access import STORE, Access, AtomicResult, LaunchInfo
 from deuteron.triton.interpreter.mends.compile_time import StaticAssertFailed
 
 
@@ -120,17 +120,8 @@ class Checker:
         if self.views:
             self.memory.outside_view(access)
 
-    def atomic_result(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        tensors: np.ndarray,
-        cmp: np.ndarray | None,
-        val: np.ndarray,
-        old: np.ndarray,
-        site: int,
-    ) -> None:
-        self.memory.locks.atomic(op, addresses, tensors, cmp, val, old, site)
+    def atomic_result(self, result: AtomicResult) -> None:
+        self.memory.locks.atomic(result)
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:
@@ -141,18 +132,18 @@ class Checker:
         launch = self.launch
         if not self.asserts or launch is None:
             return
-        lanes = np.argwhere(failing)
+        lane_indices = np.argwhere(failing)
         program = self.pids[-1] if self.pids else None
-        first = [int(i) for i in lanes[0]] if lanes.size else []
+        first = [int(i) for i in lane_indices[0]] if lane_indices.size else []
         self.findings.add(
             "assert",
             launch,
             site,
-            f"tl.device_assert failed in {len(lanes)} lane(s): {message!r}"
+            f"tl.device_assert failed in {len(lane_indices)} lane(s): {message!r}"
             + (f"; the first is lane {first}" if first else ""),
             seq=len(self.pids) - 1,
             program=program,
-            details={"message": message, "lanes": int(len(lanes)), "first_lane": first},
+            details={"message": message, "lanes": int(len(lane_indices)), "first_lane": first},
         )
 
     def launch_end(self, launch: LaunchInfo, error: BaseException | None) -> None:

@@ -234,16 +234,17 @@ def banner(finding: Finding, names: dict[str, Any], frame: FrameType, live: bool
         lines.append(f"  launched by the test {test}")
     bad = names.get("bad_lanes")
     if isinstance(bad, np.ndarray) and bad.size:
-        lanes = np.argwhere(bad)
+        lane_indices = np.argwhere(bad)
         shown = ", ".join(
-            str(tuple(int(i) for i in lane)) if bad.ndim > 1 else str(int(lane[0])) for lane in lanes[:4]
+            str(tuple(int(i) for i in lane)) if bad.ndim > 1 else str(int(lane[0]))
+            for lane in lane_indices[:4]
         )
-        more = f" and {len(lanes) - 4} more" if len(lanes) > 4 else ""
+        more = f" and {len(lane_indices) - 4} more" if len(lane_indices) > 4 else ""
         offsets = names.get("offsets")
         at = ""
         if isinstance(offsets, np.ndarray) and offsets.shape == bad.shape:
             at = f"; their offsets in {finding.tensor}: {offsets[bad][:4].tolist()}"
-        lines.append(f"  bad lanes: {len(lanes)} of {bad.size}: lane {shown}{more}{at}")
+        lines.append(f"  bad lanes: {len(lane_indices)} of {bad.size}: lane {shown}{more}{at}")
     if not live:
         lines.append(
             "  found when every program of the launch had run: no kernel frame is live, so pdb "

@@ -19,29 +19,29 @@ is copied to the host for the launch, as the interpreter copies arguments), so a
 that strays past that tensor is out of bounds on it; one that points into no tensor stays untagged
 and its accesses are out of bounds ("unknown pointer"). Every attached checker
 hears the same events (a ``deuteron.check`` inside ``deuteron check`` sees everything too).
+
+A launch's tensors are described by :mod:`.launch_tensors`; where an untagged address points is
+found by :mod:`.pointer_origins`.
 """
 
 from __future__ import annotations
 
-import gc
-import inspect
-import math
-import sys
 from typing import Any
 
 import numpy as np
 
 from deuteron.check.errors import CheckError
+from deuteron.check.launch_tensors import launch_info
+from deuteron.check.pointer_origins import PointerOrigins
 from deuteron.model.access import (
     ADDRESS_MASK,
     MASKED,
     TAG_SHIFT,
     Access,
     AccessListener,
+    AtomicResult,
     LaunchInfo,
     SiteTable,
-    StorageArea,
-    TensorArg,
     element_index,
 )
 from deuteron.triton.interpreter import adapter
@@ -67,13 +67,9 @@ class Guard:
         self._tags: dict[int, int] = {}  # id(host tensor) -> tag
         self._ptrs: dict[int, int] = {}  # data_ptr -> tag, for wrappers of a tensor
         self._views: dict[int, bool] = {}  # tensor index -> its view covers every element of its allocation
-        self._live: tuple[np.ndarray, np.ndarray, list[Any]] | None = None
-        # A device tensor argument's storage address -> (bytes, its host copy's address)
-        self._device_copies: dict[int, tuple[int, int]] = {}
-        # Host copies made of device tensors a pointer array names: (device storage, host storage),
-        # copied back when the launch ends
-        self._mirrors: list[tuple[Any, Any]] = []
-        # Which programs run (``deuteron check --program``: a ``check.programs.Selection``); None: all
+        # Where untagged addresses point (pointer arrays' entries), and the host copies that needs
+        self.origins = PointerOrigins()
+        # Which grid programs run (``check --program``: a ``check.grid_programs.Selection``); None: all
         self.selection: Any = None
         # What a debugger stopping at a finding shows: the access being judged (tagged addresses),
         # the part of it a finding is about (its lanes as the mask), a failed assert's lanes.
@@ -120,9 +116,7 @@ class Guard:
         """The launch's host tensors are known: describe them, so their pointers can be tagged."""
         self.prepared = launch_info(self.launches + 1, fn, args, kwargs, (1, 1, 1), table, self._objects)
         self._views = {}
-        self._live = None
-        self._device_copies = dict(device_copies or {})
-        self._mirrors = []
+        self.origins.new_launch(device_copies or {})
 
     def _objects(self, tags: dict[int, int], ptrs: dict[int, int]) -> None:
         self._tags, self._ptrs = tags, ptrs
@@ -142,11 +136,12 @@ class Guard:
     def tag_addresses(self, addresses: np.ndarray) -> np.ndarray:
         """Integers turned into pointers: each tagged with the tensor it points into (adopting live
         tensors a pointer array names), so lanes derived from it are judged against that tensor."""
-        if self.launch is None or addresses.size == 0:
+        launch = self.launch
+        if launch is None or addresses.size == 0:
             return addresses
         flat = addresses.reshape(-1).astype(np.uint64) & _MASK
         values, inverse = np.unique(flat, return_inverse=True)
-        owners, moves = self._resolve(values)
+        owners, moves = self.origins.resolve(launch, values)
         tags = np.where(owners >= 0, (owners + 1).astype(np.uint64) << _SHIFT, np.uint64(0))
         moved = (values.astype(np.int64) + moves).astype(np.uint64)  # device addresses -> host copies
         inverse = inverse.reshape(-1)
@@ -235,7 +230,7 @@ class Guard:
                 real[here],
                 access.element_size,
                 access.site,
-                _lanes(m.shape, positions[here]),
+                _lane_mask(m.shape, positions[here]),
                 None,
                 int(s),
                 tag[here] - 1,
@@ -256,7 +251,7 @@ class Guard:
         owner[garbage] = -2
         untagged = owner == -1
         if untagged.any():
-            found, moves = self._resolve(real[untagged])
+            found, moves = self.origins.resolve(launch, real[untagged])
             found[moves != 0] = -1  # a device address reached without a tag: never dereferenced
             owner[untagged] = found
         owner[garbage] = -1
@@ -268,18 +263,18 @@ class Guard:
         safe = np.maximum(storage, 0)
         inside = known & (real >= starts[safe]) & (real + np.uint64(esize) <= ends[safe])
         flat_positions = np.flatnonzero(m) if m is not None else np.arange(real.size)
-        keep = _lanes(shape, flat_positions[inside])
+        keep = _lane_mask(shape, flat_positions[inside])
         for t in np.unique(owner[~inside]).tolist():
             bad = ~inside & (owner == t)
-            lanes = _lanes(shape, flat_positions[bad])
-            part = self.part = Access(kind, real[bad], esize, site, lanes, values, -1, int(t))
+            lane_mask = _lane_mask(shape, flat_positions[bad])
+            part = self.part = Access(kind, real[bad], esize, site, lane_mask, values, -1, int(t))
             for listener in self.listeners:
                 listener.out_of_bounds(part)
         if inside.any():
             for t in np.unique(owner[inside]).tolist():
                 if not self._covers(int(t)):
-                    lanes = np.flatnonzero(inside & (owner == t))
-                    self._off_view(access, real[lanes], lanes, int(t), m)
+                    lane_positions = np.flatnonzero(inside & (owner == t))
+                    self._off_view(access, real[lane_positions], lane_positions, int(t), m)
             part = Access(kind, real[inside], esize, site, keep, values, storage[inside], owner[inside])
             for listener in self.listeners:
                 listener.access(part)
@@ -301,10 +296,10 @@ class Guard:
         return covers
 
     def _off_view(
-        self, access: Access, real: np.ndarray, lanes: np.ndarray, t: int, m: np.ndarray | None
+        self, access: Access, real: np.ndarray, lane_positions: np.ndarray, t: int, m: np.ndarray | None
     ) -> None:
         """Tell the checkers about lanes inside tensor ``t``'s allocation but off its view. ``real``
-        holds some active lanes' real addresses, ``lanes`` their places among the active lanes."""
+        holds some active lanes' real addresses, ``lane_positions`` their places among the active lanes."""
         launch = self.launch
         assert launch is not None
         tensor = launch.tensors[t]
@@ -322,7 +317,7 @@ class Guard:
                 real[off],
                 access.element_size,
                 access.site,
-                _lanes(shape, flat_positions[lanes[off]]),
+                _lane_mask(shape, flat_positions[lane_positions[off]]),
                 access.values,
                 tensor.storage,
                 t,
@@ -330,130 +325,28 @@ class Guard:
             for listener in self.listeners:
                 listener.outside_view(part)
 
-    def _resolve(self, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The tensor each untagged address lies in (an argument's allocation, else a live tensor of
-        the process: a pointer array's target, added to the launch; -1 for none), and what to add to
-        the address to reach it on the host (non-zero for device addresses: the interpreter runs
-        on host copies)."""
-        launch = self.launch
-        assert launch is not None
-        out = np.full(addresses.size, -1, dtype=np.int64)
-        moves = np.zeros(addresses.size, dtype=np.int64)
-        for area in launch.storages:
-            hit = (addresses >= np.uint64(area.start)) & (addresses < np.uint64(area.start + area.nbytes))
-            out[hit & (out < 0)] = area.tensors[0]
-        for dev_start, (nbytes, host_start) in self._device_copies.items():
-            inside = (addresses >= np.uint64(dev_start)) & (addresses < np.uint64(dev_start + nbytes))
-            hit = (out < 0) & inside
-            if hit.any():
-                owner = next((a.tensors[0] for a in launch.storages if a.start == host_start), -1)
-                out[hit] = owner
-                moves[hit] = host_start - dev_start if owner >= 0 else 0
-        missing = out < 0
-        if not missing.any():
-            return out, moves
-        starts, ends, tensors = self._live_tensors()
-        where = np.searchsorted(starts, addresses[missing], side="right").astype(np.int64) - 1
-        ok = (where >= 0) & (addresses[missing] < ends[np.maximum(where, 0)])
-        found = np.full(int(missing.sum()), -1, dtype=np.int64)
-        found_moves = np.zeros(int(missing.sum()), dtype=np.int64)
-        for w in np.unique(where[ok]).tolist():
-            index, move = self._adopt(tensors[w])
-            found[ok & (where == w)] = index
-            found_moves[ok & (where == w)] = move
-        out[missing] = found
-        moves[missing] = found_moves
-        return out, moves
-
-    def _live_tensors(self) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-        """Every tensor alive in the process, by allocation (one gc walk per launch, when needed)."""
-        if self._live is None:
-            by_start: dict[int, Any] = {}
-            torch = sys.modules.get("torch")
-            tensor_type = getattr(torch, "Tensor", None)
-            # By type alone: a gc walk meets objects whose attribute lookups have side effects
-            # (torch.ops loads libraries, pytest.mark makes marks, deprecated objects warn)
-            live = [
-                o for o in gc.get_objects() if tensor_type is not None and issubclass(type(o), tensor_type)
-            ]
-            for obj in live:
-                try:
-                    if obj.is_meta:
-                        continue
-                    storage = obj.untyped_storage()
-                    start, nbytes = int(storage.data_ptr()), int(storage.nbytes())
-                except Exception:  # a tensor subclass without storage
-                    continue
-                if nbytes and (start not in by_start or nbytes > by_start[start][1]):
-                    by_start[start] = (obj, nbytes)
-            order = sorted(by_start)
-            starts = np.array(order, dtype=np.uint64)
-            ends = np.array([s + by_start[s][1] for s in order], dtype=np.uint64)
-            self._live = (starts, ends, [by_start[s] for s in order])
-        return self._live
-
-    def _adopt(self, found: tuple[Any, int]) -> tuple[int, int]:
-        """A live tensor reached through a pointer array, as a tensor of this launch (once), and
-        the move from its addresses to the memory the kernel reads: a device tensor is copied to
-        the host for the launch, as the interpreter copies arguments, and back at its end."""
-        launch = self.launch
-        assert launch is not None
-        obj, nbytes = found
-        storage = obj.untyped_storage()
-        start = int(storage.data_ptr())
-        move = 0
-        if not obj.is_cpu:
-            for dev, host in self._mirrors:
-                if int(dev.data_ptr()) == start:
-                    move = int(host.data_ptr()) - start
-                    break
-            else:
-                host = storage.cpu()
-                self._mirrors.append((storage, host))
-                move = int(host.data_ptr()) - start
-        for area in launch.storages:
-            if area.start == start + move:
-                return area.tensors[0], move
-        esize = int(obj.element_size())
-        dtype = str(obj.dtype).removeprefix("torch.")
-        shape = tuple(int(n) for n in obj.shape)
-        tensor = TensorArg(
-            name=f"<{dtype} {shape} tensor from a pointer in memory>",
-            shape=shape,
-            strides=tuple(int(n) for n in obj.stride()),
-            dtype=dtype,
-            element_size=esize,
-            data_ptr=int(obj.data_ptr()) + move,
-            storage=-1,
-        )
-        return launch.add(tensor, start + move, nbytes, esize), move
-
-    def atomic_result(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        mask: np.ndarray | None,
-        cmp: np.ndarray | None,
-        val: np.ndarray,
-        old: np.ndarray,
-        site: int,
-    ) -> None:
+    def atomic_result(self, result: AtomicResult) -> None:
         """An atomic ran: its active lanes, as real addresses and the tensor each came from."""
         if self.launch is None:
             return
-        shape = addresses.shape
+        shape, mask = result.addresses.shape, result.mask
 
-        def lanes(a: np.ndarray) -> np.ndarray:
+        def active(a: np.ndarray) -> np.ndarray:
             full = np.broadcast_to(a, shape)
             return full[mask] if mask is not None else full.reshape(-1)
 
-        tagged = lanes(addresses)
-        tensors = (tagged >> _SHIFT).astype(np.int64) - 1
-        real = tagged & _MASK
+        tagged = active(result.addresses)
+        part = AtomicResult(
+            result.op,
+            tagged & _MASK,
+            None if result.cmp is None else active(result.cmp),
+            active(result.val),
+            active(result.old),
+            result.site,
+            tensor=(tagged >> _SHIFT).astype(np.int64) - 1,
+        )
         for listener in self.listeners:
-            listener.atomic_result(
-                op, real, tensors, None if cmp is None else lanes(cmp), lanes(val), lanes(old), site
-            )
+            listener.atomic_result(part)
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         for listener in self.listeners:
@@ -467,9 +360,7 @@ class Guard:
     def launch_end(self, error: BaseException | None) -> None:
         launch, self.launch, self.prepared = self.launch, None, None
         self.current = self.part = self.failing = None
-        mirrors, self._mirrors = self._mirrors, []
-        for dev, host in mirrors:  # what the kernel wrote through a pointer array, back on the device
-            dev.copy_(host)
+        self.origins.copy_back()
         if launch is not None:
             for listener in list(self.listeners):
                 listener.launch_end(launch, error)
@@ -479,102 +370,8 @@ class Guard:
 GUARD = Guard()
 
 
-def _lanes(shape: tuple[int, ...], positions: np.ndarray) -> np.ndarray:
+def _lane_mask(shape: tuple[int, ...], positions: np.ndarray) -> np.ndarray:
     """The lanes at these flat positions, as a bool mask of the access's shape."""
-    lanes = np.zeros(shape, dtype=bool)
-    lanes.reshape(-1)[positions] = True
-    return lanes
-
-
-def _tensor_like(value: Any) -> bool:
-    return hasattr(value, "data_ptr") and hasattr(value, "untyped_storage")
-
-
-def _tensor_args(bound: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """Every tensor the programs can address, named after its parameter (x[1], desc.base), with the
-    object the interpreter converts to a pointer (a wrapper of it, for ``tl.reinterpret``)."""
-    found: list[tuple[str, Any, Any]] = []
-
-    def visit(name: str, value: Any) -> None:
-        outer = value
-        if type(value).__name__ == "TensorWrapper" and hasattr(value, "base"):  # tl.reinterpret's wrapper
-            value = value.base
-        if _tensor_like(value):
-            found.append((name, value, outer))
-        elif isinstance(value, tuple):
-            for i, item in enumerate(value):
-                visit(f"{name}[{i}]", item)
-        elif hasattr(value, "base") and hasattr(value, "block_shape"):  # a TensorDescriptor
-            visit(f"{name}.base", value.base)
-
-    for name, value in bound.items():
-        visit(name, value)
-    return found
-
-
-def launch_info(
-    index: int,
-    fn: Any,
-    args_hst: tuple[Any, ...],
-    kwargs_hst: dict[str, Any],
-    grid: tuple[int, int, int],
-    sites: SiteTable,
-    tags: Any = None,
-) -> LaunchInfo:
-    """A launch's tensors (named after their parameters) and the allocations they view; ``tags``
-    hears which object gets which pointer tag."""
-    try:
-        bound = inspect.getcallargs(fn, *args_hst, **kwargs_hst)
-    except TypeError:
-        bound = {f"arg{i}": a for i, a in enumerate(args_hst)} | dict(kwargs_hst)
-    areas: dict[int, list[int]] = {}
-    sizes: dict[int, int] = {}
-    raw: list[tuple[str, Any, int]] = []
-    by_id: dict[int, int] = {}
-    by_ptr: dict[int, int] = {}
-    for name, t, outer in _tensor_args(bound):
-        storage = t.untyped_storage()
-        start = int(storage.data_ptr())
-        sizes[start] = max(sizes.get(start, 0), int(storage.nbytes()))
-        by_id[id(outer)] = by_id[id(t)] = len(raw) + 1
-        by_ptr.setdefault(int(outer.data_ptr()), len(raw) + 1)
-        raw.append((name, t, start))
-    if tags is not None:
-        tags(by_id, by_ptr)
-    order = sorted(sizes)
-    index_of = {start: i for i, start in enumerate(order)}
-    tensors: list[TensorArg] = []
-    for name, t, start in raw:
-        areas.setdefault(start, []).append(len(tensors))
-        tensors.append(
-            TensorArg(
-                name=name,
-                shape=tuple(int(s) for s in t.shape),
-                strides=tuple(int(s) for s in t.stride()),
-                dtype=str(t.dtype).removeprefix("torch."),
-                element_size=int(t.element_size()),
-                data_ptr=int(t.data_ptr()),
-                storage=index_of[start],
-            )
-        )
-    storages = [
-        StorageArea(
-            start=start,
-            nbytes=sizes[start],
-            granule=math.gcd(*(tensors[i].element_size for i in areas[start])),
-            tensors=tuple(areas[start]),
-        )
-        for start in order
-    ]
-    code = getattr(fn, "__code__", None)
-    return LaunchInfo(
-        index=index,
-        kernel=getattr(fn, "__name__", "kernel"),
-        file=code.co_filename if code is not None else "",
-        grid=grid,
-        tensors=tensors,
-        storages=storages,
-        starts=np.array([s.start for s in storages], dtype=np.uint64),
-        ends=np.array([s.start + s.nbytes for s in storages], dtype=np.uint64),
-        sites=sites,
-    )
+    lane_mask = np.zeros(shape, dtype=bool)
+    lane_mask.reshape(-1)[positions] = True
+    return lane_mask

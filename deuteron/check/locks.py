@@ -24,7 +24,7 @@ import numpy as np
 
 from deuteron.check.findings import Findings
 from deuteron.check.shadow_memory import tensor_near
-from deuteron.model.access import LaunchInfo, TensorArg, describe_index, element_index
+from deuteron.model.access import AtomicResult, LaunchInfo, TensorArg, describe_index, element_index
 from deuteron.triton.interpreter.sanitizer_protocol import Abort
 
 # Identical attempts of one atomic before a spin counts as endless. Programs run one at a time, so
@@ -80,18 +80,18 @@ class Locks:
 
     # --- what the atomics did ----------------------------------------------------------------------
 
-    def atomic(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        tensors: np.ndarray,
-        cmp: np.ndarray | None,
-        val: np.ndarray,
-        old: np.ndarray,
-        site: int,
-    ) -> None:
+    def atomic(self, result: AtomicResult) -> None:
         """One atomic's active lanes: real addresses, the tensor each pointer came from, its operands
         and the values it found (``old``)."""
+        op, addresses, cmp, val, old, site = (
+            result.op,
+            result.addresses,
+            result.cmp,
+            result.val,
+            result.old,
+            result.site,
+        )
+        tensors = result.tensor if result.tensor is not None else np.full(addresses.size, -1, np.int64)
         if old.dtype.kind not in "iub" or addresses.size == 0:
             self._spin = None
             return

@@ -28,7 +28,7 @@ class _Origin:
     op: str
     site: int
     produced: str
-    lanes: int
+    lane_count: int
     example: str
     born: np.ndarray | None  # where, in the op's output shape; None when lanes cannot be told apart
 
@@ -87,8 +87,8 @@ class NanOrigins:
                 except (ValueError, TypeError):
                     shown.append("...")
             example = f" (e.g. {op}({', '.join(shown)}) = {output[lane]:g})"
-        lanes = born if isinstance(born, np.ndarray) and born.shape == output.shape else None
-        self.origins.append(_Origin(op, site, produced, int(np.count_nonzero(born)), example, lanes))
+        born_mask = born if isinstance(born, np.ndarray) and born.shape == output.shape else None
+        self.origins.append(_Origin(op, site, produced, int(np.count_nonzero(born)), example, born_mask))
 
     def _blame(self, bad_lanes: np.ndarray) -> _Origin | None:
         same_shape = [o for o in self.origins if o.born is not None and o.born.shape == bad_lanes.shape]
@@ -126,7 +126,7 @@ class NanOrigins:
             self.launch,
             origin.site,
             f"{origin.op} produced {origin.produced} from finite inputs{origin.example} "
-            f"in {origin.lanes} lane(s); "
+            f"in {origin.lane_count} lane(s); "
             f"{bad} non-finite value(s) then reached {tensor} (store at line {store_line})",
             seq=self.seq,
             program=program,

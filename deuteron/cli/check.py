@@ -121,7 +121,7 @@ def _pdb_level(text: str) -> str:
 def check_command(args: argparse.Namespace) -> int:
     # The sanitizer's machinery is imported when it runs, so other commands start fast.
     from deuteron.check.api import CheckSession
-    from deuteron.check.programs import Selection
+    from deuteron.check.grid_programs import Selection
 
     target = parse_target(args)
     choose_device(args)

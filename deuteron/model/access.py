@@ -178,6 +178,29 @@ class Access:
     tensor: int | np.ndarray = -1
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class AtomicResult:
+    """What one atomic did, after it ran: the one record of that event, as :class:`Access` is of the
+    access itself. One record rather than seven arguments, because it crosses three hops
+    (interpreter -> guard -> checker -> lock tracker) with each field keeping its name and meaning.
+
+    As the interpreter reports it, ``addresses`` are the tagged pointers in the atomic's shape and
+    ``mask`` the lanes that ran (None: all; broadcastable to that shape); the guard hands each checker
+    the active lanes only, flat, as real addresses, with ``tensor`` the tensor each pointer came from
+    (an index into ``launch.tensors``, -1 unknown; None before the guard). ``op`` is "cas", "xchg",
+    "add", ...; ``cmp`` the compare operand of a CAS (None otherwise); ``val`` the operand;
+    ``old`` the values the atomic found in memory; ``site`` its source site."""
+
+    op: str
+    addresses: np.ndarray
+    cmp: np.ndarray | None
+    val: np.ndarray
+    old: np.ndarray
+    site: int
+    mask: np.ndarray | None = None
+    tensor: np.ndarray | None = None
+
+
 class AccessListener(Protocol):
     """What a checker hears, in order: launch_begin, then per program program_begin followed
     by its accesses and non-finite values, then launch_end. Accesses are parts of an
@@ -204,19 +227,9 @@ class AccessListener(Protocol):
         stride or mask."""
         ...
 
-    def atomic_result(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        tensors: np.ndarray,
-        cmp: np.ndarray | None,
-        val: np.ndarray,
-        old: np.ndarray,
-        site: int,
-    ) -> None:
-        """An atomic's active lanes after it ran (heard after its ``access``): ``op`` ("cas",
-        "xchg", "add", ...), real addresses, the tensor each pointer came from (-1 unknown), the
-        operands, and the values it found in memory."""
+    def atomic_result(self, result: AtomicResult) -> None:
+        """An atomic's active lanes after it ran (heard after its ``access``): real addresses, the
+        tensor each pointer came from, the operands and the values it found (:class:`AtomicResult`)."""
         ...
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...

@@ -1,6 +1,6 @@
 """What ``deuteron run``, ``check`` and ``explain`` run: a script, a module (-m) or pytest, as Python would.
 
-The target sees its own ``sys.argv`` and ``__name__ == "__main__"``; its exit code comes back
+The program sees its own ``sys.argv`` and ``__name__ == "__main__"``; its exit code comes back
 as an int however it ended (return, ``sys.exit``); SIGTERM arrives as :class:`Signalled` so the
 caller can still write what it collected. Used by the command line and by the library entry
 points (``deuteron.check.run``, ``deuteron.explain.run``) alike.
@@ -26,7 +26,8 @@ KINDS = ("script", "module", "pytest")
 
 
 class TargetError(DeuteronError, ValueError):
-    """Nothing runnable was named: a missing script, a folder, an unknown module."""
+    """Nothing runnable was named: a missing script, a folder, an unknown module. (A public name
+    from before "target" came to mean a GPU compile target only; kept for the library's users.)"""
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class Program:
 def _check_top_level(module: str) -> None:
     """A module whose top-level package cannot be found is one line before anything runs (found
     without importing anything: a package's ``__init__`` may import triton, which must wait for
-    ``TRITON_INTERPRET``). Deeper names are checked when the target runs."""
+    ``TRITON_INTERPRET``). Deeper names are checked when the program runs."""
     top = module.split(".", 1)[0]
     if not top or not all(part.isidentifier() for part in module.split(".")):
         raise TargetError(f"{module!r} is not a module name")
@@ -95,38 +96,38 @@ class Signalled(BaseException):
         self.signum = signum
 
 
-def run(target: Program) -> int:
-    """Run the target in this process; its exit code (``SystemExit`` and signals are the caller's).
+def run(program: Program) -> int:
+    """Run the program in this process; its exit code (``SystemExit`` and signals are the caller's).
 
-    The target gets its own ``sys.argv`` and its folder on ``sys.path``; the caller's are put back
+    The program gets its own ``sys.argv`` and its folder on ``sys.path``; the caller's are put back
     afterwards, so a library call leaves the calling program as it was."""
     argv, path = sys.argv, list(sys.path)
     try:
-        return _run(target)
+        return _run(program)
     finally:
         sys.argv = argv
         sys.path[:] = path
 
 
-def _run(target: Program) -> int:
-    rest = list(target.args)
-    if target.kind == "pytest":
+def _run(program: Program) -> int:
+    rest = list(program.args)
+    if program.kind == "pytest":
         import pytest
 
         return int(pytest.main(rest))
-    if target.kind == "module":
-        sys.argv = [target.name, *rest]
+    if program.kind == "module":
+        sys.argv = [program.name, *rest]
         sys.path.insert(0, os.getcwd())
         try:
-            found = importlib.util.find_spec(target.name)  # imports its parent packages, as python -m does
+            found = importlib.util.find_spec(program.name)  # imports its parent packages, as python -m does
         except ModuleNotFoundError:
             found = None
         if found is None:
-            raise TargetError(f"no module named {target.name!r}")
-        runpy.run_module(target.name, run_name="__main__", alter_sys=True)
+            raise TargetError(f"no module named {program.name!r}")
+        runpy.run_module(program.name, run_name="__main__", alter_sys=True)
         return 0
-    path = os.path.abspath(target.name)
-    sys.argv = [target.name, *rest]
+    path = os.path.abspath(program.name)
+    sys.argv = [program.name, *rest]
     sys.path.insert(0, os.path.dirname(path))
     runpy.run_path(path, run_name="__main__")
     return 0
@@ -155,7 +156,7 @@ def on_sigterm(signum: int, _frame: FrameType | None) -> None:
 
 
 def _install() -> tuple[object, object] | None:
-    """While the target runs: SIGTERM raises Signalled, SIGINT raises KeyboardInterrupt (as in any
+    """While the program runs: SIGTERM raises Signalled, SIGINT raises KeyboardInterrupt (as in any
     Python program). Only the main thread can set handlers; elsewhere nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         return None
@@ -173,7 +174,7 @@ def _restore(previous: tuple[object, object] | None) -> None:
 
 def _reset_in_child() -> None:
     """A forked child (a multiprocessing worker, say) does not inherit our SIGTERM handler: the
-    parent's target is not the child's, and a pool's terminate() must end it quietly."""
+    parent's program is not the child's, and a pool's terminate() must end it quietly."""
     if signal.getsignal(signal.SIGTERM) is on_sigterm:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
@@ -182,8 +183,8 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_in_child)
 
 
-def run_to_end(target: Program, stops: tuple[tuple[type[BaseException], str], ...] = ()) -> tuple[int, str]:
-    """Run the target however it ends, so the caller can still write what it collected.
+def run_to_end(program: Program, stops: tuple[tuple[type[BaseException], str], ...] = ()) -> tuple[int, str]:
+    """Run the program however it ends, so the caller can still write what it collected.
 
     Returns (exit code, why it ended early or ""). ``stops`` are the caller's own control-flow
     exceptions (found directly or as a cause) and what to say about them. A user's exception
@@ -191,7 +192,7 @@ def run_to_end(target: Program, stops: tuple[tuple[type[BaseException], str], ..
     """
     previous = _install()
     try:
-        return run(target), ""
+        return run(program), ""
     except SystemExit as exc:
         return exit_code(exc), ""
     except KeyboardInterrupt:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from deuteron.check.errors import CheckError
-from deuteron.check.programs import ProgramSpec, parse_spec
+from deuteron.check.grid_programs import ProgramSpec, parse_spec
 from deuteron.formats import check_json
 from tests.helpers.paths import REPO
 from tests.helpers.pdb_session import DEBUG_ME, answers, check

@@ -163,7 +163,7 @@ def pack_cells(
     lead_of = run_cell // nbins
     key = (((lead_of * span[0] + program) * span[1] + site) * KINDS + kind) * nbins + run_cell % nbins
     unique, inverse = np.unique(key, return_inverse=True)
-    lanes = np.bincount(inverse, weights=run_len).astype(np.uint32)
+    lane_counts = np.bincount(inverse, weights=run_len).astype(np.uint32)
     unique_bin = unique % nbins
     rest = unique // nbins
     unique_kind = rest % KINDS
@@ -183,7 +183,7 @@ def pack_cells(
                 "program": unique_program[a:b].astype("<u4"),
                 "bin": unique_bin[a:b].astype("<u4"),
                 "site": unique_site[a:b].astype("<i4"),
-                "lanes": lanes[a:b].astype("<u4"),
+                "lanes": lane_counts[a:b].astype("<u4"),
                 "kind": unique_kind[a:b].astype("u1"),
             }
         )

@@ -44,7 +44,7 @@ from deuteron.process.patches import MANAGER, AttributePatch, Patch, WrapPatch
 from deuteron.triton import unsupported
 from deuteron.triton.interpreter import checking, profiling, sites
 from deuteron.triton.interpreter.mends import bf16, compile_time, device_calls, libdevice, scalars
-from deuteron.triton.interpreter.profiling import LaunchRecord, active_lanes, element_bytes
+from deuteron.triton.interpreter.profiling import LaunchRecord, active_lane_count, element_bytes
 from deuteron.triton.interpreter.sanitizer_protocol import Abort, Sanitizer
 from deuteron.triton.runtime import autotune, emulated_driver
 
@@ -156,7 +156,7 @@ def _base_patches(interp: Any) -> list[Patch]:
     def create_masked_load(ptrs: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = p.counter
         if c is not None:
-            c.loaded += active_lanes(ptrs.data, mask) * element_bytes(ptrs)
+            c.loaded += active_lane_count(ptrs.data, mask) * element_bytes(ptrs)
         if not k.launch_checked:
             return orig_load(builder, ptrs, mask, *rest, **kw)
         ptrs, mask = guarded(LOAD, ptrs, mask, None)
@@ -171,7 +171,7 @@ def _base_patches(interp: Any) -> list[Patch]:
     def create_masked_store(ptrs: Any, value: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = p.counter
         if c is not None:
-            c.stored += active_lanes(ptrs.data, mask) * element_bytes(ptrs)
+            c.stored += active_lane_count(ptrs.data, mask) * element_bytes(ptrs)
         if k.launch_checked:
             ptrs, value, mask = checking.guarded_store(ptrs, value, mask)
         return orig_store(builder, ptrs, value, mask, *rest, **kw)
@@ -191,7 +191,7 @@ def _base_patches(interp: Any) -> list[Patch]:
     def create_atomic_rmw(op: Any, ptr: Any, val: Any, mask: Any, *rest: Any, **kw: Any) -> Any:
         c = p.counter
         if c is not None:
-            n = active_lanes(ptr.data, mask) * element_bytes(ptr)
+            n = active_lane_count(ptr.data, mask) * element_bytes(ptr)
             c.loaded += n
             c.stored += n
         if k.launch_checked:

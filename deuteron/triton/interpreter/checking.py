@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from deuteron.model.access import ADDRESS_MASK, ATOMIC, STORE, TAG_SHIFT, Access
+from deuteron.model.access import ADDRESS_MASK, ATOMIC, STORE, TAG_SHIFT, Access, AtomicResult
 from deuteron.process.patches import AttributePatch, Patch, WrapPatch
 from deuteron.triton.interpreter import printing, sites
 from deuteron.triton.interpreter.mends import atomics, bf16, compile_time
@@ -127,8 +127,9 @@ def guarded_rmw(
     site = sites.current_site()
     ptr, mask = guarded(ATOMIC, ptr, mask, None, site)
     out = orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
+    mask_data = None if mask is None else mask.data
     sanitizer.atomic_result(
-        atomics.op_name(op), tagged, None if mask is None else mask.data, None, val.data, out.data, site
+        AtomicResult(atomics.op_name(op), tagged, None, val.data, out.data, site, mask_data)
     )
     return out
 
@@ -155,7 +156,7 @@ def guarded_cas(
         out = atomics.partial_cas(orig_cas, builder, ptr, cmp, val, keep, rest, kw)
     else:
         out = orig_cas(builder, ptr, cmp, val, *rest, **kw)
-    sanitizer.atomic_result("cas", tagged, keep, cmp.data, val.data, out.data, site)
+    sanitizer.atomic_result(AtomicResult("cas", tagged, cmp.data, val.data, out.data, site, keep))
     return out
 
 

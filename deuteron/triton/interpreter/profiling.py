@@ -83,7 +83,7 @@ def element_bytes(handle: Any) -> int:
     return max(1, dtype.primitive_bitwidth // 8)
 
 
-def active_lanes(ptrs: np.ndarray, mask: Any) -> int:
+def active_lane_count(ptrs: np.ndarray, mask: Any) -> int:
     """Lanes of an access its mask (a handle, or None for all) leaves on."""
     if mask is None:
         return int(ptrs.size)

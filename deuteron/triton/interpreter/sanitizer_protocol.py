@@ -7,7 +7,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from deuteron.model.access import Access, SiteTable
+from deuteron.model.access import Access, AtomicResult, SiteTable
 
 
 class Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -54,18 +54,9 @@ class Sanitizer(Protocol):
         mask). Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
         ...
 
-    def atomic_result(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        mask: np.ndarray | None,
-        cmp: np.ndarray | None,
-        val: np.ndarray,
-        old: np.ndarray,
-        site: int,
-    ) -> None:
-        """What an atomic did, after it ran: ``op`` ("cas", "xchg", "add", ...), its (tagged)
-        addresses, the lanes that ran, its operands, the values it found and its source site."""
+    def atomic_result(self, result: AtomicResult) -> None:
+        """What an atomic did, after it ran: its (tagged) addresses, the lanes that ran, its
+        operands, the values it found in memory and its source site."""
         ...
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None: ...

@@ -1,4 +1,4 @@
-"""``deuteron check --program``: run only some programs of each launch, and say what was skipped.
+"""``deuteron check --program``: run only some grid programs (pids) of each launch, and say what was skipped.
 
 A spec is ``X[,Y[,Z]][@LAUNCH]``: the program id (missing axes are 0, so ``3`` is ``(3, 0, 0)``),
 and optionally which launches it applies to: ``@2`` the second launch of the run (launches are
