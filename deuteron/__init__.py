@@ -36,7 +36,6 @@ from deuteron.collect.api import (  # noqa: E402
     enter_scope,
     exit_scope,
     finalize,
-    profile,
     scope,
     start,
 )
@@ -45,6 +44,7 @@ from deuteron.process.program import Program  # noqa: E402  (what check.run and 
 from deuteron.rocm import configure_runtime  # noqa: E402
 from deuteron.state import enter_state, exit_state, metadata_state, state  # noqa: E402
 from deuteron.version import __version__
+from deuteron.view.profile_block import profile  # noqa: E402  (it renders: not in collect/)
 
 __all__ = [
     "__version__",

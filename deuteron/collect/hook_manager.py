@@ -138,8 +138,8 @@ class HookManager:
         """Mark the hooks of ``session`` (None: every session) as used or not; returns them."""
         chosen = list(HookManager.session_hooks) if session is None else [session]
         marked: set[Hook] = set()
-        for sid in chosen:
-            uses = HookManager.session_hooks.get(sid)
+        for session_id in chosen:
+            uses = HookManager.session_hooks.get(session_id)
             if uses is None:
                 continue
             for hook in uses:

@@ -23,7 +23,7 @@ NO_LAUNCH = "<no launch record>"  # launched before profiling started
 PythonPath = Callable[[Sequence[tuple[str, int, str]]], Node]
 
 
-FIRST_OWN_ID = 1 << 23
+FIRST_HANDED_OUT_ID = 1 << 23
 
 
 class LaunchContexts:
@@ -40,79 +40,75 @@ class LaunchContexts:
         # shim's Python call path ids, which count up from 16 and are bound here as they arrive
         # (add_python_path): both kinds meet in one session under -c python,torch. They stay
         # below 2**24, the width of a base's name in the torch context's trie keys.
-        self._next = FIRST_OWN_ID
+        self._next = FIRST_HANDED_OUT_ID
         self._states: dict[str, int] = {}
         self.states: dict[int, str] = {}  # state id -> name
         self._capture_paths: dict[int, list[str]] = {}
 
-    # --- ids a backend reserves for fixed places ----------------------------------------------------
+    # --- ids a backend names: fixed places, recorded contexts ----------------------------------------
 
-    def reserve_root(self, cid: int) -> None:
-        """``cid`` stands for the tree's root."""
-        self._bind(cid, self.root)
+    def name(self, context_id: int, path: Sequence[str]) -> None:
+        """``context_id`` stands for this path of frame names below the root: the root itself (an
+        empty path, bound now), or a frame such as :data:`NO_LAUNCH` or a recorded context, made
+        when a kernel is first filed there (a profile shows no empty ``<no launch record>``)."""
+        if not path:
+            self._bind(context_id, self.root)
+            return
+        self._nodes.pop(context_id, None)
+        self._pending[context_id] = tuple(path)
 
-    def reserve_frame(self, cid: int, frame: str) -> None:
-        """``cid`` stands for a top-level frame such as :data:`NO_LAUNCH`, made when first used (a
-        profile shows no empty ``<no launch record>``)."""
-        self._pending[cid] = (frame,)
-
-    def _bind(self, cid: int, node: Node) -> None:
-        self._nodes[cid] = node
-        self._ids.setdefault(id(node), cid)
+    def _bind(self, context_id: int, node: Node) -> None:
+        self._nodes[context_id] = node
+        self._ids.setdefault(id(node), context_id)
 
     # --- ids for the places the program is in -------------------------------------------------------
 
     def id_of(self, node: Node) -> int:
         """The id of a node (a scope the shim must remember for a thread), made on first use."""
-        cid = self._ids.get(id(node))
-        if cid is None:
-            cid = self._next
+        context_id = self._ids.get(id(node))
+        if context_id is None:
+            context_id = self._next
             self._next += 1
-            self._bind(cid, node)
-        return cid
+            self._bind(context_id, node)
+        return context_id
 
     def state_id(self, state: str | None) -> int:
         """A state's id (0: no state)."""
         if not state:
             return 0
-        sid = self._states.get(state)
-        if sid is None:
-            sid = self._states[state] = len(self._states) + 1
-            self.states[sid] = state
-        return sid
+        state_id = self._states.get(state)
+        if state_id is None:
+            state_id = self._states[state] = len(self._states) + 1
+            self.states[state_id] = state
+        return state_id
 
-    def add_python_path(self, cid: int, frames: Sequence[tuple[str, int, str]]) -> None:
-        """``cid`` stands for a Python call path captured by the backend (innermost frame first)."""
+    def add_python_path(self, context_id: int, frames: Sequence[tuple[str, int, str]]) -> None:
+        """``context_id`` stands for a Python call path captured by the backend (innermost frame first)."""
         if self._python_path is None:
             raise ValueError("this session has no Python context to place call paths in")
-        self._bind(cid, self._python_path(frames))
+        self._bind(context_id, self._python_path(frames))
 
-    def add_path(self, cid: int, names: Sequence[str]) -> None:
-        """``cid`` stands for this path of frame names below the root (a recorded context), made
-        when a kernel is first filed there."""
-        self._nodes.pop(cid, None)
-        self._pending[cid] = tuple(names)
-
-    def add_states(self, states: dict[int, str]) -> None:
-        for sid, name in states.items():
-            self.states[sid] = name
-            self._states.setdefault(name, sid)
+    def name_states(self, states: dict[int, str]) -> None:
+        """State ids a backend recorded, by name (a replayed drain's)."""
+        for state_id, name in states.items():
+            self.states[state_id] = name
+            self._states.setdefault(name, state_id)
 
     def paths(self) -> dict[int, list[str]]:
         """Every id's path of names below the root, to save alongside recorded ids."""
-        made = {cid: path_to(self.root, node) for cid, node in self._nodes.items()}
-        return {**{cid: list(p) for cid, p in self._pending.items()}, **made}
+        made = {context_id: path_to(self.root, node) for context_id, node in self._nodes.items()}
+        return {**{context_id: list(p) for context_id, p in self._pending.items()}, **made}
 
     # --- ids back into nodes ------------------------------------------------------------------------
 
-    def node(self, cid: int) -> Node:
+    def node(self, context_id: int) -> Node:
         """The node an id stands for; an id never handed out gets a frame of its own (kept, not lost)."""
-        node = self._nodes.get(cid)
+        node = self._nodes.get(context_id)
         if node is None:
             node = self.root
-            for name in self._pending.pop(cid, (f"<unknown context {cid}>",)):
+            for name in self._pending.pop(context_id, (f"<unknown context {context_id}>",)):
                 node = node.child(name)
-            self._bind(cid, node)
+            self._bind(context_id, node)
         return node
 
     def kernel_parent(
@@ -132,3 +128,31 @@ class LaunchContexts:
             for name in path:
                 node = node.child(name)
         return node
+
+
+class ContextTable:
+    """A session's context ids by path, as a recorded drain keeps them (``table``) and a replay
+    names them again (``replay``), so the replayed kernels land where the live run filed them."""
+
+    def __init__(self, contexts: LaunchContexts) -> None:
+        self.contexts = contexts
+
+    def table(self) -> dict[str, list[str]]:
+        return {str(context_id): path for context_id, path in self.contexts.paths().items()}
+
+    def replay(self, table: dict[str, list[str]]) -> None:
+        for context_id, path in table.items():
+            self.contexts.name(int(context_id), path)
+
+
+class StateTable:
+    """A session's state ids by name, recorded and replayed as :class:`ContextTable` is."""
+
+    def __init__(self, contexts: LaunchContexts) -> None:
+        self.contexts = contexts
+
+    def table(self) -> dict[int, str]:
+        return self.contexts.states
+
+    def replay(self, table: dict[str, str]) -> None:
+        self.contexts.name_states({int(state_id): name for state_id, name in table.items()})

@@ -11,6 +11,12 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
+from deuteron.model.errors import DeuteronError
+
+
+class SessionError(DeuteronError, ValueError):
+    """Bad arguments to the session API; the message says which and what is allowed."""
+
 
 class OpenSession(Protocol):
     """What the modules beside the API use of an open session: its id and its Proton state. A

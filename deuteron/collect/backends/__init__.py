@@ -1,7 +1,7 @@
 """Backends say what a kernel cost; they hand (context, kernel, metrics) to the session.
 
 ``auto`` picks CUPTI where an NVIDIA GPU and the native shim are usable, else the Triton
-interpreter, which needs no GPU. A backend sees the session only through :class:`SessionPort`
+interpreter, which needs no GPU. A backend sees the session only through :class:`Recorder`
 and never builds tree nodes: the interpreter reports each launch from the launching thread
 (``record_kernel``); a GPU backend reports batches of :class:`KernelGroup` by context id.
 """
@@ -15,7 +15,7 @@ from deuteron.collect.backends.port import (
     Backend,
     BackendError,
     KernelGroup,
-    SessionPort,
+    Recorder,
     benchmark_scope,
 )
 from deuteron.collect.modes import sampling_interval
@@ -28,7 +28,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "KernelGroup",
-    "SessionPort",
+    "Recorder",
     "benchmark_scope",
     "cupti_unavailable_reason",
     "resolve",
@@ -50,7 +50,7 @@ class Together:
         self.parts = parts
         self.name = ",".join(p.name for p in parts)
 
-    def start(self, session: SessionPort) -> None:
+    def start(self, session: Recorder) -> None:
         started: list[Backend] = []
         try:
             for part in self.parts:
@@ -61,15 +61,15 @@ class Together:
                 part.stop(session)
             raise
 
-    def stop(self, session: SessionPort) -> None:
+    def stop(self, session: Recorder) -> None:
         for part in reversed(self.parts):  # scopes first, then the kernel times they sit in
             part.stop(session)
 
-    def flush(self, session: SessionPort) -> None:
+    def flush(self, session: Recorder) -> None:
         for part in self.parts:
             part.flush(session)
 
-    def set_active(self, session: SessionPort, active: bool) -> None:
+    def set_active(self, session: Recorder, active: bool) -> None:
         for part in self.parts:
             part.set_active(session, active)
 

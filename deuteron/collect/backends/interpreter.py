@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from deuteron.collect.backends.port import SessionPort, benchmark_scope
+from deuteron.collect.backends.port import Recorder, benchmark_scope
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.model.intra import INSTANCES, IntraSpans, ScopeRow
 from deuteron.model.metrics import BYTES, COUNT, FLOPS, TIME
@@ -33,7 +33,7 @@ from deuteron.triton import enable_interpreter_mode
 from deuteron.triton.interpreter import adapter
 from deuteron.triton.runtime import autotune
 
-_sessions: list[SessionPort] = []
+_sessions: list[Recorder] = []
 
 
 def launch_metrics(record: adapter.LaunchRecord) -> dict[str, Any]:
@@ -196,7 +196,7 @@ def _dispatch(record: adapter.LaunchRecord) -> None:
     rows, spans, totals = scope_records(record, name) if len(record.scopes) else ([], None, {})
     _take_scopes(metrics, hooked[1] if hooked is not None else {}, rows, totals)
     for session in sessions:
-        _tallies.setdefault(session.id, _Tally()).add(record, name)
+        _tallies.setdefault(session.setup.session_id, _Tally()).add(record, name)
         intra = replace(spans) if spans is not None else None  # each session's spans name its own node
         session.record_kernel(name, metrics, record.start_ns, record.end_ns, scopes=rows, intra=intra)
 
@@ -215,31 +215,31 @@ class InterpreterBackend:
 
     name = "interpreter"
 
-    def start(self, session: SessionPort) -> None:
+    def start(self, session: Recorder) -> None:
         enable_interpreter_mode()
         adapter.install(_dispatch)
         if not _sessions:
             _unfile.append(autotune.file_benchmarks_under(_benchmark_scope))
         if session not in _sessions:
             _sessions.append(session)
-        if session.hook == "triton":
+        if session.setup.hook == "triton":
             LaunchHook().subscribe(_LISTENER)
 
-    def stop(self, session: SessionPort) -> None:
-        tally = _tallies.pop(session.id, None)
+    def stop(self, session: Recorder) -> None:
+        tally = _tallies.pop(session.setup.session_id, None)
         if tally is not None:
             session.note(interpreter_scopes=tally.summary())
         if session in _sessions:
             _sessions.remove(session)
-        if not any(s.hook == "triton" for s in _sessions):
+        if not any(s.setup.hook == "triton" for s in _sessions):
             LaunchHook().unsubscribe(_LISTENER)
         if not _sessions:
             while _unfile:
                 _unfile.pop()()
             adapter.uninstall()
 
-    def flush(self, session: SessionPort) -> None:
+    def flush(self, session: Recorder) -> None:
         return None
 
-    def set_active(self, session: SessionPort, active: bool) -> None:
+    def set_active(self, session: Recorder, active: bool) -> None:
         return None

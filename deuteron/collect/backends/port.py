@@ -1,7 +1,14 @@
 """What a backend and its session know of each other: the session as a backend sees it
-(:class:`SessionPort`), the backend as a session drives it (:class:`Backend`), and the records they
+(:class:`Recorder`), the backend as a session drives it (:class:`Backend`), and the records they
 pass (:class:`KernelGroup`). A module of its own so that backends and the package that picks one
-(``resolve``) do not import each other."""
+(``resolve``) do not import each other.
+
+The recorder port is narrow and speaks in ids: a backend opens and closes scopes, files kernels by
+*context id* (``file_kernels``; the interpreter's launches with ``record_kernel``), adds a device
+row or a note, asks for the calling thread's ids, names the ids it made itself (``name_context``),
+and subscribes to context changes. It never reads or writes the session's parts: the tree and the
+translation of ids into nodes are the session's (:mod:`deuteron.collect.tree_builder`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from deuteron.collect.placement import LaunchContexts
 from deuteron.model.errors import DeuteronError
 from deuteron.model.intra import IntraSpans, ScopeRow
 from deuteron.model.trace import KernelSpans
@@ -25,13 +31,15 @@ class BackendError(DeuteronError, RuntimeError):
 class KernelGroup:
     """Kernels of one batch that share a context, a kernel name and a device, summed."""
 
-    context: int  # the launch's context id (LaunchContexts)
+    context_id: int  # the launch's context (LaunchContexts)
     other_thread: bool  # launched by a thread with no context of its own
-    capture: int  # context id where a CUDA graph captured it; 0 when not replayed from a graph
-    state: int  # state id; 0 for none
+    captured_context_id: int  # where a CUDA graph captured it; 0 when not replayed from a graph
+    state_id: int  # 0 for none
     name: str
     metrics: dict[str, Any]
-    op: int = 0  # the torch context's place of the launch (a trie id); 0 for none
+    place_id: int = (
+        0  # a framework's place of the launch (torch's trie id, a JAX or native place); 0 for none
+    )
     scopes: list[ScopeRow] = field(default_factory=list)  # the kernel's pl.scopes, filed under it
     intra: IntraSpans | None = None  # their spans per CTA and unit, for the trace
     symbol: str = ""  # the kernel function's own name, when PC samples are to find its nodes
@@ -70,7 +78,7 @@ class LatePlaces(RecordedTable, Protocol):
         starts: Any,
         launch_ts: Any,
         thread: Any,
-        ctx: Any,
+        context_ids: Any,
     ) -> Any: ...
 
 
@@ -89,16 +97,40 @@ class Frameworks:
         return {name: context for name, context in found.items() if context is not None}
 
 
-class SessionPort(Protocol):
-    """What a backend may ask of the session it records for."""
+PythonFrames = Sequence[tuple[str, int, str]]  # (file, line, function), innermost first
+ContextListener = Callable[[int, int], None]  # told (context id, state id) of the calling thread
 
-    id: int
-    active: bool
-    hook: str | None
+
+@dataclass(frozen=True)
+class RecorderSetup:
+    """What a recorder was started with, as a backend needs it: ``context`` is ``"shadow"`` or
+    ``"python"`` (how launches find their place), ``hook`` Proton's launch hook (``"triton"``)."""
+
+    session_id: int
     context: str
-    contexts: LaunchContexts
+    hook: str | None
     frameworks: Frameworks
-    context_listener: Callable[[int, int], None] | None
+
+
+class Recorder(Protocol):
+    """What a backend may ask of the session it records for: 13 members, all by id.
+
+    ``active``: whether the session records now (a paused one is filed nothing). ``context_ids``:
+    the calling thread's innermost scope and state (``launch=True``: its whole launch context, with
+    Python frames, module and op), what a GPU backend records per launch. ``subscribe``: the
+    listener is told those ids whenever they change on a thread (None: stop telling).
+    ``name_context``: a backend's own ids (fixed frames, a recorded drain's contexts, the Python
+    call paths its shim captured). ``recorded``: the tables a recorded drain keeps, so that a
+    replay files kernels where the live run did."""
+
+    setup: RecorderSetup
+    active: bool
+
+    def open_scope(self, name: str, metrics: dict[str, Any] | None) -> None: ...
+
+    def close_scope(
+        self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
+    ) -> None: ...
 
     def record_kernel(
         self,
@@ -110,25 +142,23 @@ class SessionPort(Protocol):
         intra: IntraSpans | None = None,
     ) -> None: ...
 
-    def add_intra_spans(self, spans: IntraSpans) -> None: ...
+    def file_kernels(self, groups: list[KernelGroup | None], spans: KernelSpans) -> None: ...
 
     def file_samples(self, rows_by_symbol: dict[str, list[ScopeRow]]) -> None: ...
-
-    def context_ids(self) -> tuple[int, int]: ...
-
-    def launch_context_ids(self) -> tuple[int, int]: ...
-
-    def open_scope(self, name: str, metrics: dict[str, Any] | None) -> None: ...
-
-    def close_scope(
-        self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
-    ) -> None: ...
-
-    def file_gpu_kernels(self, groups: list[KernelGroup | None], spans: KernelSpans) -> None: ...
 
     def add_device(self, device_type: str, device_id: str, row: dict[str, object]) -> None: ...
 
     def note(self, **metadata: Any) -> None: ...
+
+    def context_ids(self, launch: bool = False) -> tuple[int, int]: ...
+
+    def subscribe(self, listener: ContextListener | None) -> None: ...
+
+    def name_context(
+        self, context_id: int, path: Sequence[str] = (), python_frames: PythonFrames | None = None
+    ) -> None: ...
+
+    def recorded(self) -> dict[str, RecordedTable]: ...
 
 
 class Backend(Protocol):
@@ -138,20 +168,20 @@ class Backend(Protocol):
 
     name: str
 
-    def start(self, session: SessionPort) -> None: ...
+    def start(self, session: Recorder) -> None: ...
 
-    def stop(self, session: SessionPort) -> None: ...
+    def stop(self, session: Recorder) -> None: ...
 
-    def flush(self, session: SessionPort) -> None: ...
+    def flush(self, session: Recorder) -> None: ...
 
-    def set_active(self, session: SessionPort, active: bool) -> None: ...
+    def set_active(self, session: Recorder, active: bool) -> None: ...
 
 
 AUTOTUNE_SCOPE = "<autotune>"  # where @triton.autotune's benchmark launches are filed (Proton's recipe)
 
 
 @contextmanager
-def benchmark_scope(sessions: Sequence[SessionPort]) -> Iterator[None]:
+def benchmark_scope(sessions: Sequence[Recorder]) -> Iterator[None]:
     """``@triton.autotune``'s benchmark launches under ``<autotune>`` in each active session, apart
     from the launches the script asked for; the scope closes only where the session still records."""
     sessions = [s for s in sessions if s.active]

@@ -17,7 +17,6 @@ context, then ``<captured_at>`` and the context they were captured in.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import threading
 import time
@@ -27,10 +26,9 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from deuteron.collect.backends.cupti import records
-from deuteron.collect.backends.cupti.join import UNMATCHED, Batch, Join
+from deuteron.collect.backends.cupti.filing import NO_PYTHON_CTX, ROOT_CTX, file_batch
+from deuteron.collect.backends.cupti.join import UNMATCHED, Join
 from deuteron.collect.backends.cupti.late import late_placement
 from deuteron.collect.backends.cupti.library import (
     CONFLICT_FIX,
@@ -40,33 +38,27 @@ from deuteron.collect.backends.cupti.library import (
     shim,
     unavailable_reason,
 )
+from deuteron.collect.backends.cupti.recording import name_pointers, save_drain
+from deuteron.collect.backends.cupti.run_notes import report, write_devices
 from deuteron.collect.backends.cupti.sampled_lines import SampleCollector
 from deuteron.collect.backends.cupti.sampling import SampleConfig
 from deuteron.collect.backends.cupti.sharing import SharedContexts
-from deuteron.collect.backends.port import BackendError, KernelGroup, SessionPort, benchmark_scope
+from deuteron.collect.backends.port import BackendError, Recorder, benchmark_scope
 from deuteron.collect.deferred import (
     DeferredValue,
-    ReplayedMetric,
-    Times,
     reserve_replay_buffer,
-    resolved,
-    times,
 )
 from deuteron.collect.launch_hook import LaunchHook
-from deuteron.collect.placement import CAPTURED_AT, NO_LAUNCH, NO_PYTHON
+from deuteron.collect.placement import NO_LAUNCH, NO_PYTHON
 from deuteron.model.intra import ScopeRow
-from deuteron.model.metrics import COUNT, TIME
-from deuteron.model.trace import KernelSpans
-from deuteron.process.terminal import say
 from deuteron.triton.runtime import autotune
 
-ROOT_CTX = 1
-NO_PYTHON_CTX = 0
 FLUSH_PERIOD_S = float(os.environ.get("DEUTERON_FLUSH_PERIOD", "2.0"))
 # Drain once this many kernel records or launch entries wait (about 16 MB each).
 DRAIN_KERNELS = int(os.environ.get("DEUTERON_DRAIN_KERNELS", "100000"))
 DRAIN_ENTRIES = int(os.environ.get("DEUTERON_DRAIN_ENTRIES", "400000"))
 RECORD_ENV = "DEUTERON_CUPTI_RECORD"  # a folder: raw drains are saved there as fixtures
+
 
 def _api_flags() -> int:
     """Which callbacks to enable: driver launches, their runtime twins, graph-node resources.
@@ -120,13 +112,13 @@ class CuptiBackend:
         self._record_index = 0
         self.live = True  # False when replaying recorded drains: pointers are from another process
         self.engine = self  # the backend holding the subscription (another session's, when shared)
-        self.attached: list[SessionPort] = []  # the sessions filed into, in the order they started
+        self.attached: list[Recorder] = []  # the sessions filed into, in the order they started
         self.sharing = SharedContexts()
-        self._told_graphs: set[int] = set()
+        self.told_graphs: set[int] = set()
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    def start(self, session: SessionPort) -> None:
+    def start(self, session: Recorder) -> None:
         """Subscribe to CUPTI for ``session``, or attach it to the subscription another session
         holds. A refusal (another CUPTI client, missing privileges) is one line naming the likely
         other profiler; the replay buffer is reserved first, so its zeroing kernel is not filed."""
@@ -147,7 +139,7 @@ class CuptiBackend:
         conflict = conflict_message()
         if conflict:
             raise CuptiConflictError(f"{conflict}. {CONFLICT_FIX}")
-        python = session.context == "python"
+        python = session.setup.context == "python"
         self._reserve(session)
         record = os.environ.get(RECORD_ENV)
         if record:
@@ -172,7 +164,7 @@ class CuptiBackend:
         CuptiBackend._active = self
         if self.sampling is not None:
             self._start_sampling()
-        torch_context, native_context = session.frameworks.torch, session.frameworks.native
+        torch_context, native_context = session.setup.frameworks.torch, session.setup.frameworks.native
         shim.set_op_probe(torch_context.probe_address() if torch_context is not None else 0)
         if native_context is not None:
             native_context.reader = shim.native_paths
@@ -184,7 +176,7 @@ class CuptiBackend:
         self._flusher = threading.Thread(target=self._flush_loop, name="deuteron-cupti-flush", daemon=True)
         self._flusher.start()
 
-    def stop(self, session: SessionPort) -> None:
+    def stop(self, session: Recorder) -> None:
         engine = self.engine
         if CuptiBackend._active is not engine or session not in engine.attached:
             return
@@ -193,14 +185,14 @@ class CuptiBackend:
             engine.flush(session)
             if engine.sampling is not None:
                 session.note(pc_sampling=engine.sampling.metadata())
-            engine._write_devices(session)
+            write_devices(engine.devices, session)
             engine._leave(session)
             engine.finalize_seconds = time.perf_counter() - began
-            engine._report(session)
+            report(session, engine)
             return
         engine._stop_all(session)
 
-    def _stop_all(self, session: SessionPort) -> None:
+    def _stop_all(self, session: Recorder) -> None:
         began = time.perf_counter()
         self._stop.set()
         if self._flusher is not None:
@@ -219,11 +211,11 @@ class CuptiBackend:
             self._teardown()
             self._drain()
             self._file_samples(samples, final=True)
-            self._write_devices(session)
+            write_devices(self.devices, session)
             self.finalize_seconds = time.perf_counter() - began
-            self._report(session)
+            report(session, self)
 
-    def flush(self, session: SessionPort) -> None:
+    def flush(self, session: Recorder) -> None:
         """Everything the GPU has recorded so far, filed now (``deactivate(flushing=True)``, a
         phase boundary): wait for the devices, force CUPTI's buffers out, drain them (into every
         session sharing the subscription)."""
@@ -267,45 +259,46 @@ class CuptiBackend:
         if lost:
             warnings.warn(f"deuteron: {lost}", stacklevel=3)
 
-    def set_active(self, session: SessionPort, active: bool) -> None:
+    def set_active(self, session: Recorder, active: bool) -> None:
         """The shim pauses only when no session records; a session paused while others record
         keeps the times it was paused, and its kernels launched then are left out when filed."""
         engine = self.engine
         if CuptiBackend._active is not engine:
             return
-        engine.sharing.set_active(session.id, active, shim.timestamp())
+        engine.sharing.set_active(session.setup.session_id, active, shim.timestamp())
         shim.set_paused(not any(s.active for s in engine.attached))
 
     # --- sessions sharing the subscription ---------------------------------------------------------
 
-    def _reserve(self, session: SessionPort) -> None:
-        contexts = session.contexts
-        contexts.reserve_root(ROOT_CTX)
-        contexts.reserve_frame(UNMATCHED, NO_LAUNCH)
-        if session.context == "python":
-            contexts.reserve_frame(NO_PYTHON_CTX, NO_PYTHON)
+    def _reserve(self, session: Recorder) -> None:
+        """The shim's fixed ids, named in the session: its root, and the frames of kernels with
+        no launch record (and, under ``python``, of launches from threads running no Python)."""
+        session.name_context(ROOT_CTX)
+        session.name_context(UNMATCHED, (NO_LAUNCH,))
+        if session.setup.context == "python":
+            session.name_context(NO_PYTHON_CTX, (NO_PYTHON,))
 
-    def _listen(self, session: SessionPort) -> None:
+    def _listen(self, session: Recorder) -> None:
         """Start filing for ``session``: its context changes set the thread slots directly, as when
         it records alone (:meth:`_attach` switches every session to shared ids when one joins)."""
         if session not in self.attached:
             self.attached.append(session)
-        self.sharing.join(session.id, ROOT_CTX, session.context_ids)
-        session.context_listener = shim.set_context
-        if session.hook == "triton":
+        self.sharing.join(session.setup.session_id, ROOT_CTX, session.context_ids)
+        session.subscribe(shim.set_context)
+        if session.setup.hook == "triton":
             LaunchHook().subscribe(self)
 
-    def _shared_listener(self, session: SessionPort) -> Callable[[int, int], None]:
-        sharing, sid, set_context = self.sharing, session.id, shim.set_context
+    def _shared_listener(self, session: Recorder) -> Callable[[int, int], None]:
+        sharing, session_id, set_context = self.sharing, session.setup.session_id, shim.set_context
 
-        def on_context(ctx: int, state: int) -> None:
-            slot, slot_state = sharing.slot_for(sid, ctx, state)
+        def on_context(context_id: int, state_id: int) -> None:
+            slot, slot_state = sharing.slot_for(session_id, context_id, state_id)
             set_context(slot, slot_state)
 
         return on_context
 
-    def _attach(self, session: SessionPort) -> None:
-        if session.context == "python" or any(s.context == "python" for s in self.attached):
+    def _attach(self, session: Recorder) -> None:
+        if session.setup.context == "python" or any(s.setup.context == "python" for s in self.attached):
             raise BackendError(
                 "a context='python' CUPTI session cannot share the GPU with another session; "
                 "use context='shadow' for concurrent sessions, or finalize the open one first"
@@ -313,18 +306,18 @@ class CuptiBackend:
         self._reserve(session)
         self._listen(session)
         for member in self.attached:  # from now on every session's changes go through shared ids
-            member.context_listener = self._shared_listener(member)
-        on_context = session.context_listener
-        assert on_context is not None
-        on_context(ROOT_CTX, 0)  # this thread's slot now stands for every session's context
+            member.subscribe(self._shared_listener(member))
+        self._shared_listener(session)(
+            ROOT_CTX, 0
+        )  # this thread's slot now stands for every session's context
         shim.set_paused(False)
 
-    def _leave(self, session: SessionPort) -> None:
-        session.context_listener = None
+    def _leave(self, session: Recorder) -> None:
+        session.subscribe(None)
         if session in self.attached:
             self.attached.remove(session)
-        self.sharing.leave(session.id)
-        if not any(s.hook == "triton" for s in self.attached):
+        self.sharing.leave(session.setup.session_id)
+        if not any(s.setup.hook == "triton" for s in self.attached):
             LaunchHook().unsubscribe(self)
 
     def _teardown(self) -> None:
@@ -335,7 +328,7 @@ class CuptiBackend:
             self._unfile = None
         LaunchHook().unsubscribe(self)
         for session in self.attached:
-            session.context_listener = None
+            session.subscribe(None)
         CuptiBackend._active = None
 
     def _calibrate_clock(self) -> None:
@@ -394,12 +387,16 @@ class CuptiBackend:
             self.counters = counters
             for index, ident in threads:
                 self.threads[index] = ident
-            for pid, frames in paths:
+            for context_id, frames in paths:  # Python call paths, by the ids the shim gave them
                 described = [(code.co_filename, line, code.co_name) for code, line in frames]
                 for session in self.attached:
-                    session.contexts.add_python_path(pid, described)
+                    session.name_context(context_id, python_frames=described)
             if self._record_dir is not None:
-                self._save_raw(raw_entries, raw_kernels)
+                names = {ptr: self.kernel_name(ptr) for ptr in name_pointers(raw_kernels)}
+                tables = self.attached[0].recorded()  # recording is for one session (a fixture)
+                stem = self._record_dir / f"drain{self._record_index:03d}"
+                self._record_index += 1
+                save_drain(stem, raw_entries, raw_kernels, names, tables, self)
             self.ingest(raw_entries, raw_kernels)
             self.drain_seconds += time.perf_counter() - began
             self.drains += 1
@@ -408,29 +405,7 @@ class CuptiBackend:
         self.join.add_entries(records.entries(raw_entries))
         batch = self.join.match(records.kernels(raw_kernels), late_placement(self))
         self.join.expire()
-        self._file(batch)
-
-    def _save_raw(self, raw_entries: bytes, raw_kernels: bytes) -> None:
-        assert self._record_dir is not None
-        kernels = records.kernels(raw_kernels)
-        names = {str(p): self.kernel_name(int(p)) for p in np.unique(kernels["name_ptr"]).tolist()}
-        session = self.attached[0]  # recording is for one session (a fixture)
-        contexts = {str(cid): path for cid, path in session.contexts.paths().items()}
-        stem = self._record_dir / f"drain{self._record_index:03d}"
-        self._record_index += 1
-        stem.with_suffix(".entries").write_bytes(raw_entries)
-        stem.with_suffix(".kernels").write_bytes(raw_kernels)
-        meta = {
-            "names": names,
-            "contexts": contexts,
-            "states": session.contexts.states,
-            "threads": self.threads,
-            "metas": {str(k): (v[0], resolved(v[1])) for k, v in self.meta_table.items()},
-            "offset": self.clock_offset,
-        }
-        for name, context in session.frameworks.recorded().items():
-            meta[name] = context.table()
-        stem.with_suffix(".json").write_text(json.dumps(meta))
+        file_batch(self, batch)
 
     def kernel_name(self, ptr: int) -> str:
         """A kernel's name from its record's name pointer (read once per pointer: CUPTI's strings
@@ -443,153 +418,3 @@ class CuptiBackend:
                 name = f"<kernel {ptr:#x}>" if ptr else "<unnamed kernel>"
             self.names[ptr] = name
         return name
-
-    def _file(self, batch: Batch) -> None:
-        """Hand a batch's groups to each session by its own context ids, with its spans for the
-        trace."""
-        if not len(batch):
-            return
-        k = batch.kernels
-        off = self.clock_offset
-        launch = batch.launch_ts.astype(np.int64)
-        launch = np.where(launch > 0, launch - off, 0)
-        idents = self._idents(batch.launch_thread)
-        starts = k["start"].astype(np.int64) - off
-        ends = k["end"].astype(np.int64) - off
-        devices, streams = k["device"].astype(np.int64), k["stream"].astype(np.int64)
-        for session in list(self.attached):
-            group_of, count, time_ns = batch.group_of, batch.count, batch.time_ns
-            member = self.sharing.members.get(session.id)
-            keep = member.active_mask(batch.launch_ts) if member is not None else None
-            if keep is not None and not keep.all():  # launched while this session was paused
-                group_of = np.where(keep, batch.group_of, len(batch.keys))
-                count = np.bincount(batch.group_of[keep], minlength=len(batch.keys)).astype(np.int64)
-                time_ns = np.zeros(len(batch.keys), np.int64)
-                np.add.at(time_ns, batch.group_of[keep], (ends - starts).clip(min=0)[keep])
-            groups = self._groups(session, batch.keys, count, time_ns)
-            groups.append(None)  # the group of kernels left out for this session
-            spans = KernelSpans([], group_of, starts, ends, devices, streams, launch, idents)
-            session.file_gpu_kernels(groups, spans)
-
-    def _idents(self, thread: np.ndarray) -> np.ndarray:
-        """Each kernel's launching thread's ident, from the shim's thread index (-1: none), through
-        a lookup table rather than a dict read per kernel."""
-        size = max(self.threads, default=-1) + 2
-        table = np.zeros(size, np.uint64)  # the last slot stands for -1 and unknown indices
-        for index, ident in self.threads.items():
-            table[index] = ident
-        where = np.where((thread >= 0) & (thread < size - 1), thread, size - 1)
-        return table[where]
-
-    def _groups(
-        self, session: SessionPort, keys: np.ndarray, counts: np.ndarray, times: np.ndarray
-    ) -> list[KernelGroup | None]:
-        """The batch's groups as ``session`` sees them: shared context ids translated back to its
-        own, paused and empty groups as None (left out), metadata and torch places resolved."""
-        groups: list[KernelGroup | None] = []
-        reserved = (ROOT_CTX, UNMATCHED, NO_PYTHON_CTX)
-        for row, count, total in zip(keys.tolist(), counts.tolist(), times.tolist(), strict=True):
-            ctx, capture, state, meta, name_ptr, device, op = row
-            if ctx & records.CTX_PAUSED or not count:
-                groups.append(None)
-                continue
-            raw = ctx & ~records.CTX_FLAGS
-            own, own_state = (
-                (raw, state) if raw in reserved else self.sharing.translate(session.id, raw, state)
-            )
-            captured = capture & ~records.CTX_FLAGS
-            if captured and captured not in reserved:
-                captured, captured_state = self.sharing.translate(session.id, captured, 0)
-                own_state = captured_state or own_state  # shared ids fold the captured state in
-            name = symbol = self.kernel_name(name_ptr)
-            extra: dict[str, Any] = {}
-            if meta:  # the launch hook's reading applies to every session, as in Proton
-                hooked_name, hooked = self.meta_table.get(meta, (None, {}))
-                name = hooked_name or name
-                extra = {k: _times(v, count) for k, v in hooked.items()}  # read later: Session.settle
-            metrics = {
-                COUNT: count,
-                TIME: total,
-                "device_id (pty)": str(device),
-                "device_type (pty)": "CUDA",
-                **extra,
-            }
-            self.devices.add(device)
-            groups.append(
-                KernelGroup(
-                    context=own,
-                    other_thread=bool(ctx & records.CTX_OTHER_THREAD),
-                    capture=captured,
-                    state=own_state,
-                    name=name,
-                    metrics=metrics,
-                    op=op,
-                    symbol=symbol if self.sampling is not None else "",
-                )
-            )
-        return groups
-
-    def _write_devices(self, session: SessionPort) -> None:
-        for device in sorted(self.devices):
-            try:
-                info = shim.device_info(device)
-            except OSError:
-                continue
-            session.add_device(
-                "CUDA",
-                str(device),
-                {
-                    "arch": f"{info['cc_major']}{info['cc_minor']}",
-                    "bus_width": info["bus_width"],
-                    "clock_rate": info["clock_rate"],
-                    "memory_clock_rate": info["memory_clock_rate"],
-                    "num_sms": info["num_sms"],
-                },
-            )
-
-    def _report(self, session: SessionPort) -> None:
-        c = self.join.counters
-        source = loaded_library()
-        session.note(
-            cupti_library=f"{source[1]} ({source[0]})" if source else "",
-            kernels=c.kernels,
-            dropped_records=self.counters.get("dropped", 0),
-            lost_launches=self.counters.get("lost_launches", 0),
-            lost_kernels=self.counters.get("lost_kernels", 0),
-            unmatched_kernels=c.unmatched,
-            graph_kernels_without_capture=c.graph_without_capture,
-            finalize_seconds=round(self.finalize_seconds, 4),
-            drains=self.drains,
-        )
-        lost = self.counters.get("dropped", 0) + self.counters.get("lost_kernels", 0)
-        if lost:
-            warnings.warn(
-                f"deuteron: CUPTI dropped {lost} kernel records (out of buffer memory)", stacklevel=3
-            )
-        for graph in sorted(self.join.uncaptured_graphs - self._told_graphs):
-            # Proton's words, one line per graph, so scripts that look for them find them
-            say(
-                f"deuteron: Cannot find graph for graphExecId: {graph}; its kernels are filed under the "
-                f"graph launch, not where they were captured ({CAPTURED_AT}). To see that, start "
-                "profiling before the graph is created"
-            )
-        self._told_graphs |= self.join.uncaptured_graphs
-        if c.kernels == 0 and self.counters.get("buffers", 0) == 0 and self._launches_seen():
-            warnings.warn(
-                "deuteron: launches were seen but CUPTI delivered no kernel records; another CUPTI client "
-                f"(torch.profiler, Proton, nsys) may have taken the activity buffers. {CONFLICT_FIX}",
-                stacklevel=3,
-            )
-
-    def _launches_seen(self) -> bool:
-        return len(self.join.pending) > 0 or self.join.counters.expired_launches > 0
-
-
-def _times(value: Any, count: int) -> Any:
-    """A launch's metric summed over ``count`` launches that carried it (vectors elementwise). A
-    metric recorded in graph capture already holds every replay's value; a snapshot is one launch's."""
-    if isinstance(value, ReplayedMetric):
-        return value
-    if isinstance(value, DeferredValue):
-        return value if count == 1 else Times(value, count)
-    return times(value, count)

@@ -10,7 +10,7 @@ from typing import Protocol
 import numpy as np
 
 from deuteron.collect.backends.cupti.join import Resolve
-from deuteron.collect.backends.port import SessionPort
+from deuteron.collect.backends.port import Recorder
 
 
 class Names(Protocol):
@@ -18,20 +18,24 @@ class Names(Protocol):
     the sessions it files into (whose JAX context, if any, places the kernels)."""
 
     clock_offset: int
-    attached: list[SessionPort]
+    attached: list[Recorder]
 
     def kernel_name(self, ptr: int) -> str: ...
 
 
 def late_placement(backend: Names) -> Resolve | None:
-    """The op column's resolver for the first attached session with a JAX context, or None."""
-    contexts = [session.frameworks.jax for session in backend.attached]
+    """The place column's resolver for the first attached session with a JAX context, or None."""
+    contexts = [session.setup.frameworks.jax for session in backend.attached]
     jax_context = next((c for c in contexts if c is not None), None)
     if jax_context is None:
         return None
 
     def resolve(
-        kernels: np.ndarray, ctx: np.ndarray, launch_ts: np.ndarray, thread: np.ndarray, op: np.ndarray
+        kernels: np.ndarray,
+        context_ids: np.ndarray,
+        launch_ts: np.ndarray,
+        thread: np.ndarray,
+        place_ids: np.ndarray,
     ) -> np.ndarray:
         ptrs, inverse = np.unique(kernels["name_ptr"], return_inverse=True)
         texts = [backend.kernel_name(int(p)) for p in ptrs.tolist()]
@@ -44,8 +48,9 @@ def late_placement(backend: Names) -> Resolve | None:
             kernels["start"].astype(np.int64),
             np.where(ts > 0, ts - backend.clock_offset, 0),
             thread,
-            ctx,
+            context_ids,
         )
-        return np.where((op == 0) & (places != 0), places, op)  # a torch place, when there is one, stays
+        # a torch place, when there is one, stays
+        return np.where((place_ids == 0) & (places != 0), places, place_ids)
 
     return resolve

@@ -9,10 +9,10 @@ from pathlib import Path
 from deuteron.collect.backends.cupti.backend import ROOT_CTX, CuptiBackend
 from deuteron.collect.backends.cupti.sampled_lines import SampleCollector
 from deuteron.collect.backends.cupti.sampling import Drain, SampleConfig
-from deuteron.collect.backends.port import SessionPort
+from deuteron.collect.backends.port import Recorder
 
 
-def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend:
+def replay(folder: str | os.PathLike[str], session: Recorder) -> CuptiBackend:
     """File drains saved under DEUTERON_CUPTI_RECORD into ``session``'s tree, without a GPU.
 
     This is how CI tests decoding, correlation and aggregation on buffers captured on a GPU; PC
@@ -20,7 +20,7 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
     """
     backend = CuptiBackend()
     backend.attached = [session]
-    backend.sharing.join(session.id, ROOT_CTX)
+    backend.sharing.join(session.setup.session_id, ROOT_CTX)
     backend.live = False
     samples = sorted(Path(folder).glob("samples_*.json"))
     if samples:  # kernels then carry their symbol, for the samples to find their nodes
@@ -32,15 +32,12 @@ def replay(folder: str | os.PathLike[str], session: SessionPort) -> CuptiBackend
     for stem in stems:
         meta = json.loads(stem.read_text())
         backend.names.update({int(k): v for k, v in meta["names"].items()})
-        for cid, path in meta["contexts"].items():
-            session.contexts.add_path(int(cid), path)
-        session.contexts.add_states({int(k): v for k, v in meta["states"].items()})
         backend.threads = {int(k): v for k, v in meta["threads"].items()}
         backend.meta_table = {int(k): (v[0], v[1]) for k, v in meta["metas"].items()}
         backend.clock_offset = meta["offset"]
-        for name, context in session.frameworks.recorded().items():
+        for name, table in session.recorded().items():  # contexts, states, frameworks' places
             if meta.get(name):
-                context.replay(meta[name])
+                table.replay(meta[name])
         backend.ingest(stem.with_suffix(".entries").read_bytes(), stem.with_suffix(".kernels").read_bytes())
     if backend.sampling is not None:  # PC samples (--sample): filed after the kernels they belong to
         for path in samples:

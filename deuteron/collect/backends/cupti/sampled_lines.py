@@ -2,7 +2,7 @@
 kernel's cubin, the samples summed per line, and every PC's samples kept for the file's metadata.
 
 The CUPTI backend owns one :class:`SampleCollector` when ``--sample`` is on and hands its rows to
-each session (``SessionPort.file_samples``), which places them under the kernel's nodes. Kernels
+each session (``Recorder.file_samples``), which places them under the kernel's nodes. Kernels
 are matched to their cubins by CUPTI's CRC: the cubins of the Triton kernels alive in the process
 are found by name (``deuteron.triton.runtime.cubins``), and a replay brings its own.
 """

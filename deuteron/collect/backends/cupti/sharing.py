@@ -28,9 +28,9 @@ SHARED_BASE = 1 << 40  # shared ids start here; a session's own ids stay far bel
 class Member:
     """One session sharing the subscription."""
 
-    sid: int
+    session_id: int
     root: int  # the session's own id for its root context
-    here: Callable[[], tuple[int, int]] | None = None  # its (ctx, state) on the calling thread
+    here: Callable[[], tuple[int, int]] | None = None  # its (context_id, state_id) on the calling thread
     inactive: list[list[int]] = field(default_factory=list)  # [from_ts, to_ts] (to 0: still inactive)
 
     def active_mask(self, launch_ts: np.ndarray) -> np.ndarray | None:
@@ -58,19 +58,21 @@ class SharedContexts:
         self.owner: int | None = None  # whose own ids the slots held before sharing began
         self.shared = False
         self._ids: dict[tuple[tuple[int, int, int], ...], int] = {}
-        self.table: dict[int, dict[int, tuple[int, int]]] = {}  # shared id -> sid -> (ctx, state)
+        self.table: dict[
+            int, dict[int, tuple[int, int]]
+        ] = {}  # shared id -> session_id -> (context_id, state_id)
         self._tls = threading.local()
         self._lock = threading.Lock()
 
-    def join(self, sid: int, root: int, here: Callable[[], tuple[int, int]] | None = None) -> None:
-        self.members[sid] = Member(sid, root, here)
+    def join(self, session_id: int, root: int, here: Callable[[], tuple[int, int]] | None = None) -> None:
+        self.members[session_id] = Member(session_id, root, here)
         if self.owner is None:
-            self.owner = sid
+            self.owner = session_id
         elif len(self.members) > 1:
             self.shared = True
 
-    def leave(self, sid: int) -> None:
-        self.members.pop(sid, None)
+    def leave(self, session_id: int) -> None:
+        self.members.pop(session_id, None)
 
     def current(self) -> dict[int, tuple[int, int]]:
         found: dict[int, tuple[int, int]] | None = getattr(self._tls, "current", None)
@@ -78,38 +80,39 @@ class SharedContexts:
             found = self._tls.current = {}
         return found
 
-    def slot_for(self, sid: int, ctx: int, state: int) -> tuple[int, int]:
-        """Session ``sid`` moved to (ctx, state) on this thread: what the thread's slot holds now."""
+    def slot_for(self, session_id: int, context_id: int, state_id: int) -> tuple[int, int]:
+        """Session ``session_id`` moved to (context_id, state_id) on this thread: what the thread's
+        slot holds now."""
         current = self.current()
-        current[sid] = (ctx, state)
+        current[session_id] = (context_id, state_id)
         if not self.shared:
-            return ctx, state
+            return context_id, state_id
         for member in self.members.values():  # a session not heard from on this thread yet
-            if member.sid not in current and member.here is not None:
-                current[member.sid] = member.here()
+            if member.session_id not in current and member.here is not None:
+                current[member.session_id] = member.here()
         key = tuple(sorted((s, c, st) for s, (c, st) in current.items() if s in self.members))
-        gid = self._ids.get(key)
-        if gid is None:
+        shared_id = self._ids.get(key)
+        if shared_id is None:
             with self._lock:
-                gid = self._ids.get(key)
-                if gid is None:
-                    gid = SHARED_BASE + len(self._ids)
-                    self.table[gid] = {s: (c, st) for s, c, st in key}
-                    self._ids[key] = gid
-        return gid, 0
+                shared_id = self._ids.get(key)
+                if shared_id is None:
+                    shared_id = SHARED_BASE + len(self._ids)
+                    self.table[shared_id] = {s: (c, st) for s, c, st in key}
+                    self._ids[key] = shared_id
+        return shared_id, 0
 
-    def translate(self, sid: int, ctx: int, state: int) -> tuple[int, int]:
-        """A recorded (ctx, state) as session ``sid``'s own ids."""
-        if ctx >= SHARED_BASE:
-            member = self.members.get(sid)
-            return self.table.get(ctx, {}).get(sid, (member.root if member else ctx, 0))
-        if sid == self.owner or not self.shared:
-            return ctx, state
-        member = self.members.get(sid)
-        return (member.root if member else ctx), 0
+    def translate(self, session_id: int, context_id: int, state_id: int) -> tuple[int, int]:
+        """A recorded (context_id, state_id) as session ``session_id``'s own ids."""
+        if context_id >= SHARED_BASE:
+            member = self.members.get(session_id)
+            return self.table.get(context_id, {}).get(session_id, (member.root if member else context_id, 0))
+        if session_id == self.owner or not self.shared:
+            return context_id, state_id
+        member = self.members.get(session_id)
+        return (member.root if member else context_id), 0
 
-    def set_active(self, sid: int, active: bool, now_ts: int) -> None:
-        member = self.members.get(sid)
+    def set_active(self, session_id: int, active: bool, now_ts: int) -> None:
+        member = self.members.get(session_id)
         if member is None:
             return
         if not active and not (member.inactive and member.inactive[-1][1] == 0):

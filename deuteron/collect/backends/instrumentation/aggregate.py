@@ -22,15 +22,15 @@ from deuteron.model.metrics import TIME
 def scope_paths(names: dict[int, str], parents: dict[int, int]) -> dict[int, tuple[str, ...]]:
     """Each scope's path of names from the kernel's top, by following parents (cycles broken)."""
     paths: dict[int, tuple[str, ...]] = {}
-    for sid in names:
+    for scope_id in names:
         path: list[str] = []
         seen: set[int] = set()
-        at = sid
+        at = scope_id
         while at in names and at not in seen:
             seen.add(at)
             path.append(names[at])
             at = parents.get(at, -1)
-        paths[sid] = tuple(reversed(path))
+        paths[scope_id] = tuple(reversed(path))
     return paths
 
 
@@ -67,14 +67,16 @@ def rows(
         len(scope_ids), n_units
     )
     ran = (np.bincount(cell, minlength=len(scope_ids) * n_units) > 0).reshape(len(scope_ids), n_units)
-    total_of = {int(sid): float(t) for sid, t in zip(scope_ids.tolist(), totals.tolist(), strict=True)}
+    total_of = {
+        int(scope_id): float(t) for scope_id, t in zip(scope_ids.tolist(), totals.tolist(), strict=True)
+    }
     children: dict[int, list[int]] = {}
-    for sid, parent in parents.items():
-        children.setdefault(parent, []).append(sid)
+    for scope_id, parent in parents.items():
+        children.setdefault(parent, []).append(scope_id)
     out: list[ScopeRow] = []
-    for i, sid in enumerate(scope_ids.tolist()):
+    for i, scope_id in enumerate(scope_ids.tolist()):
         total = int(totals[i])
-        nested = sum(total_of.get(child, 0.0) for child in children.get(sid, []))
+        nested = sum(total_of.get(child, 0.0) for child in children.get(scope_id, []))
         mine = per_unit[i][ran[i]]
         median = float(np.median(mine))
         metrics: dict[str, object] = {
@@ -87,7 +89,7 @@ def rows(
             "cycles max (pty)": int(mine.max()),
             "imbalance (pty)": round(float(mine.max()) / median, 3) if median > 0 else 1.0,
         }
-        out.append(ScopeRow(paths.get(sid, (f"scope_{sid}",)), metrics))
+        out.append(ScopeRow(paths.get(scope_id, (f"scope_{scope_id}",)), metrics))
     return out
 
 
@@ -102,17 +104,17 @@ def spans(
     """The spans of every CTA's units on the session's clock (global timer minus ``offset_ns``)."""
     ghz = clock_khz / 1e6 if clock_khz > 0 else 1.0
     ids = sorted(names) or [0]
-    index = {sid: i for i, sid in enumerate(ids)}
-    labels = [names.get(sid, f"scope_{sid}") for sid in ids]
+    index = {scope_id: i for i, scope_id in enumerate(ids)}
+    labels = [names.get(scope_id, f"scope_{scope_id}") for scope_id in ids]
     cta = decoded.cta
     first = np.full(len(decoded.cta_id), np.iinfo(np.int64).max, np.int64)
     np.minimum.at(first, cta, decoded.start_cycle)
     base = decoded.init_ns[cta] - offset_ns
     start = base + ((decoded.start_cycle - first[cta]) / ghz).astype(np.int64)
     end = base + ((decoded.end_cycle - first[cta]) / ghz).astype(np.int64)
-    for sid in set(np.unique(decoded.scope).tolist()) - set(index):  # an id the kernel's IR did not name
-        labels.append(f"scope_{sid}")
-        index[sid] = len(labels) - 1
+    for scope_id in set(np.unique(decoded.scope).tolist()) - set(index):  # an id the kernel's IR did not name
+        labels.append(f"scope_{scope_id}")
+        index[scope_id] = len(labels) - 1
     lookup = np.zeros(max(index) + 1, np.int64)
     lookup[list(index)] = list(index.values())
     scope = lookup[decoded.scope]

@@ -24,7 +24,7 @@ import numpy as np
 from deuteron.collect.backends.instrumentation import aggregate
 from deuteron.collect.backends.instrumentation.decode import BufferError, Layout, decode, host_buffer
 from deuteron.collect.backends.instrumentation.runtime import Arena, Launch
-from deuteron.collect.backends.port import BackendError, KernelGroup, SessionPort
+from deuteron.collect.backends.port import BackendError, KernelGroup, Recorder
 from deuteron.collect.hook_manager import HookManager
 from deuteron.collect.instrumentation_hook import InstrumentationHook
 from deuteron.collect.launch_hook import LaunchHook
@@ -71,7 +71,7 @@ class Engine:
         self.hook = InstrumentationHook()
         self.hook.attach(self)
         self.arena = Arena()
-        self.sessions: list[SessionPort] = []
+        self.sessions: list[Recorder] = []
         self.combined: set[int] = set()  # sessions whose kernels CUPTI also times
         self.kernels: dict[int, Any] = {}  # CUfunction handle -> deuteron.triton.instrument.KernelScopes
         self.notes: dict[int, dict[str, str]] = {}  # ... -> scope name -> what the compiler moved across it
@@ -99,7 +99,7 @@ class Engine:
 
     # --- sessions ------------------------------------------------------------------------------
 
-    def add(self, session: SessionPort, mode: InstrumentationMode, combined: bool) -> None:
+    def add(self, session: Recorder, mode: InstrumentationMode, combined: bool) -> None:
         if self.sessions and str(mode) != str(self.hook.mode):
             raise BackendError(
                 f"another session instruments kernels with mode {self.hook.mode}; "
@@ -109,26 +109,26 @@ class Engine:
             self.hook.mode = mode
         self.sessions.append(session)
         if combined:
-            self.combined.add(session.id)
-        if session.hook == "triton":
+            self.combined.add(session.setup.session_id)
+        if session.setup.hook == "triton":
             LaunchHook().subscribe(self)
         try:
-            HookManager.register(self.hook, session.id)
+            HookManager.register(self.hook, session.setup.session_id)
         except BaseException:
-            HookManager.unregister(session.id)
+            HookManager.unregister(session.setup.session_id)
             self.sessions.remove(session)
-            self.combined.discard(session.id)
+            self.combined.discard(session.setup.session_id)
             raise
 
-    def remove(self, session: SessionPort) -> None:
+    def remove(self, session: Recorder) -> None:
         self.drain()
         session.note(instrumentation=self.summary())
         if self.device_row:
             session.add_device("CUDA", self.device, self.device_row)
         if session in self.sessions:
             self.sessions.remove(session)
-        self.combined.discard(session.id)
-        if not any(s.hook == "triton" for s in self.sessions):
+        self.combined.discard(session.setup.session_id)
+        if not any(s.setup.hook == "triton" for s in self.sessions):
             LaunchHook().unsubscribe(self)
         if not self.sessions:
             self.arena.release()
@@ -193,7 +193,7 @@ class Engine:
         if slot is None:  # not instrumented (no scope, so no profile buffer)
             return
         data = getattr(metadata, "data", metadata)
-        places = [(s, *s.launch_context_ids()) for s in self.sessions if s.active]
+        places = [(s, *s.context_ids(launch=True)) for s in self.sessions if s.active]
         if places:
             launch = Launch(slot, int(data.get("function") or 0), places, self.arena.pending.hooked)
             with self.lock:
@@ -294,21 +294,30 @@ class Engine:
             self.stats["spans_left_out"] += len(decoded.start_cycle)
         # hook="triton": the launch-metadata name is the kernel's node, its scopes below, as in Proton
         name = launch.hooked[0] if launch.hooked is not None else kernel.name
-        for session, context, state in launch.places:
+        for session, context_id, state_id in launch.places:
             if session not in self.sessions:
                 continue
             metrics: dict[str, Any] = {}
-            if launch.hooked and session.hook == "triton":
+            if launch.hooked and session.setup.hook == "triton":
                 metrics = {
                     k: v * len(items) if isinstance(v, (int, float)) else v
                     for k, v in launch.hooked[1].items()
                 }
             # CUPTI's kernel time stays the kernel's inclusive time; with a framework context CUPTI
             # places kernels by its own probe, maybe elsewhere, so nothing is taken off there
-            if session.id in self.combined and rows and not session.frameworks.recorded():
+            if session.setup.session_id in self.combined and rows and not session.setup.frameworks.recorded():
                 metrics[TIME] = -sum(float(r.metrics[TIME]) for r in rows)
-            group = KernelGroup(context, False, 0, state, name, metrics, scopes=rows, intra=copy(spans))
-            session.file_gpu_kernels([group], _no_spans())
+            group = KernelGroup(
+                context_id=context_id,
+                other_thread=False,
+                captured_context_id=0,
+                state_id=state_id,
+                name=name,
+                metrics=metrics,
+                scopes=rows,
+                intra=copy(spans),
+            )
+            session.file_kernels([group], _no_spans())
 
     def _problem(self, text: str) -> None:
         if len(self.problems) < 20 and text not in self.problems:
@@ -317,7 +326,7 @@ class Engine:
 
 def _batch_key(launch: Launch) -> Any:
     """Launches with equal keys are decoded and filed together."""
-    places = tuple((id(session), context, state) for session, context, state in launch.places)
+    places = tuple((id(session), context_id, state_id) for session, context_id, state_id in launch.places)
     hooked: Any = None
     if launch.hooked is not None:
         try:
@@ -350,7 +359,7 @@ class InstrumentationBackend:
             raise BackendError(f"bad instrumentation mode: {exc}") from None
         self.combined = combined
 
-    def start(self, session: SessionPort) -> None:
+    def start(self, session: Recorder) -> None:
         reason = unavailable_reason()
         if reason is not None:
             raise BackendError(
@@ -359,12 +368,12 @@ class InstrumentationBackend:
             )
         engine().add(session, self.mode, self.combined)
 
-    def stop(self, session: SessionPort) -> None:
-        HookManager.unregister(session.id)
+    def stop(self, session: Recorder) -> None:
+        HookManager.unregister(session.setup.session_id)
         engine().remove(session)
 
-    def flush(self, session: SessionPort) -> None:
+    def flush(self, session: Recorder) -> None:
         engine().drain()
 
-    def set_active(self, session: SessionPort, active: bool) -> None:
+    def set_active(self, session: Recorder, active: bool) -> None:
         return None  # the hook manager follows the session; a paused session gets no launches
