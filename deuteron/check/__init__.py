@@ -1,6 +1,6 @@
-"""``deuteron.check``: run Triton kernels in the interpreter and check every program.
+"""``deuteron.check``: run Triton kernels in the interpreter and check every grid program.
 
-Checks: out-of-bounds (error), races between programs of one launch (error), NaN/Inf origins
+Checks: out-of-bounds (error), races between grid programs of one launch (error), NaN/Inf origins
 (warning) and store coverage (info). Kernels still compute their real outputs: lanes that would
 touch memory outside every tensor argument are masked off (loads give ``other`` or 0 there).
 
@@ -13,12 +13,14 @@ touch memory outside every tensor argument are masked off (loads give ``other`` 
 Kernels must be defined with ``TRITON_INTERPRET=1`` set before ``import triton``;
 ``deuteron check script.py`` does that for you.
 
-The journey: :mod:`.guard` (attached to the interpreter: which tensor each lane addresses) ->
+The journey: :mod:`.guard` (attached to the interpreter: which tensor each lane addresses; a
+launch's tensors from :mod:`.launch_tensors`, untagged pointers' tensors from :mod:`.pointer_origins`;
+only the grid programs :mod:`.grid_programs` selects run) ->
 :mod:`.checker` (one check's listener) -> :mod:`.memory` (:mod:`.bounds`, :mod:`.races`,
 :mod:`.coverage` over :mod:`.shadow_memory`) and :mod:`.nan` -> :mod:`.findings` (grouped) ->
 ``CheckReport``; :mod:`.recorder` keeps the accesses for ``--record``; :mod:`.api` is the entry.
 Each access travels the whole way as one ``model.access.Access`` record (the guard hands on parts
-of it, narrowed to the lanes it judged).
+of it, narrowed to the lanes it judged), and each atomic's outcome as one ``model.access.AtomicResult``.
 """
 
 from deuteron.check.api import CheckFailed, CheckRun, CheckSession

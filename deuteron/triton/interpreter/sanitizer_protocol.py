@@ -46,7 +46,7 @@ class Sanitizer(Protocol):
     def launch_begin(self, grid: tuple[int, int, int]) -> None: ...
 
     def program_begin(self, pid: tuple[int, int, int]) -> bool | None:
-        """The grid loop is at program ``pid``: return False to skip it (its outputs untouched)."""
+        """The grid loop is at grid program ``pid``: return False to skip it (its outputs untouched)."""
         ...
 
     def access(self, access: Access) -> np.ndarray | None:
