@@ -8,309 +8,26 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 
 from deuteron.explain.analysis import KernelAnalysis
 from deuteron.explain.capture import ArgInfo
+from deuteron.explain.flow import ttir_flow
 from deuteron.explain.mma import dot_engines, pipeline, ptx_uses_tensor_cores
 from deuteron.explain.sass import ptxas_spill_stores
 from deuteron.explain.stages import IRLine, source_line
+from deuteron.explain.vectorization import unvectorized_accesses
 from deuteron.model.finding import Finding
 
-_DEF_RE = re.compile(r"^\s*(%[\w.]+)(?::\d+)? = (\S+)\s*(.*)$")
-_SSA_RE = re.compile(r"%[\w.]+")
-_FUNC_RE = re.compile(r"tt\.func\s+(?:public\s+|private\s+)?@[\w.$]+\((.*)\)")
-_ARG_RE = re.compile(r"(%[\w.]+): ")
-_ITER_RE = re.compile(r"(%[\w.]+) = (%[\w.]+)")
-_TENSOR_RE = re.compile(r"tensor<([0-9x]+)x!tt\.ptr<([a-z]+)(\d+)>")
 _DOT_TYPES_RE = re.compile(r"tensor<(\d+)x(\d+)x([a-z]+\d+)[,>].*?\* tensor<(\d+)x(\d+)x([a-z]+\d+)[,>]")
 _PRECISION_RE = re.compile(r"inputPrecision = (\w+)")
-_PTX_ACCESS_RE = re.compile(r"\b(ld|st)\.global(\S*)")
-_CP_ASYNC_RE = re.compile(
-    r"\bcp\.async\.c[ag]\.shared\.global\S*\s+\[[^\]]*\],\s*\[[^\]]*\],\s*(0x[0-9a-fA-F]+|\d+)"
-)
 _CONVERT_RE = re.compile(
     r"ttg\.convert_layout .*: tensor<([0-9x]+)x([a-z]+)(\d+), #(\w+)> -> tensor<[^,]+, #(\w+)>"
 )
 
 
-@dataclass
-class _Flow:
-    """TTIR as a def-use graph, enough to ask which kernel arguments an access depends on, and
-    along which dimension (each value's shape says which dimensions it varies along)."""
-
-    deps: dict[str, list[str]]
-    ops: dict[str, str]  # SSA name -> the op that defines it
-    args: set[str]  # SSA names of the kernel's arguments (named after the Python parameters)
-    shapes: dict[str, tuple[int, ...]]  # SSA name -> tensor shape (scalars absent)
-    consts: dict[str, int]  # SSA name -> integer constant (scalar or splat)
-
-    def _reach(self, value: str) -> set[str]:
-        seen: set[str] = set()
-        stack = [value]
-        while stack:
-            v = stack.pop()
-            if v not in seen:
-                seen.add(v)
-                stack.extend(self.deps.get(v, ()))
-        return seen
-
-    def loads_through_memory(self, value: str) -> bool:
-        """Whether the value depends on data loaded from memory (a gather: offsets read at run time)."""
-        return any(self.ops.get(v) == "tt.load" for v in self._reach(value) if v != value)
-
-    def _ranged(self, value: str) -> bool:
-        """Whether the value varies from lane to lane (comes from a tl.arange)."""
-        return any(self.ops.get(v) == "tt.make_range" for v in self._reach(value))
-
-    def _along_last(self, value: str) -> bool:
-        shape = self.shapes.get(value)
-        return shape is not None and len(shape) >= 1 and shape[-1] > 1
-
-    def vector_args(self, value: str, mask: bool = False) -> list[str]:
-        """The arguments that can change whether an access vectorizes along its last (contiguous)
-        dimension: those feeding the addresses along it, the strides of the other dimensions, and,
-        for a mask, only its part along the last dimension.
-
-        A product with a multiple of 16 (``pid * BLOCK``) is aligned whatever the other factor is, so
-        what computed that factor (program-id swizzles over M and N) does not count; a row index
-        times a stride counts only through the stride (``(rows % M) * stride_am``: M picks rows, it
-        cannot misalign them)."""
-        found: set[str] = set()
-        seen: set[str] = set()
-        stack = [value]
-        while stack:
-            v = stack.pop()
-            if v in seen:
-                continue
-            seen.add(v)
-            if v in self.args:
-                found.add(v[1:])
-                continue
-            op, operands = self.ops.get(v), self.deps.get(v, [])
-            if mask and v != value and v in self.shapes and not self._along_last(v):
-                continue  # a mask part uniform along the contiguous dimension cannot split a vector
-            if op == "arith.muli":
-                if any(self.consts.get(o, 1) % 16 == 0 for o in operands):
-                    continue
-                if not self._along_last(v):
-                    operands = [o for o in operands if not self._ranged(o)] or operands
-            stack.extend(operands)
-        return sorted(found)
-
-
 def _finding(kind: str, line: int | None, message: str, severity: str = "warning") -> Finding:
     """An explain finding: "warning" is worth changing, "info" worth knowing."""
     return Finding(kind=kind, severity=severity, message=message, line=line)
-
-
-def _operands(rest: str) -> list[str]:
-    body = rest.split(" : ", 1)[0]
-    return _SSA_RE.findall(body)
-
-
-_SHAPE_RE = re.compile(r"tensor<((?:\d+x)+)")
-_CONST_RE = re.compile(r"arith\.constant (?:dense<)?(-?\d+)>? : (?:tensor<[0-9x]+x)?i\d+")
-
-
-def _shape(rest: str) -> tuple[int, ...] | None:
-    """The shape of the value an op defines: the type after ``->``, else the first after `` : ``."""
-    types = rest.rsplit(" -> ", 1)[1] if " -> " in rest else rest.split(" : ", 1)[-1]
-    m = _SHAPE_RE.search(types) if (" : " in rest or " -> " in rest) else None
-    return tuple(int(x) for x in m.group(1).rstrip("x").split("x")) if m else None
-
-
-def _flow(ttir: list[IRLine]) -> _Flow:
-    deps: dict[str, list[str]] = {}
-    ops: dict[str, str] = {}
-    args: set[str] = set()
-    shapes: dict[str, tuple[int, ...]] = {}
-    consts: dict[str, int] = {}
-    loops: list[list[str]] = []  # the iter args of each open scf.for, innermost last
-    for ir in ttir:
-        text = ir.text
-        if not args and (m := _FUNC_RE.search(text)):
-            args.update(_ARG_RE.findall(m.group(1)))
-            continue
-        stripped = text.strip()
-        if stripped.startswith("scf.yield") and loops:
-            for name, value in zip(loops.pop(), _operands(stripped[len("scf.yield") :]), strict=False):
-                deps.setdefault(name, []).append(value)
-            continue
-        m = _DEF_RE.match(text)
-        if not m:
-            continue
-        result, op, rest = m.groups()
-        ops[result] = op
-        shape = _shape(rest)
-        if shape is not None:
-            shapes[result] = shape
-        if c := _CONST_RE.search(text):
-            consts[result] = int(c.group(1))
-        if op == "scf.for":
-            head, _, iters = rest.partition("iter_args(")
-            iv, _, bounds = head.partition(" = ")
-            deps[iv.strip()] = _operands(bounds)
-            pairs = _ITER_RE.findall(iters.split(")")[0])
-            for a, b in pairs:
-                deps[a] = [b]
-            deps[result] = [b for _, b in pairs]
-            loops.append([a for a, _ in pairs])
-        else:
-            deps[result] = _operands(rest)
-    return _Flow(deps, ops, args, shapes, consts)
-
-
-def _kernel_line(ir: IRLine, file: str) -> int | None:
-    return source_line(ir, file)
-
-
-def _widths_by_line(ptx: list[IRLine], file: str) -> dict[tuple[str, int], tuple[int, bool]]:
-    """Widest global access in bits per (ld|st, source line), from the PTX the line became, and
-    whether those loads are asynchronous copies to shared memory (cp.async) rather than ld.global."""
-    widest: dict[tuple[str, int], tuple[int, bool]] = {}
-    for ir in ptx:
-        line = source_line(ir, file)
-        if line is None:
-            continue
-        for kind, suffix in _PTX_ACCESS_RE.findall(ir.text):
-            parts = suffix.split(".")
-            vec = next((int(p[1:]) for p in parts if re.fullmatch(r"v\d", p)), 1)
-            bits = next((int(p[1:]) for p in reversed(parts) if re.fullmatch(r"[bfsu]\d+", p)), 32)
-            key = (kind, line)
-            if vec * bits > widest.get(key, (0, False))[0]:
-                widest[key] = (vec * bits, False)
-        if m := _CP_ASYNC_RE.search(ir.text):
-            key = ("ld", line)
-            if int(m.group(1), 0) * 8 > widest.get(key, (0, False))[0]:
-                widest[key] = (int(m.group(1), 0) * 8, True)
-    return widest
-
-
-def _causes(a: KernelAnalysis, flow: _Flow, ptr: str | None, mask: str | None) -> list[str]:
-    """Why an access was not vectorized, one sentence per kernel argument to blame, with its fix.
-
-    Blamed: the arguments Triton did not specialize as 16-divisible that reach the pointer (its
-    alignment) or the mask (a vector straddles the mask's edge), found through the TTIR data flow;
-    one on both paths is named once. Empty when none is to blame: the caller then proposes hints.
-    """
-    by_name = {arg.name: arg for arg in a.spec.args}
-    out: list[str] = []
-    via_ptr = flow.vector_args(ptr) if ptr else []
-    via_mask = flow.vector_args(mask, mask=True) if mask else []
-    for name in via_ptr:
-        arg = by_name.get(name)
-        if arg is None or arg.type == "constexpr" or arg.divisible_by_16:
-            continue
-        if arg.opted_out:
-            out.append(
-                f"`{arg.name}` is in do_not_specialize / do_not_specialize_on_alignment, so "
-                "Triton assumes no "
-                f"alignment for it; drop it from that list if it is usually a multiple of 16"
-            )
-        elif arg.type.startswith("*"):
-            out.append(
-                f"pointer `{arg.name}` is not 16-byte aligned in this launch (data_ptr() % 16 != 0, e.g. a "
-                f"view that starts mid-row); pass aligned tensors"
-            )
-        elif arg.type.startswith(("i", "u")):
-            value = "varies between launches" if arg.value == "varies" else f"= {arg.value}"
-            if "stride" in arg.name.lower():
-                out.append(
-                    f"stride `{arg.name}` {value}, not a multiple of 16, so rows are not 16-byte "
-                    "aligned; pad "
-                    "the rows to a multiple of 16 elements, or if the stride always is one in "
-                    "real use, say so "
-                    f"with `{arg.name} = tl.multiple_of({arg.name}, 16)`"
-                )
-            else:
-                out.append(
-                    f"argument `{arg.name}` {value}, not a multiple of 16, so the addresses are not provably "
-                    "16-byte aligned; pass an aligned value, or if it always is one in real "
-                    "use, say so with "
-                    f"`{arg.name} = tl.multiple_of({arg.name}, 16)`"
-                )
-    for name in via_mask:
-        arg = by_name.get(name)
-        if arg is None or name in via_ptr or arg.type == "constexpr" or arg.divisible_by_16:
-            continue
-        if arg.type.startswith(("i", "u")):
-            value = (
-                "a size that varies between launches"
-                if arg.value == "varies"
-                else f"`{arg.name}` = {arg.value}"
-            )
-            out.append(
-                f"the mask compares against {value}, not a multiple of 16, so a vector may "
-                "straddle the mask's "
-                f"edge; make the size a multiple of 16 (pad it), or mask only the last block"
-            )
-    return out
-
-
-def _access_findings(a: KernelAnalysis, flow: _Flow) -> list[Finding]:
-    """``unvectorized-load``/``-store``: a ``tt.load``/``tt.store`` moving fewer bits per PTX access
-    than its tile allows (the last dimension, the elements a thread holds, 128 bits at most).
-
-    One rule, one loop: the TTIR gives the possible width, the PTX of the same source line the one
-    achieved. Gathers and accesses with no tensor of pointers (scalars, block pointers,
-    descriptors) are skipped, since no hint can vectorize them; one finding per line and kind.
-    """
-    ttir, ptx = a.stages.get("ttir", []), a.stages.get("ptx", [])
-    if not ttir or not ptx:
-        return []
-    file = a.spec.file
-    widths = _widths_by_line(ptx, file)
-    threads = 32 * int(a.spec.option("num_warps") or 4)
-    findings: list[Finding] = []
-    done: set[tuple[str, int]] = set()
-    for ir in ttir:
-        m = _DEF_RE.match(ir.text)
-        if m and m.group(2) == "tt.load":
-            kind, ops = "ld", _operands(m.group(3))
-            ptr, mask = (ops[0] if ops else None), (ops[1] if len(ops) > 1 else None)
-            rest = m.group(3)
-        elif ir.text.strip().startswith("tt.store "):
-            kind, ops = "st", _operands(ir.text.strip()[len("tt.store ") :])
-            ptr, mask = (ops[0] if ops else None), (ops[2] if len(ops) > 2 else None)
-            rest = ir.text
-        else:
-            continue
-        t = _TENSOR_RE.search(rest)
-        line = _kernel_line(ir, file)
-        if t is None or line is None or (kind, line) in done:
-            continue  # scalar accesses, block pointers and descriptors are not ours to judge
-        if ptr is not None and flow.loads_through_memory(ptr):
-            continue  # a gather: addresses read at run time cannot be proven contiguous, by design
-        shape = [int(x) for x in t.group(1).split("x")]
-        bits = int(t.group(3))
-        numel = 1
-        for s in shape:
-            numel *= s
-        per_thread = max(1, numel // threads)
-        possible = min(128, bits * min(shape[-1], per_thread, max(1, 128 // bits)))
-        achieved, copies = widths.get((kind, line), (None, False))
-        if achieved is None or achieved >= possible:
-            continue
-        done.add((kind, line))
-        causes = _causes(a, flow, ptr, mask)
-        what = "global stores" if kind == "st" else "global loads"
-        if copies:
-            what = "async copies to shared memory"
-        head = (
-            f"{what} here are {achieved}-bit where {possible}-bit ones were possible "
-            f"({possible // bits} × {t.group(2)}{bits} per thread)"
-        )
-        if causes:
-            msg = f"{head}: " + "; ".join(causes) + "."
-        else:
-            msg = (
-                f"{head}: the compiler could not prove the addresses contiguous and aligned; if "
-                "they are, say so "
-                f"with `offs = tl.max_contiguous(tl.multiple_of(offs, {min(shape[-1], 16)}), {shape[-1]})`."
-            )
-        findings.append(_finding("unvectorized-load" if kind == "ld" else "unvectorized-store", line, msg))
-    return findings
 
 
 def _blocks(args: list[ArgInfo]) -> list[ArgInfo]:
@@ -542,11 +259,11 @@ def _conversions(a: KernelAnalysis) -> list[Finding]:
 
 
 def lint(a: KernelAnalysis) -> list[Finding]:
-    flow = _flow(a.stages.get("ttir", []))
+    flow = ttir_flow(a.stages.get("ttir", []))
     findings = [
         *_spill(a),
         *_dots(a),
-        *_access_findings(a, flow),
+        *unvectorized_accesses(a, flow),
         *_occupancy(a),
         *_conversions(a),
         *_pipelining(a),

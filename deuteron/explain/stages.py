@@ -117,9 +117,8 @@ def mlir_lines(text: str) -> list[IRLine]:
 # --- LLVM IR -------------------------------------------------------------------------------------
 
 _DBG_RE = re.compile(r"!dbg !(\d+)")
-_DILOC_RE = re.compile(r"^!(\d+) = (?:distinct )?!DILocation\((.*)\)\s*$")
-_DISUB_RE = re.compile(r"^!(\d+) = (?:distinct )?!DISubprogram\((.*)\)\s*$")
-_DIFILE_RE = re.compile(r'^!(\d+) = (?:distinct )?!DIFile\(filename: "([^"]*)"')
+# ``!7 = distinct !DILocation(line: 3, scope: !5)``: a node's number, its kind, its fields
+_DI_NODE_RE = re.compile(r"^!(\d+) = (?:distinct )?!(DILocation|DISubprogram|DIFile)\((.*)\)\s*$")
 _FIELD_RE = re.compile(r"(\w+): (!\d+|\d+|\"[^\"]*\")")
 
 
@@ -129,12 +128,13 @@ def llir_lines(text: str) -> list[IRLine]:
     subs: dict[str, dict[str, str]] = {}
     files: dict[str, str] = {}
     for line in raw:
-        if m := _DILOC_RE.match(line):
-            locs[m.group(1)] = dict(_FIELD_RE.findall(m.group(2)))
-        elif m := _DISUB_RE.match(line):
-            subs[m.group(1)] = dict(_FIELD_RE.findall(m.group(2)))
-        elif m := _DIFILE_RE.match(line):
-            files[m.group(1)] = m.group(2)
+        if (m := _DI_NODE_RE.match(line)) is None:
+            continue
+        node, kind, fields = m.group(1), m.group(2), dict(_FIELD_RE.findall(m.group(3)))
+        if kind == "DIFile":
+            files[node] = fields.get("filename", "").strip('"')
+        else:
+            (locs if kind == "DILocation" else subs)[node] = fields
 
     def chain(node: str) -> tuple[Frame, ...]:
         frames: list[Frame] = []
