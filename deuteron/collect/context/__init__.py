@@ -64,7 +64,7 @@ class ContextSource(Protocol):
 
 
 class LaunchPlace(NamedTuple):
-    """Where a GPU kernel goes, as a framework source read it from its launch's ``op`` column."""
+    """Where a GPU kernel goes, as a framework source read it from its launch's place id."""
 
     node: Node
     any_thread: bool = False  # the place holds on any thread: no "other threads" frame for it
@@ -72,15 +72,15 @@ class LaunchPlace(NamedTuple):
 
 
 class LaunchPlaces(Protocol):
-    """A framework source that fills the CUPTI entries' ``op`` column (torch's trie ids, native
-    paths, JAX places): each owns a range of values, flagged by high bits, so the session asks
-    each source in turn instead of decoding the column itself."""
+    """A framework source that hands out the place ids of launches (the CUPTI entries' ``op``
+    column: torch's trie ids, native paths, JAX places): each owns a range of ids, flagged by high
+    bits, so the tree builder asks each source in turn instead of decoding the ids itself."""
 
-    def owns(self, op: int) -> bool:
-        """Whether ``op`` (non-zero) is one of this source's values."""
+    def owns(self, place_id: int) -> bool:
+        """Whether ``place_id`` (non-zero) is one of this source's."""
         ...
 
-    def launch_place(self, op: int, context: int) -> LaunchPlace:
-        """The node for a kernel whose entry has ``op``; ``context``: the launch's own context id
+    def launch_place(self, place_id: int, context_id: int) -> LaunchPlace:
+        """The node for a kernel launched at ``place_id``; ``context_id``: the launch's own context
         (made into a node only where the place is below it)."""
         ...

@@ -24,10 +24,12 @@ from deuteron.collect.backends.cupti.records import (
 )
 
 UNMATCHED = 2  # context id of kernels whose launch was never seen (launched before the start)
+# A group's key, named as the shim's Entry names its fields: ctx is the launch's context id (with
+# the flags of records.CTX_FLAGS), capture the captured context id, state the state id, op the place id.
 KEY_COLUMNS = ("ctx", "capture", "state", "meta", "name_ptr", "device", "op")
 MAX_AGE = 16  # drains a launch may wait for its kernel before it is taken for a captured one
 # A framework's late placement (JAX: which executable and HLO op a kernel is): given the kernels,
-# their launch contexts, launch times, launching threads and op column, the new op column.
+# their launch context ids, launch times, launching threads and place ids, the new place ids.
 Resolve = Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
@@ -73,7 +75,7 @@ class Join:
 
     pending: np.ndarray = field(default_factory=lambda: np.empty(0, ENTRY_DTYPE))
     age: np.ndarray = field(default_factory=lambda: np.empty(0, np.int32))
-    # node -> (ctx, state, meta, op)
+    # node -> (context id, state id, meta, place id)
     graph_nodes: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)
     clones: dict[int, int] = field(default_factory=dict)  # instantiated node -> original node
     counters: Counters = field(default_factory=Counters)
@@ -118,14 +120,14 @@ class Join:
         while the session was paused marks the kernel paused, as Proton leaves such kernels out);
         matched launches leave ``pending`` except graph launches, whose kernels keep arriving; then
         ``resolve`` (a framework that places kernels from the records themselves: JAX) may fill the
-        op column. One long function because every step reads and writes the same columns."""
+        place column. One long function because every step reads and writes the same columns."""
         n = len(kernels)
         self.counters.kernels += n
         pend = self.pending
-        ctx = np.full(n, UNMATCHED, np.uint64)
-        state = np.zeros(n, np.uint64)
+        context_ids = np.full(n, UNMATCHED, np.uint64)
+        state_ids = np.zeros(n, np.uint64)
         meta = np.zeros(n, np.uint64)
-        op = np.zeros(n, np.uint64)
+        place_ids = np.zeros(n, np.uint64)
         capture = np.zeros(n, np.uint64)
         launch_ts = np.zeros(n, np.uint64)
         launch_thread = np.full(n, -1, np.int64)
@@ -134,10 +136,10 @@ class Join:
             idx = np.minimum(np.searchsorted(pend["key"], corr), len(pend) - 1)
             hit = pend["key"][idx] == corr
             rows = pend[idx[hit]]
-            ctx[hit] = rows["ctx"]
-            state[hit] = rows["state"]
+            context_ids[hit] = rows["ctx"]
+            state_ids[hit] = rows["state"]
             meta[hit] = rows["meta"]
-            op[hit] = rows["op"]
+            place_ids[hit] = rows["op"]
             launch_ts[hit] = rows["ts"]
             launch_thread[hit] = rows["thread"]
             graph = np.zeros(n, bool)
@@ -149,7 +151,7 @@ class Join:
                 found = np.zeros(len(uniq), np.uint64)
                 found_state = np.zeros(len(uniq), np.uint64)  # the state it was captured in
                 found_meta = np.zeros(len(uniq), np.uint64)  # the captured launch's metadata id
-                found_op = np.zeros(len(uniq), np.uint64)  # and its torch place
+                found_place = np.zeros(len(uniq), np.uint64)  # and its torch place
                 captured_paused = np.zeros(len(uniq), bool)
                 for i, node in enumerate(uniq.tolist()):
                     hit_capture = self._capture_of(node)
@@ -163,36 +165,36 @@ class Join:
                         found[i] = hit_capture[0]
                         found_state[i] = hit_capture[1]
                         found_meta[i] = hit_capture[2]
-                        found_op[i] = hit_capture[3]
+                        found_place[i] = hit_capture[3]
                 capture[graph] = found[inverse]
-                # a replayed kernel carries the state and metadata its launch had when captured
+                # a replayed kernel carries the state_ids and metadata its launch had when captured
                 replay_state = found_state[inverse]
-                state[graph] = np.where(replay_state != 0, replay_state, state[graph])
+                state_ids[graph] = np.where(replay_state != 0, replay_state, state_ids[graph])
                 replay_meta = found_meta[inverse]
                 meta[graph] = np.where(replay_meta != 0, replay_meta, meta[graph])
-                replay_op = found_op[inverse]
-                op[graph] = np.where(replay_op != 0, replay_op, op[graph])
+                replay_place = found_place[inverse]
+                place_ids[graph] = np.where(replay_place != 0, replay_place, place_ids[graph])
                 where = np.flatnonzero(graph)
-                ctx[where[captured_paused[inverse]]] |= np.uint64(CTX_PAUSED)
+                context_ids[where[captured_paused[inverse]]] |= np.uint64(CTX_PAUSED)
             used = np.zeros(len(pend), bool)
             used[idx[hit]] = True
             self.age[used] = 0  # a graph launch stays while its kernels keep arriving
             keep = ~used | (pend["kind"] == GRAPH_LAUNCH)
             self.pending, self.age = pend[keep], self.age[keep]
         if resolve is not None and n:
-            op = resolve(kernels, ctx, launch_ts, launch_thread, op)
-        paused = (ctx & np.uint64(CTX_PAUSED)) != 0
-        self.counters.unmatched += int((ctx == UNMATCHED).sum())
+            place_ids = resolve(kernels, context_ids, launch_ts, launch_thread, place_ids)
+        paused = (context_ids & np.uint64(CTX_PAUSED)) != 0
+        self.counters.unmatched += int((context_ids == UNMATCHED).sum())
         self.counters.paused += int(paused.sum())
         keys = np.stack(
             [
-                ctx,
+                context_ids,
                 capture,
-                state,
+                state_ids,
                 meta,
                 kernels["name_ptr"].astype(np.uint64),
                 kernels["device"].astype(np.uint64),
-                op,
+                place_ids,
             ],
             axis=1,
         )
