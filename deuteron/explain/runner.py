@@ -30,7 +30,7 @@ Progress = Callable[[int, int, Specialization], None]
 
 @dataclass
 class ExplainRun:
-    """An explained run: the report, the target's own exit code, why it ended early ("" if not),
+    """An explained run: the report, the program's own exit code, why it ended early ("" if not),
     and notes on launches that could not be captured."""
 
     report: ExplainReport
@@ -44,7 +44,7 @@ class ExplainRun:
 
 
 def run(
-    target: Program | str,
+    program: Program | str,
     *args: str,
     targets: Sequence[str | Target] | None = None,
     kernel: str | None = None,
@@ -54,7 +54,7 @@ def run(
     note: Callable[[str], None] | None = None,
     progress: Progress | None = None,
 ) -> ExplainRun:
-    """Explain every kernel specialization ``target`` launches (a
+    """Explain every kernel specialization ``program`` launches (a
     :class:`deuteron.process.program.Program`, or a script path followed by its arguments).
 
     ``targets``: GPU targets such as ``"cuda:90"`` (default: the local GPU, else cuda:90).
@@ -65,8 +65,8 @@ def run(
     be explained (no kernel launched, a bad target); a kernel that does not compile is an entry of
     ``report.errors`` while the others are still explained.
     """
-    if isinstance(target, str):
-        target = Program.script(target, *args)
+    if isinstance(program, str):
+        program = Program.script(program, *args)
     chosen = [parse_target(t) if isinstance(t, str) else t for t in targets] if targets is not None else None
     if chosen is not None and not chosen:
         raise ExplainError("--target: give at least one target, e.g. cuda:90")
@@ -78,13 +78,13 @@ def run(
     # without line info nothing maps back to source: both variables are unset while explaining.
     saved = {name: os.environ.pop(name, None) for name in ("TRITON_INTERPRET", "TRITON_DISABLE_LINE_INFO")}
     try:
-        return _explain(target, chosen, kernel, profile, device, passes, note, progress)
+        return _explain(program, chosen, kernel, profile, device, passes, note, progress)
     finally:
         os.environ.update({name: value for name, value in saved.items() if value is not None})
 
 
 def _explain(
-    target: Program,
+    program: Program,
     chosen: list[Target] | None,
     kernel: str | None,
     profile: str | os.PathLike[str] | None,
@@ -96,8 +96,8 @@ def _explain(
     capture = Capture(chosen or [default_target()])
     owner = os.getpid()
     with capture:
-        code, ended_by = run_to_end(target)
-    if os.getpid() != owner:  # a child the target forked: the explaining is the parent's
+        code, ended_by = run_to_end(program)
+    if os.getpid() != owner:  # a child the program forked: the explaining is the parent's
         return ExplainRun(ExplainReport(), code, ended_by)
     for text in capture.errors:
         if note is not None:
@@ -106,7 +106,7 @@ def _explain(
     if not specs:
         what = f" named like {kernel!r}" if kernel else ""
         raise ExplainError(
-            f"no Triton kernel{what} was launched by {target.name}"
+            f"no Triton kernel{what} was launched by {program.name}"
             + (f" ({ended_by})" if ended_by else "")
             + "; explain needs the script to launch at least one @triton.jit kernel"
         )
