@@ -1,4 +1,4 @@
-"""The one hook manager: every change Deuteron makes to Triton's objects goes through here.
+"""The one patch manager: every change Deuteron makes to Triton's objects goes through here.
 
 Deuteron intercepts Triton in several places (the interpreter's builder and launch loop, the
 JIT's launch and helper calls, the autotuner's benchmark, the runtime's launch hook). Each is a

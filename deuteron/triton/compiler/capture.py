@@ -1,7 +1,7 @@
 """Each launch of a ``@triton.jit`` kernel keyed exactly as Triton's JIT would key it, for a target.
 
 Touches Triton's JIT internals (triton 3.6 to 3.9): ``JITFunction.run`` is wrapped (with the
-autotuner's benchmark and the ``interpret`` knob, through the hook manager, group
+autotuner's benchmark and the ``interpret`` knob, through the patch manager, group
 ``jit.capture``); the specialization comes from Triton's own binder
 (``create_function_from_signature``) and ``JITFunction._pack_args``, built for the *target's*
 backend, so the signature, the constexprs, the ``tt.divisibility`` of pointers and integers, and

@@ -15,7 +15,7 @@ What we rely on, all in ``triton.runtime.interpreter`` (triton 3.6 to 3.9):
   atomics, and ``binary_op``/``unary_op``/``ternary_op``/``create_fma``/``create_rsqrt`` the
   floating-point arithmetic.
 
-The builder's methods are wrapped on the instance (never in Triton's source), through the hook
+The builder's methods are wrapped on the instance (never in Triton's source), through the patch
 manager: group ``interpreter`` (built here: counting, guarding, the launch loop) while a profiler
 or a sanitizer listens, group ``interpreter.sanitizer`` (:func:`.checking.sanitizer_patches`:
 programs, host tensors, float results) while a sanitizer listens. The memory operations are wrapped

@@ -12,7 +12,7 @@ both ``triton.language`` and ``triton.language.core`` once (helpers such as ``tl
 ``InterpretedFunction.__call__``, because the latter patches the language again and never restores
 it, which would break every compile after the launch. Relies on ``InterpretedFunction(fn).run(*args,
 grid, warmup, **kw)``, ``.rewrite()`` and ``_patch_lang(fn) -> scope`` with ``scope.restore()``
-(triton 3.6 to 3.9). The patches go through the hook manager (group ``jit.interpreted_launch``),
+(triton 3.6 to 3.9). The patches go through the patch manager (group ``jit.interpreted_launch``),
 with the mends, libdevice and bf16 arithmetic that ``deuteron run`` and ``check`` use.
 
 The patches are process-wide while a launch runs (a lock keeps launches one at a time): a
