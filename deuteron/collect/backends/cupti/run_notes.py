@@ -45,6 +45,8 @@ class Counted(Protocol):
 
 
 def report(session: Recorder, backend: Counted) -> None:
+    """The backend's counters in the session's metadata, and a warning for each loss a user would
+    otherwise never see (its words Proton's where Proton has them, so scripts find them)."""
     c = backend.join.counters
     counters = backend.counters
     source = loaded_library()
