@@ -487,6 +487,7 @@ def test_unfinalized_session_is_written_at_exit(tmp_path: Path):
     assert find(hatchet.read(tmp_path / "forgot.hatchet"), "s", "add_kernel").metrics["count"] == 1
 
 
+@pytest.mark.slow
 def test_view_takes_proton_viewers_spellings(tmp_path: Path):
     """-l, -f, --print-sorted and -diff/--diff-profile, as proton-viewer spells them."""
     _script(tmp_path, "for _ in range(3):\n    add()\nadd()\n")

@@ -258,6 +258,7 @@ def test_autotuned_tuple_and_shifted_kernels(tmp_path: Path) -> None:
     assert not findings(gather, "unvectorized-load")  # a gather's addresses are data: no advice to give
 
 
+@pytest.mark.slow
 def test_layout_conversion_through_shared_memory(tmp_path: Path) -> None:
     report = explain_json(tmp_path, "--target", "cuda:90", str(CORPUS / "transpose.py"))
     (k,) = report["kernels"]
@@ -267,6 +268,7 @@ def test_layout_conversion_through_shared_memory(tmp_path: Path) -> None:
     assert not findings(matmul, "layout-conversion")  # the accumulator's one-time epilogue conversion
 
 
+@pytest.mark.slow
 def test_causes_name_only_the_arguments_that_feed_each_address(tmp_path: Path) -> None:
     """A grouped GEMM swizzles program ids over M and N and wraps rows with % M: neither can misalign
     the A tile's rows (only stride_am can) or split its vectors (only the K mask can)."""
