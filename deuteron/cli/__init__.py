@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from deuteron.cli import check, explain, learn, run, serve, view
-from deuteron.cli.program import split_target
+from deuteron.cli.program import split_program
 from deuteron.model.errors import DeuteronError
 from deuteron.process.terminal import printable
 from deuteron.version import __version__
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None, server: Callable[..., Any] | None = 
     command = args_list[0]
     if command in TARGET_COMMANDS:
         sub = _subparser(parser, command)
-        head, module, words = split_target(sub, args_list[1:])
+        head, module, words = split_program(sub, args_list[1:])
         args = parser.parse_args([command, *head])
         args.module, args.target = module, words
     elif command in INTERMIXED_COMMANDS:  # files before and after options: `a.hatchet --base b c.json`
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None, server: Callable[..., Any] | None = 
         return 2
     except BrokenPipeError:  # `deuteron view ... | head`
         return 0
-    except OSError as exc:  # ours (the target's own errors end inside the target's run): one line
+    except OSError as exc:  # ours (the program's own errors end inside the program's run): one line
         print(f"deuteron: error: {printable(exc)}", file=sys.stderr)
         return 2
 

@@ -1,7 +1,7 @@
 """``deuteron check``: run a script, module or pytest with every Triton launch checked in the interpreter.
 
-The target's own exit code is kept unless findings at or above ``--fail-on`` exist; then the
-exit code is 1. The report goes to stderr, so the target's stdout stays its own.
+The program's own exit code is kept unless findings at or above ``--fail-on`` exist; then the
+exit code is 1. The report goes to stderr, so the program's stdout stays its own.
 """
 
 from __future__ import annotations
@@ -14,7 +14,13 @@ from typing import Any
 from deuteron.check.errors import CheckError
 from deuteron.check.findings import KINDS
 from deuteron.check.recorder import DEFAULT_LIMIT
-from deuteron.cli.program import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
+from deuteron.cli.program import (
+    USAGE,
+    add_device_argument,
+    add_program_arguments,
+    choose_device,
+    parse_program,
+)
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.finding import SEVERITIES
 from deuteron.process.signals import Deferred
@@ -24,8 +30,8 @@ from deuteron.process.terminal import printable, say
 def add_parser(sub: Any) -> None:
     """Registers ``deuteron check``: one argparse table, read top to bottom in the order ``-h`` shows it.
 
-    The target's words are split off before argparse sees them (:func:`deuteron.cli.program.split_target`),
-    so options here never collide with the target's own.
+    The program's words are split off before argparse sees them (:func:`deuteron.cli.program.split_program`),
+    so options here never collide with the program's own.
     """
     p = sub.add_parser(
         "check",
@@ -100,7 +106,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--no-color", action="store_true", help="plain text report")
     add_device_argument(p)
-    add_target_arguments(p)
+    add_program_arguments(p)
     p.set_defaults(handler=check_command)
 
 
@@ -123,7 +129,7 @@ def check_command(args: argparse.Namespace) -> int:
     from deuteron.check.api import CheckSession
     from deuteron.check.grid_programs import Selection
 
-    target = parse_target(args)
+    program = parse_program(args)
     choose_device(args)
     checks = [c.strip() for c in args.checks.split(",") if c.strip()]
     unknown = sorted(set(checks) - set(KINDS))
@@ -131,13 +137,13 @@ def check_command(args: argparse.Namespace) -> int:
         raise CheckError(
             f"--checks: unknown check {', '.join(unknown) or '(none given)'}; choose from {', '.join(KINDS)}"
         )
-    # Checked before the target runs, and fixed as absolute paths (the target may chdir).
+    # Checked before the program runs, and fixed as absolute paths (the program may chdir).
     json_path = check_writable(args.json, "--json") if args.json else None
     record_path = check_writable(args.record, "--record") if args.record else None
     if args.record_limit < 0:
         raise CheckError("--record-limit must be 0 or more")
     selection = Selection.parse(args.program) if args.program else None
-    if (args.pdb or selection is not None) and target.kind == "pytest" and _parallel(target.args):
+    if (args.pdb or selection is not None) and program.kind == "pytest" and _parallel(program.args):
         what = "--pdb" if args.pdb else "--program"
         raise CheckError(
             f"{what} needs the tests in this process: drop pytest's -n (xdist workers have no terminal)"
@@ -145,7 +151,7 @@ def check_command(args: argparse.Namespace) -> int:
     owner = os.getpid()
     with Deferred(redeliver=False, note="finishing the report first") as late:
         result = CheckSession.run(
-            target,
+            program,
             checks=checks,
             fail_fast=args.fail_fast,
             record=record_path,
@@ -154,7 +160,7 @@ def check_command(args: argparse.Namespace) -> int:
             programs=selection,
         )
         if os.getpid() != owner:
-            return result.exit_code  # a child the target forked: the report is the parent's
+            return result.exit_code  # a child the program forked: the report is the parent's
         code = _report(result, json_path, args)
     return late.exit_code if late.exit_code is not None else code
 

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from deuteron.cli.program import USAGE, add_target_arguments, parse_target
+from deuteron.cli.program import USAGE, add_program_arguments, parse_program
 from deuteron.explain.errors import ExplainError
 from deuteron.formats.files import OutputError, check_writable
 from deuteron.model.devices import NAMED_DEVICES
@@ -85,7 +85,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--kernel", metavar="NAME", help="only kernels whose name contains NAME")
     p.add_argument("--no-color", action="store_true", help="plain text report")
-    add_target_arguments(p)
+    add_program_arguments(p)
     p.set_defaults(handler=explain_command)
 
 
@@ -113,26 +113,26 @@ class _Spinner:
 
 
 def explain_command(args: argparse.Namespace) -> int:
-    """Run the target with capture, compile what it launched, print the report, write ``--json``.
+    """Run the program with capture, compile what it launched, print the report, write ``--json``.
 
     Exit code: 2 when a kernel could not be explained, 1 when the program ended early or ``--json``
-    failed, else the target's own. A child the target forked returns at once: the report is the
+    failed, else the program's own. A child the program forked returns at once: the report is the
     parent's, and printing it twice would interleave two reports on one terminal.
     """
     # The explainer's machinery is imported when it runs, so other commands start fast.
     from deuteron.explain.runner import run as explain_run
     from deuteron.render.explain_report import render
 
-    target = parse_target(args)
+    program = parse_program(args)
     targets = [t for t in args.gpu_target.split(",") if t.strip()] if args.gpu_target else None
     if args.line is not None and args.line < 1:
         raise ExplainError("--line must be 1 or more")
-    json_path = check_writable(args.json, "--json") if args.json else None  # before the target runs
+    json_path = check_writable(args.json, "--json") if args.json else None  # before the program runs
     spinner = _Spinner()
     owner = os.getpid()
     try:
         result = explain_run(
-            target,
+            program,
             targets=targets,
             kernel=args.kernel,
             profile=args.profile,
@@ -144,7 +144,7 @@ def explain_command(args: argparse.Namespace) -> int:
     finally:
         spinner.stop()
     if os.getpid() != owner:
-        return result.exit_code  # a child the target forked: the report is the parent's
+        return result.exit_code  # a child the program forked: the report is the parent's
     report = result.report
     if args.profile:
         from deuteron.explain.roofline import no_match

@@ -1,4 +1,4 @@
-"""The command-line side of a target: ``script.py [args] | -m module [args] | pytest [args]``."""
+"""The command-line side of a program: ``script.py [args] | -m module [args] | pytest [args]``."""
 
 from __future__ import annotations
 
@@ -10,27 +10,27 @@ from deuteron.triton.runtime import emulated_driver
 USAGE = "(script.py [args] | -m module [args] | pytest [args])"
 
 
-def add_target_arguments(p: argparse.ArgumentParser) -> None:
-    """Shown in ``-h``; the words themselves are split off by :func:`split_target` before argparse."""
+def add_program_arguments(p: argparse.ArgumentParser) -> None:
+    """Shown in ``-h``; the words themselves are split off by :func:`split_program` before argparse."""
     p.add_argument("-m", dest="module", metavar="MODULE", help="run a module as with python -m")
     p.add_argument("target", nargs=argparse.REMAINDER, help="script.py and its arguments, or pytest and its")
 
 
-def parse_target(args: argparse.Namespace) -> Program:
+def parse_program(args: argparse.Namespace) -> Program:
     return Program.parse(args.target, module=args.module)
 
 
-def split_target(
+def split_program(
     parser: argparse.ArgumentParser, words: list[str]
 ) -> tuple[list[str], str | None, list[str]]:
-    """A command's words as (Deuteron's own options, the ``-m`` module or None, the target's words).
+    """A command's words as (Deuteron's own options, the ``-m`` module or None, the program's words).
 
-    Everything from the script, ``pytest`` or ``-m MODULE`` on belongs to the target and is never
+    Everything from the script, ``pytest`` or ``-m MODULE`` on belongs to the program and is never
     parsed here: argparse alone would read ``-m pkg.train --epochs 1``'s ``--epochs`` as ours (an
     error) and ``--n 100`` as an abbreviation of one of ours. Only options spelled exactly as ours
-    (``-n NAME``, ``--name=NAME``, ``-nNAME``) are taken before the target; anything else that looks
+    (``-n NAME``, ``--name=NAME``, ``-nNAME``) are taken before the program; anything else that looks
     like an option is left to argparse to refuse. An option whose value is optional (``nargs="?"``,
-    ``--pdb[=all]``) takes it only after ``=``: the word after it is the target's."""
+    ``--pdb[=all]``) takes it only after ``=``: the word after it is the program's."""
     actions = parser._option_string_actions  # argparse's own table of our option strings
     i = 0
     while i < len(words):
@@ -69,5 +69,5 @@ def add_device_argument(p: argparse.ArgumentParser) -> None:
 
 
 def choose_device(args: argparse.Namespace) -> None:
-    """Fails with one line, before the target runs, for an unknown name."""
+    """Fails with one line, before the program runs, for an unknown name."""
     emulated_driver.choose(args.device)

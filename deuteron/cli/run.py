@@ -1,7 +1,7 @@
 """``deuteron run``: run a script, a module or pytest under a profiling session.
 
-The target sees its own ``sys.argv``, ``__name__ == "__main__"`` and exit code. The profile
-is written however the target ends: normally, by an exception, by ``sys.exit``, or by
+The program sees its own ``sys.argv``, ``__name__ == "__main__"`` and exit code. The profile
+is written however the program ends: normally, by an exception, by ``sys.exit``, or by
 SIGINT/SIGTERM (then the exit code is 128 + the signal number, as a shell would report).
 """
 
@@ -18,7 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from deuteron.cli.arguments import add_command, number_in
-from deuteron.cli.program import USAGE, add_device_argument, add_target_arguments, choose_device, parse_target
+from deuteron.cli.program import (
+    USAGE,
+    add_device_argument,
+    add_program_arguments,
+    choose_device,
+    parse_program,
+)
 from deuteron.collect import api, output
 from deuteron.collect.backends import NAMES as BACKENDS
 from deuteron.collect.backends import resolve
@@ -27,7 +33,7 @@ from deuteron.collect.flags import flags
 from deuteron.collect.session import SessionError, disabled_by
 from deuteron.formats.files import OutputError
 from deuteron.process.program import Program, exit_code, run_to_end
-from deuteron.process.program import run as run_target
+from deuteron.process.program import run as run_program
 from deuteron.process.signals import Deferred
 from deuteron.process.terminal import printable, say
 from deuteron.triton import enable_interpreter_mode
@@ -56,7 +62,7 @@ examples:
 def add_parser(sub: Any) -> None:
     """Registers ``deuteron run``: one argparse table, in the order ``-h`` shows it.
 
-    ``-c`` is checked here by :func:`_context`, so a bad context list fails before the target starts;
+    ``-c`` is checked here by :func:`_context`, so a bad context list fails before the program starts;
     ``-n``, ``-b``, ``-c`` and ``-k`` are ``proton.start``'s name, backend, context and hook.
     """
     p = add_command(
@@ -121,7 +127,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--trace", action="store_true", help="also write a Chrome trace of scopes and launches")
     add_device_argument(p)
-    add_target_arguments(p)
+    add_program_arguments(p)
     p.set_defaults(handler=run_command)
 
 
@@ -145,27 +151,29 @@ def _context(value: str) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Profile the target and write its profile however it ends; returns the target's exit code.
+    """Profile the program and write its profile however it ends; returns the program's exit code.
 
     Kept as one function because its order is the contract: everything that can fail (the backend,
-    the output paths) is checked before the target runs, the interpreter is switched on before the
-    target imports triton, and once the target has ended SIGINT and SIGTERM are only noted until the
+    the output paths) is checked before the program runs, the interpreter is switched on before the
+    program imports triton, and once the program has ended SIGINT and SIGTERM are only noted until the
     files are on disk (while it runs they stop it as usual), so a Ctrl-C never leaves half a profile.
     """
-    target = parse_target(args)
+    program = parse_program(args)
     choose_device(args)
     which = disabled_by()
     if which is not None:
         print(f"deuteron: {which} is set; running without profiling", file=sys.stderr)
-        return _run_unprofiled(target)
+        return _run_unprofiled(program)
     _sampling_mode(args)
     api.check_mode(args.mode, args.backend)
-    backend = resolve(args.backend, args.mode)  # fails early, with the reason, before the target runs
+    backend = resolve(args.backend, args.mode)  # fails early, with the reason, before the program runs
     if backend.name == "interpreter":
-        enable_interpreter_mode()  # before the target imports triton
-    command = ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [target.name, *target.args]
+        enable_interpreter_mode()  # before the program imports triton
+    command = (
+        ["deuteron", "run", *sys.argv[2:]] if sys.argv[1:2] == ["run"] else [program.name, *program.args]
+    )
     formats = ("hatchet", "chrome_trace") if args.trace else ("hatchet",)
-    # The output files are checked (and their paths fixed) here, before the target runs.
+    # The output files are checked (and their paths fixed) here, before the program runs.
     flags.command_line = True
     sid = api.start_session(
         args.name,
@@ -183,11 +191,11 @@ def run_command(args: argparse.Namespace) -> int:
     owner = os.getpid()
     started_in = os.getcwd()
     live = api.current_profile(sid) if sid is not None else None
-    # From here until the profile is on disk, SIGINT/SIGTERM outside the target are noted, not obeyed.
+    # From here until the profile is on disk, SIGINT/SIGTERM outside the program are noted, not obeyed.
     with Deferred(redeliver=False, note="finishing the profile first") as late:
         try:
             with _StderrTail() as tail:
-                code, ended_by = run_to_end(target)
+                code, ended_by = run_to_end(program)
         finally:  # a profile is never lost: also written when the module is missing
             if os.getpid() == owner:
                 try:
@@ -196,7 +204,7 @@ def run_command(args: argparse.Namespace) -> int:
                 except OutputError as exc:
                     failure = str(exc)
     if os.getpid() != owner:
-        return code  # a child the target forked ends as it chose: the profile is the parent's
+        return code  # a child the program forked ends as it chose: the profile is the parent's
     names = ", ".join(str(f) for f in files)
     if failure:
         say(f"deuteron: error: {failure}")
@@ -223,7 +231,7 @@ def run_command(args: argparse.Namespace) -> int:
         say(f"deuteron: nothing was recorded ({why}); kept the earlier {shown} (written {when})")
     else:
         say(f"deuteron: nothing was recorded ({why}); wrote the empty profile to {names}")
-    hint = _hint(target, code, ended_by, args.context, tail.text())
+    hint = _hint(program, code, ended_by, args.context, tail.text())
     if args.backend == "instrumentation":
         hint = ""  # why-empty already says what to do; -c torch would not fill it
     if hint:
@@ -247,20 +255,20 @@ def _why_empty(code: int, ended_by: str, context: str, backend: str = "auto") ->
     return "no kernel ran and no scope had metrics"
 
 
-def _hint(target: Program, code: int, ended_by: str, context: str, stderr: str) -> str:
+def _hint(program: Program, code: int, ended_by: str, context: str, stderr: str) -> str:
     """What would fill an empty profile, only where it fits: deuteron's own options given after
     the script (the script's argparse refused them); ``-c torch`` for a program that imported
     torch and ran to its end without a kernel. Nothing after any other failure: the program's own
     error is the news."""
     if code != 0 or ended_by:
-        moved, rest = _misplaced(target.args, stderr)
+        moved, rest = _misplaced(program.args, stderr)
         if not moved:
             return ""
         words = sys.argv[2:] if sys.argv[1:2] == ["run"] else []
         head = (
-            words[: len(words) - len(target.args)]
-            if words[len(words) - len(target.args) :] == list(target.args)
-            else [target.name]
+            words[: len(words) - len(program.args)]
+            if words[len(words) - len(program.args) :] == list(program.args)
+            else [program.name]
         )
         fixed = " ".join(shlex.quote(w) for w in ["deuteron", "run", *moved, *head, *rest])
         return (
@@ -363,8 +371,8 @@ class _Tee:
         return getattr(self._inner, name)
 
 
-def _run_unprofiled(target: Program) -> int:
+def _run_unprofiled(program: Program) -> int:
     try:
-        return run_target(target)
+        return run_program(program)
     except SystemExit as exc:
         return exit_code(exc)
