@@ -41,10 +41,10 @@ from deuteron.model.access import (
     AccessListener,
     AtomicResult,
     LaunchInfo,
-    SiteTable,
     element_index,
 )
 from deuteron.triton.interpreter import adapter
+from deuteron.triton.interpreter.sanitizer_protocol import PreparedLaunch
 
 _MASK = np.uint64(ADDRESS_MASK)
 _SHIFT = np.uint64(TAG_SHIFT)
@@ -105,18 +105,13 @@ class Guard:
 
     # --- the interpreter's events ------------------------------------------------------------------
 
-    def launch_prepare(
-        self,
-        fn: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        table: SiteTable,
-        device_copies: dict[int, tuple[int, int]] | None = None,
-    ) -> None:
+    def launch_prepare(self, launch: PreparedLaunch) -> None:
         """The launch's host tensors are known: describe them, so their pointers can be tagged."""
-        self.prepared = launch_info(self.launches + 1, fn, args, kwargs, (1, 1, 1), table, self._objects)
+        self.prepared = launch_info(
+            self.launches + 1, launch.fn, launch.args, launch.kwargs, (1, 1, 1), launch.table, self._objects
+        )
         self._views = {}
-        self.origins.new_launch(device_copies or {})
+        self.origins.new_launch(launch.device_copies)
 
     def _objects(self, tags: dict[int, int], ptrs: dict[int, int]) -> None:
         self._tags, self._ptrs = tags, ptrs

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from deuteron.collect.backends.port import ContextListener, Frameworks, KernelGroup
+from deuteron.collect.backends.port import ContextListener, Frameworks, InterpretedKernel, KernelGroup
 from deuteron.collect.context import ContextSource, LaunchPlaces
 from deuteron.collect.context.jax.source import JaxContext
 from deuteron.collect.context.native import NativeContext
@@ -36,7 +36,7 @@ from deuteron.collect.placement import LaunchContexts
 from deuteron.collect.samples import SampleFiler
 from deuteron.collect.scope_metrics import PROTON_CPU_TIME, ValueTypes, as_given, merged
 from deuteron.collect.trace_buffer import TraceBuffer
-from deuteron.model.intra import IntraSpans, ScopeRow
+from deuteron.model.intra import ScopeRow
 from deuteron.model.metrics import CPU_TIME, TIME, split_kind
 from deuteron.model.trace import KernelSpans
 from deuteron.model.tree import Node, Profile
@@ -247,18 +247,11 @@ class TreeBuilder:
             self.profile.add_metrics(node, metrics)
         return node
 
-    def record_kernel(
-        self,
-        name: str,
-        metrics: dict[str, Any],
-        start_ns: int,
-        end_ns: int,
-        scopes: list[ScopeRow] | None = None,
-        intra: IntraSpans | None = None,
-    ) -> None:
+    def record_kernel(self, kernel: InterpretedKernel) -> None:
         """A kernel launched by the calling thread, just now (the interpreter's launches), with the
         ``pl.scope``s it recorded, if any, and their spans per program."""
-        node = self.add_kernel(self.launch_context(), name, metrics, self.states.current())
+        metrics, scopes, intra = kernel.metrics, kernel.scopes, kernel.intra
+        node = self.add_kernel(self.launch_context(), kernel.name, metrics, self.states.current())
         if scopes:
             self.file_scopes(node, scopes)
         if intra is not None:
@@ -272,7 +265,7 @@ class TreeBuilder:
                 if clean != "grid" and scopes:  # the launch's total: the scopes' share was taken off
                     args[clean] += sum(row.metrics.get(clean, 0) for row in scopes)
         with self.lock:
-            self.trace.add_event(("kernel", node, start_ns, end_ns, _get_ident(), args))
+            self.trace.add_event(("kernel", node, kernel.start_ns, kernel.end_ns, _get_ident(), args))
 
     def kernel_parent(self, group: KernelGroup) -> Node:
         """Where a group's kernels go: its framework's place (module and op, JAX scopes, C/C++

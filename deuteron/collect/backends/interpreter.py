@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from deuteron.collect.backends.port import Recorder, benchmark_scope
+from deuteron.collect.backends.port import InterpretedKernel, Recorder, benchmark_scope
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.model.intra import INSTANCES, IntraSpans, ScopeRow
 from deuteron.model.metrics import BYTES, COUNT, FLOPS, TIME
@@ -191,14 +191,14 @@ def _dispatch(record: adapter.LaunchRecord) -> None:
         name, metrics = hooked[0], {**metrics, **hooked[1]}
     if record.scopes is None:
         for session in sessions:
-            session.record_kernel(name, metrics, record.start_ns, record.end_ns)
+            session.record_kernel(InterpretedKernel(name, metrics, record.start_ns, record.end_ns))
         return
     rows, spans, totals = scope_records(record, name) if len(record.scopes) else ([], None, {})
     _take_scopes(metrics, hooked[1] if hooked is not None else {}, rows, totals)
     for session in sessions:
         _tallies.setdefault(session.setup.session_id, _Tally()).add(record, name)
         intra = replace(spans) if spans is not None else None  # each session's spans name its own node
-        session.record_kernel(name, metrics, record.start_ns, record.end_ns, scopes=rows, intra=intra)
+        session.record_kernel(InterpretedKernel(name, metrics, record.start_ns, record.end_ns, rows, intra))
 
 
 _unfile: list[Callable[[], None]] = []  # undoes filing the autotuner's benchmarks under a scope

@@ -28,6 +28,19 @@ class BackendError(DeuteronError, RuntimeError):
 
 
 @dataclass
+class InterpretedKernel:
+    """A kernel the calling thread just ran in the interpreter, as the interpreter backend files
+    it: one record, so that the recorder's call and the tree builder's share one shape."""
+
+    name: str
+    metrics: dict[str, Any]
+    start_ns: int
+    end_ns: int
+    scopes: list[ScopeRow] | None = None  # its pl.scopes, filed under it
+    intra: IntraSpans | None = None  # their spans per program, for the trace
+
+
+@dataclass
 class KernelGroup:
     """Kernels of one batch that share a context, a kernel name and a device, summed."""
 
@@ -132,15 +145,7 @@ class Recorder(Protocol):
         self, name: str | None, start_ns: int, end_ns: int, metrics: dict[str, Any] | None
     ) -> None: ...
 
-    def record_kernel(
-        self,
-        name: str,
-        metrics: dict[str, Any],
-        start_ns: int,
-        end_ns: int,
-        scopes: list[ScopeRow] | None = None,
-        intra: IntraSpans | None = None,
-    ) -> None: ...
+    def record_kernel(self, kernel: InterpretedKernel) -> None: ...
 
     def file_kernels(self, groups: list[KernelGroup | None], spans: KernelSpans) -> None: ...
 

@@ -24,7 +24,7 @@ from deuteron.process.patches import AttributePatch, Patch, WrapPatch
 from deuteron.triton.interpreter import printing, sites
 from deuteron.triton.interpreter.mends import atomics, bf16, compile_time
 from deuteron.triton.interpreter.profiling import element_bytes
-from deuteron.triton.interpreter.sanitizer_protocol import Abort, Sanitizer
+from deuteron.triton.interpreter.sanitizer_protocol import Abort, PreparedLaunch, Sanitizer
 
 # Wrapped only while a sanitizer listens, so profiling does not pay for them.
 WRAPPED = ("set_grid_dim", "set_grid_idx")
@@ -246,7 +246,7 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
             s.pending = True
             s.executor = self
             copies = device_copies(interp, args_dev, kwargs, result[0], result[1])
-            sanitizer.launch_prepare(self.fn, result[0], result[1], sites.table(), copies)
+            sanitizer.launch_prepare(PreparedLaunch(self.fn, result[0], result[1], sites.table(), copies))
         return result
 
     def tagging(orig_cvt: Callable[[Any], Any]) -> Callable[[Any], Any]:

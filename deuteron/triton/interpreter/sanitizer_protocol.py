@@ -3,6 +3,7 @@ the one exception it may raise to stop a launch."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,6 +15,20 @@ class Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
     """Raised by a sanitizer to stop the launch; it reaches the caller itself, not as InterpreterError."""
 
 
+@dataclass(frozen=True)
+class PreparedLaunch:
+    """A launch as the interpreter has bound it, before its pointers are made: the kernel's
+    function, its host arguments, the table its ``site`` ids index, and ``device_copies``, each
+    device tensor argument's storage address mapped to (bytes, address of its host copy), so that
+    pointers the kernel reads from memory (device addresses) can be found in the host copies."""
+
+    fn: Any
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    table: SiteTable
+    device_copies: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+
 class Sanitizer(Protocol):
     """What a sanitizer hears. ``site`` ids index the table handed over at ``launch_prepare``.
 
@@ -21,17 +36,8 @@ class Sanitizer(Protocol):
     tags each tensor argument's pointer through ``tag_of``; this module strips the tags before
     Triton touches memory."""
 
-    def launch_prepare(
-        self,
-        fn: Any,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        table: SiteTable,
-        device_copies: dict[int, tuple[int, int]],
-    ) -> None:
-        """The launch's host tensors, before its pointers are made. ``device_copies`` maps each
-        device tensor argument's storage address to (bytes, address of its host copy), so pointers
-        the kernel reads from memory (device addresses) can be found in the host copies."""
+    def launch_prepare(self, launch: PreparedLaunch) -> None:
+        """The launch's host tensors, before its pointers are made."""
         ...
 
     def tag_of(self, arg: Any) -> int:
