@@ -54,8 +54,9 @@ class ModuleHooks:
 
         Not torch's global forward hooks: with any global hook registered, every module call
         takes torch's slow path (hook lists, ``always_call`` bookkeeping): 1.8 us a call against
-        0.3 us for a bare wrapper (measured, docs/benchmarks.md), on a step of a few hundred
-        module calls. The wrapper keeps torch's fast path and closes the frame on exceptions too.
+        0.3 us for a bare wrapper (measured: benchmarks/HISTORY.md, "Framework context (issue
+        16)"), on a step of a few hundred module calls. The wrapper keeps torch's fast path and
+        closes the frame on exceptions too.
         Its work per call is done in C where the library has this Python's headers
         (``torch_calls``).
         """

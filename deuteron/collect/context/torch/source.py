@@ -3,7 +3,7 @@ name, then the aten op), backward work under the module that made it, and CPU ti
 module and op, with or without a GPU.
 
 The only Deuteron module that touches torch internals. Two mechanisms, chosen by measuring
-(docs/benchmarks.md, "Framework context"):
+(benchmarks/HISTORY.md, "Framework context (issue 16)"):
 
 - **Modules** through a wrapper of ``nn.Module._call_impl``, its per-call work in C
   (``torch_calls``).
