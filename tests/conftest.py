@@ -27,18 +27,6 @@ TREE_BEFORE = pytest.StashKey[set[str]]()
 TREE_LEFT = pytest.StashKey[list[str]]()
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n logical``/``-n auto`` on a machine of few cores: one worker more than cores. Many tests
-    spend their time waiting on a child (``python -m deuteron``, torchrun, a browser, a server),
-    leaving a core idle that a third worker fills; on larger machines xdist's count stands.
-    ``DEUTERON_TEST_WORKERS`` sets the count outright."""
-    asked = os.environ.get("DEUTERON_TEST_WORKERS")
-    if asked:
-        return int(asked)
-    cores = os.cpu_count() or 1
-    return cores + 1 if cores <= 4 else None
-
-
 def runs_tests_itself(config: pytest.Config) -> bool:
     """False in an xdist worker: the repository is checked once, by the run that started them."""
     return not hasattr(config, "workerinput")
