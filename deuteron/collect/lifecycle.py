@@ -214,7 +214,7 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
 
 
 def find(session: int) -> Session | None:
-    """The open session with this id (Proton's ``data`` functions name sessions by id)."""
+    """The open session with this id, or None."""
     return sessions.get(session)
 
 

@@ -1,9 +1,10 @@
 """The open profiling sessions, in one place every public module reads.
 
-``api`` (start/activate/finalize) owns them; the states (``collect.context.state``) need to know
-which sessions record, and are reached from the backends a session drives, so the lists live here
-(and nothing else), typed by a protocol. ``active`` is mutated in place, never rebound:
-the scope hot path holds a reference to it and checks only its truth.
+:mod:`.lifecycle` (start/activate/finalize) owns them; the states (``collect.context.state``),
+reached from the backends a session drives, and Proton's data functions (:mod:`.phases`), which a
+session's own module imports, find them here, typed by a protocol, so that neither imports the
+session. ``active`` is mutated in place, never rebound: the scope hot path holds a reference to it
+and checks only its truth. ``SessionError`` lives here too, for the same reason.
 """
 
 from __future__ import annotations
