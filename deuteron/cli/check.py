@@ -14,6 +14,7 @@ from typing import Any
 from deuteron.check.errors import CheckError
 from deuteron.check.findings import KINDS
 from deuteron.check.recorder import DEFAULT_LIMIT
+from deuteron.cli.arguments import add_command
 from deuteron.cli.program import (
     USAGE,
     add_device_argument,
@@ -26,6 +27,29 @@ from deuteron.model.finding import SEVERITIES
 from deuteron.process.signals import Deferred
 from deuteron.process.terminal import printable, say
 
+DESCRIPTION = """\
+Run a Python script, a module (-m) or pytest with TRITON_INTERPRET=1 and check every program
+of every Triton launch. Errors: out-of-bounds (a lane outside the memory of the tensor its
+pointer came from), races between programs (accesses guarded by one spin lock excepted),
+locks never released, failed tl.device_assert. Warnings: lanes in a tensor's memory but
+outside its view, the op that first made a NaN/Inf from finite inputs. Info: outputs no
+program wrote. Kernels compute their real outputs; out-of-bounds lanes are masked off.
+Exit code: the target's, or 1 when findings at or above --fail-on exist.
+
+Debugging: --pdb stops in pdb at the kernel's line of each new error, in the failing
+program, with its lanes as NumPy arrays (pid, bad_lanes, offsets, mask, value, finding);
+--program X[,Y[,Z]][@LAUNCH] runs only that program (others skipped, their outputs
+untouched), so breakpoint() and print in a kernel show one program.
+
+examples:
+  deuteron check examples/vector_add.py
+  deuteron check --json findings.json pytest tests/test_kernels.py -x
+  deuteron check --fail-on warning --checks out-of-bounds,race -m mypkg.train
+  deuteron check --pdb examples/check_me.py          # stop at the bad lane in pdb
+  deuteron check --pdb=all pytest tests/test_kernels.py   # warnings and info too
+  deuteron check --program 3 examples/debug_me.py    # program (3, 0, 0) of every launch
+  deuteron check --program 3,0,0@2 script.py          # ... of the second launch only"""
+
 
 def add_parser(sub: Any) -> None:
     """Registers ``deuteron check``: one argparse table, read top to bottom in the order ``-h`` shows it.
@@ -33,32 +57,12 @@ def add_parser(sub: Any) -> None:
     The program's words are split off before argparse sees them (:func:`deuteron.cli.program.split_program`),
     so options here never collide with the program's own.
     """
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "check",
-        help="run a script, module or pytest in Triton's interpreter and check every kernel program",
-        description=(
-            "Run a Python script, a module (-m) or pytest with TRITON_INTERPRET=1 and check every program\n"
-            "of every Triton launch. Errors: out-of-bounds (a lane outside the memory of the tensor its\n"
-            "pointer came from), races between programs (accesses guarded by one spin lock excepted),\n"
-            "locks never released, failed tl.device_assert. Warnings: lanes in a tensor's memory but\n"
-            "outside its view, the op that first made a NaN/Inf from finite inputs. Info: outputs no\n"
-            "program wrote. Kernels compute their real outputs; out-of-bounds lanes are masked off.\n"
-            "Exit code: the target's, or 1 when findings at or above --fail-on exist.\n\n"
-            "Debugging: --pdb stops in pdb at the kernel's line of each new error, in the failing\n"
-            "program, with its lanes as NumPy arrays (pid, bad_lanes, offsets, mask, value, finding);\n"
-            "--program X[,Y[,Z]][@LAUNCH] runs only that program (others skipped, their outputs\n"
-            "untouched), so breakpoint() and print in a kernel show one program.\n\n"
-            "examples:\n"
-            "  deuteron check examples/vector_add.py\n"
-            "  deuteron check --json findings.json pytest tests/test_kernels.py -x\n"
-            "  deuteron check --fail-on warning --checks out-of-bounds,race -m mypkg.train\n"
-            "  deuteron check --pdb examples/check_me.py          # stop at the bad lane in pdb\n"
-            "  deuteron check --pdb=all pytest tests/test_kernels.py   # warnings and info too\n"
-            "  deuteron check --program 3 examples/debug_me.py    # program (3, 0, 0) of every launch\n"
-            "  deuteron check --program 3,0,0@2 script.py          # ... of the second launch only"
-        ),
+        "run a script, module or pytest in Triton's interpreter and check every kernel program",
+        DESCRIPTION,
         usage=f"deuteron check [options] {USAGE}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE")
     p.add_argument(

@@ -10,6 +10,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from deuteron.cli.arguments import add_command
 from deuteron.cli.program import USAGE, add_program_arguments, parse_program
 from deuteron.explain.errors import ExplainError
 from deuteron.formats.files import OutputError, check_writable
@@ -22,31 +23,34 @@ if TYPE_CHECKING:
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass", "amdgcn")
 
 
+DESCRIPTION = """\
+Run a Python script, a module (-m) or pytest; capture every distinct kernel specialization it
+launches (signature, constexprs, 16-divisibility of pointers and integers, num_warps,
+num_stages), cross-compile each for --target (no GPU needed: without one the kernels run in
+Triton's interpreter), and report registers, spills, shared memory, occupancy, the SASS
+instruction mix and findings with concrete fixes. With --stage and --line, print the IR a
+source line became; with --passes, the compiler passes; with --profile, rank kernels by the
+time a recorded profile says they took.
+
+examples:
+  deuteron explain examples/vector_add.py  # every kernel, for the local GPU or sm90
+  deuteron explain --target cuda:80,cuda:90 kernel.py  # the same kernels on two GPUs
+  deuteron explain --stage ptx --line 21 kernel.py  # the PTX that source line 21 became
+  deuteron explain --profile deuteron.hatchet train.py  # kernels ranked by their measured time"""
+
+
 def add_parser(sub: Any) -> None:
     """Registers ``deuteron explain``: one argparse table, in the order ``-h`` shows it.
 
     ``--device`` here names the peaks for ``--profile``, not the GPU the emulated driver answers for,
     so this command does not take :func:`deuteron.cli.program.add_device_argument`.
     """
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "explain",
-        help="show what Triton's compiler made of each kernel a script launches, and what to change",
-        description=(
-            "Run a Python script, a module (-m) or pytest; capture every distinct kernel specialization it\n"
-            "launches (signature, constexprs, 16-divisibility of pointers and integers, num_warps,\n"
-            "num_stages), cross-compile each for --target (no GPU needed: without one the kernels run in\n"
-            "Triton's interpreter), and report registers, spills, shared memory, occupancy, the SASS\n"
-            "instruction mix and findings with concrete fixes. With --stage and --line, print the IR a\n"
-            "source line became; with --passes, the compiler passes; with --profile, rank kernels by the\n"
-            "time a recorded profile says they took.\n\n"
-            "examples:\n"
-            "  deuteron explain examples/vector_add.py  # every kernel, for the local GPU or sm90\n"
-            "  deuteron explain --target cuda:80,cuda:90 kernel.py  # the same kernels on two GPUs\n"
-            "  deuteron explain --stage ptx --line 21 kernel.py  # the PTX that source line 21 became\n"
-            "  deuteron explain --profile deuteron.hatchet train.py  # kernels ranked by their measured time"
-        ),
+        "show what Triton's compiler made of each kernel a script launches, and what to change",
+        DESCRIPTION,
         usage=f"deuteron explain [options] {USAGE}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--target",
