@@ -10,14 +10,7 @@ from deuteron.model.tree import Node, Profile
 
 def find(profile: Profile, *names: str) -> Node:
     """The node at ROOT/names[0]/names[1]/..., whatever each frame's type."""
-    node = profile.root
-    for name in names:
-        matches = [c for c in node.children.values() if c.name == name]
-        assert matches, (
-            f"no frame {name!r} under {node.name!r}; children: {[c.name for c in node.children.values()]}"
-        )
-        node = matches[0]
-    return node
+    return child_path(profile.root, *names)
 
 
 def timed_profile(spec: dict[str, Any]) -> Profile:
