@@ -8,13 +8,11 @@ would, and checks the written profile.
 from __future__ import annotations
 
 import json
-import os
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from tests.helpers.cli import run_cli
-from tests.helpers.paths import REPO
 from tests.helpers.sources import ADD_KERNEL_SOURCE
 
 KERNELS = ADD_KERNEL_SOURCE + """
@@ -34,13 +32,6 @@ def profile_script(
     out = tmp_path / "out.hatchet"
     tree = json.loads(out.read_text()) if out.exists() else None
     return tree, proc
-
-
-def python_env() -> dict[str, str]:
-    """The environment for a script run directly (not through ``deuteron run``): real GPU, this repo."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(REPO)
-    return env
 
 
 def find(node: dict[str, Any], *names: str) -> dict[str, Any]:

@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from tests.helpers.gpu import find, kernel_counts, profile_script, python_env
+from tests.helpers.cli import fresh_process_env
+from tests.helpers.gpu import find, kernel_counts, profile_script
 
 
 def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
@@ -179,7 +180,7 @@ with deuteron.scope("replay"):
         g.replay()
 deuteron.finalize()
 """)
-    env = python_env()
+    env = fresh_process_env()
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
@@ -270,7 +271,7 @@ with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]):
         print("STARTED")
         deuteron.finalize()
 """)
-    env = python_env()
+    env = fresh_process_env()
     proc = subprocess.run(
         [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
@@ -294,7 +295,7 @@ with deuteron.scope("forever"):
         if i == 100:
             torch.cuda.synchronize(); print("ready", flush=True)
 """)
-    env = python_env()
+    env = fresh_process_env()
     proc = subprocess.Popen(
         [sys.executable, "-m", "deuteron", "run", "-b", "cupti", "-n", "part", "long.py"],
         cwd=tmp_path,
@@ -576,7 +577,7 @@ def run_plain(script: Path) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=script.parent,
-        env=python_env(),
+        env=fresh_process_env(),
         capture_output=True,
         text=True,
         timeout=300,

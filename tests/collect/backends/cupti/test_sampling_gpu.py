@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.cli import run_cli
-from tests.helpers.gpu import find, python_env
+from tests.helpers.cli import fresh_process_env, run_cli
+from tests.helpers.gpu import find
 from tests.helpers.paths import REPO
 
 EXAMPLE = REPO / "examples" / "hot_line.py"
@@ -105,7 +105,7 @@ finally:
     proc = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
-        env=python_env(),
+        env=fresh_process_env(),
         capture_output=True,
         text=True,
         timeout=300,

@@ -7,8 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
-from tests.helpers.cli import run_cli
-from tests.helpers.gpu import find, python_env
+from tests.helpers.cli import fresh_process_env, run_cli
+from tests.helpers.gpu import find
 
 SCRIPT = """
 import torch, triton, triton.language as tl
@@ -105,7 +105,7 @@ def test_protons_api_and_trace(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "p.py"],
         cwd=tmp_path,
-        env={**python_env(), "LAUNCHES": "1"},
+        env={**fresh_process_env(), "LAUNCHES": "1"},
         capture_output=True,
         text=True,
         timeout=300,
@@ -134,7 +134,7 @@ def test_a_thousand_launches_stay_small_and_quick(tmp_path: Path) -> None:
         + "\nprint('finalize', time.perf_counter() - t)\n"
     )
     (tmp_path / "many.py").write_text(textwrap.dedent(body))
-    env = {**python_env(), "LAUNCHES": "1000"}
+    env = {**fresh_process_env(), "LAUNCHES": "1000"}
     proc = subprocess.run(
         [sys.executable, "many.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )
