@@ -28,11 +28,8 @@ from deuteron.collect.backends.port import (
     RecorderSetup,
 )
 from deuteron.collect.context import ContextSpecError, parse_context
-from deuteron.collect.context.jax.source import JaxContext
-from deuteron.collect.context.native import NativeContext
-from deuteron.collect.context.torch.source import TorchContext
 from deuteron.collect.phases import Phases
-from deuteron.collect.placement import ContextTable, LaunchContexts, StateTable
+from deuteron.collect.placement import ContextTable, StateTable
 from deuteron.collect.registry import SessionError as SessionError  # its home; the session API's error
 from deuteron.collect.scope_metrics import ValueTypes
 from deuteron.collect.start_options import disabled as disabled  # the command and benchmarks ask here
@@ -129,45 +126,28 @@ class Session:
         self.file_kernels, self.file_samples = tree.file_kernels, tree.file_samples
         self.context_ids, self.set_state, self.settle = tree.context_ids, tree.set_state, tree.settle
 
-    # --- its parts, by the names callers know ----------------------------------------------------
-
-    @property
-    def contexts(self) -> LaunchContexts:  # the framework contexts' tests make theirs from it
-        return self.tree.contexts
-
-    @property
-    def torch(self) -> TorchContext | None:
-        return self.tree.torch
-
-    @property
-    def jax(self) -> JaxContext | None:
-        return self.tree.jax
-
-    @property
-    def native(self) -> NativeContext | None:
-        return self.tree.native
-
     # --- lifecycle -------------------------------------------------------------------------------
 
     def start_frameworks(self) -> None:
         """Start the framework sources (before the backend, which may ask them for a probe)."""
+        tree = self.tree
         on_gpu = "cupti" in self.backend.name.split(",")
-        if self.native is not None and not on_gpu:
+        if tree.native is not None and not on_gpu:
             raise SessionError(
                 "-c native takes the C/C++ frames at each CUDA launch: it needs the cupti backend "
                 f"(a machine with an NVIDIA GPU), not {self.backend.name}"
             )
-        if self.torch is not None:
+        if tree.torch is not None:
             spans = "chrome_trace" in self.outputs  # module/op/backward spans on the thread lanes
-            self.torch.start(self.contexts.id_of(self.tree.shadow.current()), on_gpu=on_gpu, spans=spans)
-        if self.jax is not None:
-            self.jax.start()
+            tree.torch.start(tree.contexts.id_of(tree.shadow.current()), on_gpu=on_gpu, spans=spans)
+        if tree.jax is not None:
+            tree.jax.start()
 
     def stop_frameworks(self) -> None:
-        if self.torch is not None:
-            self.torch.stop()
-        if self.jax is not None:
-            self.jax.stop()
+        if self.tree.torch is not None:
+            self.tree.torch.stop()
+        if self.tree.jax is not None:
+            self.tree.jax.stop()
 
     def state(self) -> str | None:
         """The state the calling thread is in (see ``deuteron.state``)."""
@@ -182,14 +162,14 @@ class Session:
         self, context_id: int, path: Sequence[str] = (), python_frames: PythonFrames | None = None
     ) -> None:
         if python_frames is not None:
-            self.contexts.add_python_path(context_id, python_frames)
+            self.tree.contexts.add_python_path(context_id, python_frames)
         else:
-            self.contexts.name(context_id, path)
+            self.tree.contexts.name(context_id, path)
 
     def recorded(self) -> dict[str, RecordedTable]:
         tables: dict[str, RecordedTable] = {
-            "contexts": ContextTable(self.contexts),
-            "states": StateTable(self.contexts),
+            "contexts": ContextTable(self.tree.contexts),
+            "states": StateTable(self.tree.contexts),
         }
         return {**tables, **self.setup.frameworks.recorded()}
 
@@ -204,7 +184,7 @@ class Session:
     # --- phases and output -----------------------------------------------------------------------
 
     def trace_events(self) -> tuple[list[TraceEvent], dict[int, str]]:
-        return self.trace.trace_events(self.profile, self.torch)
+        return self.trace.trace_events(self.profile, self.tree.torch)
 
     def advance_phase(self) -> int:
         """Close the current phase (what the GPU has recorded is filed first) and start the next:

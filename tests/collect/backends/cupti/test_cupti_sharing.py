@@ -35,14 +35,14 @@ def test_shared_ids_file_each_kernel_under_each_sessions_own_scope() -> None:
     first, second = Session(0, "a", backend="interpreter"), Session(1, "b", backend="interpreter")
     engine = _engine(first)
     sharing = engine.sharing
-    own = first.contexts.id_of(first.profile.root.child("train"))
+    own = first.tree.contexts.id_of(first.profile.root.child("train"))
     assert sharing.slot_for(0, own, 0) == (own, 0)  # alone: the session's own ids, as before
     sharing.current().clear()  # alone, the backend sets the slot directly: nothing is remembered
     sharing.members[0].here = lambda: (own, 0)  # the first session's scope on this thread, asked for
     engine.attached.append(second)
     engine._reserve(second)
     sharing.join(1, cupti.ROOT_CTX)
-    step = second.contexts.id_of(second.profile.root.child("step"))
+    step = second.tree.contexts.id_of(second.profile.root.child("step"))
     gid, state = sharing.slot_for(1, step, 0)
     assert gid >= SHARED_BASE and state == 0
     assert sharing.slot_for(1, step, 0) == (gid, 0)  # interned

@@ -72,7 +72,7 @@ def test_alignment_follows_the_schedule_and_takes_reused_kernels() -> None:
 
 
 def context_with(*executables: Executable) -> JaxContext:
-    jx = JaxContext(Session(0, "unused", backend="interpreter", context="jax").contexts)
+    jx = JaxContext(Session(0, "unused", backend="interpreter", context="jax").tree.contexts)
     for ex in executables:
         compiled = CompiledModule(ex.module, None, 1, 2)
         compiled.parsed = ex
@@ -152,8 +152,8 @@ def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_p
                 return jnp.tanh(x) * 2.0
 
         jax.grad(lambda x: f(x).sum())(jnp.ones(8))
-        session = next(s for s in api._sessions.values() if s.jax is not None)
-        executables = [c.executable() for c in session.jax.compiled]
+        session = next(s for s in api._sessions.values() if s.tree.jax is not None)
+        executables = [c.executable() for c in session.tree.jax.compiled]
     finally:
         deuteron.finalize()
     assert any(ex.function == "f" for ex in executables)

@@ -27,7 +27,7 @@ def replayed(context: str = "jax") -> Session:
 
 def test_every_kernel_is_under_its_function_and_the_autotuning_under_compile() -> None:
     session = replayed()
-    assert session.jax is not None and session.jax.unresolved == 0
+    assert session.tree.jax is not None and session.tree.jax.unresolved == 0
     step = at(session.profile.root, "step")
     assert kernels(session.profile.root) == kernels(step) == 2776
     train = at(step, "train_step (jit)")

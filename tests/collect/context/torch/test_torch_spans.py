@@ -55,8 +55,8 @@ def test_spans_are_kept_only_for_a_trace(tmp_path: Path) -> None:
         assert sid is not None
         model(torch.randn(2, 4)).sum().backward()
         session = api.find(sid)
-        assert session is not None and session.torch is not None
-        spans, left_out = session.torch.spans()
+        assert session is not None and session.tree.torch is not None
+        spans, left_out = session.tree.torch.spans()
         counts[outputs[-1]] = len(spans)
         api.finalize(sid)
         assert left_out == 0
