@@ -33,25 +33,3 @@ def profile_script(
     tree = json.loads(out.read_text()) if out.exists() else None
     return tree, proc
 
-
-def find(node: dict[str, Any], *names: str) -> dict[str, Any]:
-    """The node at the end of ``names`` (frame names, from this node down); fails if missing."""
-    for name in names:
-        matches = [c for c in node["children"] if c["frame"]["name"] == name]
-        assert matches, f"no child {name!r} under {node['frame']['name']!r}: " + str(
-            [c["frame"]["name"] for c in node["children"]]
-        )
-        node = matches[0]
-    return node
-
-
-def kernel_counts(node: dict[str, Any], prefix: str = "") -> dict[str, int]:
-    """Count per kernel name anywhere under ``node`` (names starting with prefix)."""
-    out: dict[str, int] = {}
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n["frame"]["name"].startswith(prefix) and "count" in n["metrics"]:
-            out[n["frame"]["name"]] = out.get(n["frame"]["name"], 0) + int(n["metrics"]["count"])
-        stack.extend(n["children"])
-    return out

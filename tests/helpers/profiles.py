@@ -71,6 +71,28 @@ def json_nodes(tree: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def json_find(node: dict[str, Any], *names: str) -> dict[str, Any]:
+    """The node at the end of ``names`` (frame names, from this node of a hatchet JSON tree down);
+    fails naming the choices."""
+    for name in names:
+        matches = [c for c in node["children"] if c["frame"]["name"] == name]
+        assert matches, f"no child {name!r} under {node['frame']['name']!r}: " + str(
+            [c["frame"]["name"] for c in node["children"]]
+        )
+        node = matches[0]
+    return node
+
+
+def json_kernel_counts(node: dict[str, Any], prefix: str = "") -> dict[str, int]:
+    """Launch count per frame name anywhere under ``node`` of a hatchet JSON tree (names starting
+    with ``prefix``)."""
+    out: dict[str, int] = {}
+    for n in json_nodes(node):
+        if n["frame"]["name"].startswith(prefix) and "count" in n["metrics"]:
+            out[n["frame"]["name"]] = out.get(n["frame"]["name"], 0) + int(n["metrics"]["count"])
+    return out
+
+
 def json_kernel_paths(tree: dict[str, Any], path: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
     """Each kernel of a hatchet JSON tree by its whole path of frame names, with its launch count."""
     out: dict[tuple[str, ...], int] = {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.helpers.gpu import find, profile_script
-from tests.helpers.profiles import json_kernel_paths
+from tests.helpers.gpu import profile_script
+from tests.helpers.profiles import json_find, json_kernel_paths
 
 SCRIPT = """
 import torch
@@ -29,4 +29,4 @@ def test_torch_and_triton_launches_carry_their_c_frames(tmp_path: Path) -> None:
     assert all(any("libtorch_cuda" in f for f in p) for p in from_torch), from_torch
     triton_kernel = [p for p, _ in kernels if p[-1] == "add_kernel"]
     assert triton_kernel and all(any("script.py" in f for f in p) for p in triton_kernel)
-    find(tree[0], *triton_kernel[0][1:-1])  # the path is a real chain of the tree
+    json_find(tree[0], *triton_kernel[0][1:-1])  # the path is a real chain of the tree

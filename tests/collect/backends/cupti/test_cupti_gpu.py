@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from tests.helpers.cli import fresh_process_env
-from tests.helpers.gpu import find, kernel_counts, profile_script
+from tests.helpers.gpu import profile_script
+from tests.helpers.profiles import json_find, json_kernel_counts
 
 
 def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
@@ -32,11 +33,11 @@ def test_counts_under_nested_scopes_and_device_table(tmp_path: Path) -> None:
     """,
     )
     root, devices = tree
-    assert find(root, "outer", "add_kernel")["metrics"]["count"] == 5
-    inner = find(root, "outer", "inner", "add_kernel")["metrics"]
+    assert json_find(root, "outer", "add_kernel")["metrics"]["count"] == 5
+    inner = json_find(root, "outer", "inner", "add_kernel")["metrics"]
     assert inner["count"] == 3 and inner["time (ns)"] > 0 and inner["device_type"] == "CUDA"
-    assert find(root, "add_kernel")["metrics"]["count"] == 1
-    assert sum(kernel_counts(root, "").values()) >= 10  # plus torch's fill and mul kernels
+    assert json_find(root, "add_kernel")["metrics"]["count"] == 1
+    assert sum(json_kernel_counts(root, "").values()) >= 10  # plus torch's fill and mul kernels
     dev = devices["CUDA"]["0"]
     assert dev["arch"] in ("90", "100", "80") and dev["num_sms"] > 0 and dev["clock_rate"] > 0
 
@@ -61,7 +62,7 @@ def test_python_context_names_the_launching_line(tmp_path: Path) -> None:
     launch = next(i for i, line in enumerate(lines, 1) if "# LAUNCH" in line)
     call = next(i for i, line in enumerate(lines, 1) if line.strip() == "step(x, y, o)")
     adder = next(i for i, line in enumerate(lines, 1) if "add_kernel[(" in line)
-    node = find(
+    node = json_find(
         root, f"{script}:{call}@<module>", f"{script}:{launch}@step", f"{script}:{adder}@add", "add_kernel"
     )
     assert node["metrics"]["count"] == 7
@@ -90,7 +91,7 @@ def test_four_threads_launching_at_once(tmp_path: Path) -> None:
     )
     root = tree[0]
     for i in range(4):
-        assert find(root, f"thread{i}", "add_kernel")["metrics"]["count"] == 50 + i
+        assert json_find(root, f"thread{i}", "add_kernel")["metrics"]["count"] == 50 + i
 
 
 def test_two_streams_and_trace_with_launch_arrows(tmp_path: Path) -> None:
@@ -158,7 +159,7 @@ def test_cuda_graph_replays_are_filed_where_captured(tmp_path: Path) -> None:
     """,
     )
     root = tree[0]
-    node = find(root, "replay", "<captured_at>", "capture", "add_kernel")
+    node = json_find(root, "replay", "<captured_at>", "capture", "add_kernel")
     assert node["metrics"]["count"] == 6
 
 
@@ -188,7 +189,7 @@ deuteron.finalize()
     assert proc.stderr.count("Cannot find graph for graphExecId:") == 1  # Proton's words, once
     assert "start profiling before the graph is created" in proc.stderr
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
-    counts = kernel_counts(find(root, "replay"))
+    counts = json_kernel_counts(json_find(root, "replay"))
     assert sum(counts.values()) == 4
 
 
@@ -212,7 +213,7 @@ def test_triton_hook_names_and_metrics(tmp_path: Path) -> None:
         "-k",
         "triton",
     )
-    node = find(tree[0], "add_4096")["metrics"]
+    node = json_find(tree[0], "add_4096")["metrics"]
     assert node["count"] == 6 and node["flops"] == 6 * 4096 and node["bytes"] == 6 * 12 * 4096
 
 
@@ -229,9 +230,9 @@ def test_backward_kernels_from_autograd_threads_are_kept(tmp_path: Path) -> None
         torch.cuda.synchronize()
     """,
     )
-    train = find(tree[0], "train")
-    other = find(train, "<other threads>")
-    assert sum(kernel_counts(other).values()) >= 3  # backward kernels launched by autograd's thread
+    train = json_find(tree[0], "train")
+    other = json_find(train, "<other threads>")
+    assert sum(json_kernel_counts(other).values()) >= 3  # backward kernels launched by autograd's thread
 
 
 def test_periodic_drains_keep_counts_exact(tmp_path: Path) -> None:
@@ -249,7 +250,7 @@ def test_periodic_drains_keep_counts_exact(tmp_path: Path) -> None:
     """,
         env={"DEUTERON_FLUSH_PERIOD": "0.05", "DEUTERON_DRAIN_KERNELS": "100"},
     )
-    assert find(tree[0], "loop", "add_kernel")["metrics"]["count"] == 3000
+    assert json_find(tree[0], "loop", "add_kernel")["metrics"]["count"] == 3000
     from deuteron.formats import hatchet
 
     assert hatchet.read(tmp_path / "out.hatchet").metadata["drains"] > 2
@@ -311,7 +312,7 @@ with deuteron.scope("forever"):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-2000:]
     root = json.loads((tmp_path / "part.hatchet").read_text())[0]
-    assert find(root, "forever", "add_kernel")["metrics"]["count"] > 100
+    assert json_find(root, "forever", "add_kernel")["metrics"]["count"] > 100
 
 
 def test_autotune_benchmarks_are_filed_under_autotune(tmp_path: Path) -> None:
@@ -333,8 +334,8 @@ def test_autotune_benchmarks_are_filed_under_autotune(tmp_path: Path) -> None:
     """,
     )
     root, _ = tree
-    assert find(root, "tuned_add_kernel")["metrics"]["count"] == 1
-    benched = find(root, "<autotune>", "tuned_add_kernel")["metrics"]["count"]
+    assert json_find(root, "tuned_add_kernel")["metrics"]["count"] == 1
+    benched = json_find(root, "<autotune>", "tuned_add_kernel")["metrics"]["count"]
     assert benched >= 3 * 2  # each config, warm-up and timed repetitions
 
 
@@ -362,11 +363,11 @@ deuteron.finalize()
 """)
     proc = run_plain(script)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert sum(kernel_counts(find(got["first"][0], "first")).values()) == 3
+    assert sum(json_kernel_counts(json_find(got["first"][0], "first")).values()) == 3
     assert [c["frame"]["name"] for c in got["second"][0]["children"]] == ["second"]
-    assert sum(kernel_counts(find(got["second"][0], "second")).values()) == 1
+    assert sum(json_kernel_counts(json_find(got["second"][0], "second")).values()) == 1
     whole = json.loads((tmp_path / "out.hatchet").read_text())[0]
-    assert sum(kernel_counts(find(whole, "first")).values()) == 3
+    assert sum(json_kernel_counts(json_find(whole, "first")).values()) == 3
 
 
 def test_back_to_back_sessions_each_file_their_kernels(tmp_path: Path) -> None:
@@ -385,7 +386,7 @@ for i in range(6):
     run_plain(script)
     for i in range(6):
         root = json.loads((tmp_path / f"run{i}.hatchet").read_text())[0]
-        assert sum(kernel_counts(find(root, "s")).values()) == 1, (i, root)
+        assert sum(json_kernel_counts(json_find(root, "s")).values()) == 1, (i, root)
         assert "<no launch record>" not in {c["frame"]["name"] for c in root["children"]}, i
 
 
@@ -414,11 +415,11 @@ deuteron.finalize(b)
     run_plain(script)
     a = json.loads((tmp_path / "a.hatchet").read_text())[0]
     b = json.loads((tmp_path / "b.hatchet").read_text())[0]
-    assert sum(kernel_counts(find(a, "scope0")).values()) == 2
+    assert sum(json_kernel_counts(json_find(a, "scope0")).values()) == 2
     assert "scope1" not in {c["frame"]["name"] for c in a["children"]}
-    assert sum(kernel_counts(find(b, "scope0")).values()) == 1
-    assert sum(kernel_counts(find(b, "scope1")).values()) == 1
-    assert sum(kernel_counts(find(b, "after")).values()) == 1
+    assert sum(json_kernel_counts(json_find(b, "scope0")).values()) == 1
+    assert sum(json_kernel_counts(json_find(b, "scope1")).values()) == 1
+    assert sum(json_kernel_counts(json_find(b, "after")).values()) == 1
 
 
 def test_launch_hook_filters_states_and_device_tensor_metrics(tmp_path: Path) -> None:
@@ -460,12 +461,12 @@ assert "bar" not in calls, calls
 """)
     run_plain(script)
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
-    test0 = find(root, "test0")
-    foo = find(test0, "foo_meta")["metrics"]
+    test0 = json_find(root, "test0")
+    foo = json_find(test0, "foo_meta")["metrics"]
     assert foo["count"] == 1 and foo["flops"] == 8.0 and foo["bytes"] == 16
-    assert find(test0, "bar")["metrics"]["count"] == 1  # not included: profiled under its own name
-    state = find(test0, "__proton_launch_metadata", "foo")  # x.sum() launched by the metadata function
-    assert sum(kernel_counts(state).values()) >= 1
+    assert json_find(test0, "bar")["metrics"]["count"] == 1  # not included: profiled under its own name
+    state = json_find(test0, "__proton_launch_metadata", "foo")  # x.sum() launched by the metadata function
+    assert sum(json_kernel_counts(state).values()) >= 1
 
 
 # The kernel of the launch-metadata scripts below; each script defines its own ``meta`` first.
@@ -506,12 +507,12 @@ deuteron.finalize()
 """)
     run_plain(script)
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
-    captured = find(root, "replay", "<captured_at>")
-    assert find(captured, "scope_a")["metrics"]["bytes"] == 48
-    assert find(captured, "scope_b")["metrics"]["sum"] == 12.0
-    foo = find(captured, "foo_test")["metrics"]
+    captured = json_find(root, "replay", "<captured_at>")
+    assert json_find(captured, "scope_a")["metrics"]["bytes"] == 48
+    assert json_find(captured, "scope_b")["metrics"]["sum"] == 12.0
+    foo = json_find(captured, "foo_test")["metrics"]
     assert foo["count"] == 3 and foo["bytes"] == 48 and foo["flops"] == 12.0
-    assert find(root, "scope_a")["metrics"]["bytes"] == 16  # the run before capture: once
+    assert json_find(root, "scope_a")["metrics"]["bytes"] == 16  # the run before capture: once
 
 
 def test_waiting_tensor_metrics_hold_no_device_memory(tmp_path: Path) -> None:
@@ -537,7 +538,7 @@ print(json.dumps({"grew": grew}))
     grew = json.loads(proc.stdout.strip().splitlines()[-1])["grew"]
     assert grew < 64 * 1024, grew
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
-    foo = find(root, "foo_meta")["metrics"]
+    foo = json_find(root, "foo_meta")["metrics"]
     assert foo["count"] == 3000 and foo["flops"] == 3000 * 8.0
 
 
@@ -563,13 +564,16 @@ deuteron.finalize()
 """)
     run_plain(script)
     root = json.loads((tmp_path / "out.hatchet").read_text())[0]
-    assert find(root, "foo_test")["metrics"]["flops"] == 8.0
-    assert find(root, "foo_test")["metrics"]["bytes"] == 8
-    assert find(root, "s")["metrics"]["m"] == 3.0 and find(root, "s", "foo_test")["metrics"]["flops"] == 0.0
-    owner = find(root, "__proton_launch_metadata", "foo")
-    assert find(owner, "<metric>")["metrics"]["count"] >= 1  # the copies of flops and bytes
+    assert json_find(root, "foo_test")["metrics"]["flops"] == 8.0
+    assert json_find(root, "foo_test")["metrics"]["bytes"] == 8
+    assert (
+        json_find(root, "s")["metrics"]["m"] == 3.0
+        and json_find(root, "s", "foo_test")["metrics"]["flops"] == 0.0
+    )
+    owner = json_find(root, "__proton_launch_metadata", "foo")
+    assert json_find(owner, "<metric>")["metrics"]["count"] >= 1  # the copies of flops and bytes
     assert any("reduce" in c["frame"]["name"] for c in owner["children"])  # x.sum()
-    assert find(root, "s", "__proton_launch_metadata", "<metric>")["metrics"]["count"] >= 1
+    assert json_find(root, "s", "__proton_launch_metadata", "<metric>")["metrics"]["count"] >= 1
 
 
 def run_plain(script: Path) -> subprocess.CompletedProcess[str]:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.cli import fresh_process_env, run_cli
-from tests.helpers.gpu import find
 from tests.helpers.paths import REPO
+from tests.helpers.profiles import json_find
 
 EXAMPLE = REPO / "examples" / "hot_line.py"
 
@@ -37,8 +37,8 @@ def test_sample_finds_each_kernels_hot_line_and_stall(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads((tmp_path / "out.hatchet").read_text())
     root = data[0]
-    steps = find(root, "steps", "rms_scale")
-    warm = find(root, "warmup", "rms_scale")
+    steps = json_find(root, "steps", "rms_scale")
+    warm = json_find(root, "warmup", "rms_scale")
     lines = _lines(steps)
     sqrt_line = _line_of("tl.sqrt(x * x + 1.0)")
     hottest = max(lines, key=lambda n: lines[n]["num_samples"])
@@ -52,7 +52,7 @@ def test_sample_finds_each_kernels_hot_line_and_stall(tmp_path: Path) -> None:
     warm_samples = sum(m["num_samples"] for m in _lines(warm).values())
     step_samples = sum(m["num_samples"] for m in lines.values())
     assert 0 < warm_samples < step_samples
-    gather = _lines(find(root, "steps", "gather_add"))
+    gather = _lines(json_find(root, "steps", "gather_add"))
     load_line = _line_of("x = tl.load(x_ptr + idx")
     assert max(gather, key=lambda n: gather[n]["num_samples"]) in (load_line, load_line + 1)
     meta = json.loads(root["frame"]["deuteron"])["metadata"]["pc_sampling"]

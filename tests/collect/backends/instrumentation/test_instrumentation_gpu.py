@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from tests.helpers.cli import fresh_process_env, run_cli
-from tests.helpers.gpu import find
+from tests.helpers.profiles import json_find
 
 SCRIPT = """
 import torch, triton, triton.language as tl
@@ -49,12 +49,12 @@ def _run(tmp_path: Path, *args: str, env: dict[str, str] | None = None, expect: 
 def test_scopes_per_cta_and_warp(tmp_path: Path) -> None:
     _run(tmp_path, "-b", "instrumentation", "--trace")
     tree = json.loads((tmp_path / "k.hatchet").read_text())
-    kernel = find(tree[0], "work", "three")
-    compute = find(kernel, "compute")
-    step = find(compute, "step")
+    kernel = json_find(tree[0], "work", "three")
+    compute = json_find(kernel, "compute")
+    step = json_find(compute, "step")
     assert step["metrics"]["instances"] == 3 * 64 * 4 * 16  # launches x CTAs x warps x loop steps
-    assert find(kernel, "load")["metrics"]["instances"] == 3 * 64 * 4
-    for node in (compute, step, find(kernel, "store")):
+    assert json_find(kernel, "load")["metrics"]["instances"] == 3 * 64 * 4
+    for node in (compute, step, json_find(kernel, "store")):
         assert node["metrics"]["cycles"] > 0 and node["metrics"]["time (ns)"] > 0
     assert compute["metrics"]["cycles"] >= step["metrics"]["cycles"]  # Proton's cycles include nested scopes
     meta = tree[0]["frame"]["deuteron"]
@@ -75,7 +75,7 @@ def test_scopes_per_cta_and_warp(tmp_path: Path) -> None:
 def test_with_cupti_one_clock_and_kernel_time_kept(tmp_path: Path) -> None:
     _run(tmp_path, "-b", "cupti,instrumentation", "--trace")
     tree = json.loads((tmp_path / "k.hatchet").read_text())
-    kernel = find(tree[0], "work", "three")
+    kernel = json_find(tree[0], "work", "three")
     own = kernel["metrics"]["time (ns)"]
     scopes = sum(c["metrics"].get("time (ns)", 0) for c in kernel["children"])
     assert (

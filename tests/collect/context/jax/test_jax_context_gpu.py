@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from tests.helpers.cli import run_cli
-from tests.helpers.gpu import find, kernel_counts
 from tests.helpers.paths import REPO
-from tests.helpers.profiles import json_nodes
+from tests.helpers.profiles import json_find, json_kernel_counts, json_nodes
 
 pytest.importorskip("jax")
 EXAMPLE = str(REPO / "examples" / "train_jax.py")
@@ -32,16 +31,18 @@ def profile(tmp_path: Path, context: str) -> dict[str, Any]:
 
 def test_train_step_kernels_land_under_scopes_primitives_and_hlo_ops(tmp_path: Path) -> None:
     root = profile(tmp_path, "jax")
-    step = find(root, "train_step (jit)")
-    compiled = sum(kernel_counts(find(step, "compile")).values())
+    step = json_find(root, "train_step (jit)")
+    compiled = sum(json_kernel_counts(json_find(step, "compile")).values())
     assert compiled > 0, "XLA's autotuning kernels are under compile"
-    layers = [find(step, "encoder", f"layers.{i}") for i in (0, 1)]
-    forward = [sum(kernel_counts(find(layer, "attn", "q", "dot_general")).values()) for layer in layers]
+    layers = [json_find(step, "encoder", f"layers.{i}") for i in (0, 1)]
+    forward = [
+        sum(json_kernel_counts(json_find(layer, "attn", "q", "dot_general")).values()) for layer in layers
+    ]
     assert forward[0] == forward[1] > 0 and forward[0] % 3 == 0  # repeated layers stay apart, each step
     for layer in layers:
-        assert sum(kernel_counts(find(layer, "mlp")).values()) > 0
-    assert sum(kernel_counts(find(layers[0], "attn", "backward")).values()) > 0
-    assert sum(kernel_counts(find(step, "sgd", "sub")).values()) > 0
+        assert sum(json_kernel_counts(json_find(layer, "mlp")).values()) > 0
+    assert sum(json_kernel_counts(json_find(layers[0], "attn", "backward")).values()) > 0
+    assert sum(json_kernel_counts(json_find(step, "sgd", "sub")).values()) > 0
     # every kernel of the step (outside compile) sits below the HLO op that launched it
     for node in json_nodes(step):
         if node["frame"]["name"] == "compile":
@@ -58,5 +59,5 @@ def test_python_and_jax_combine(tmp_path: Path) -> None:
     root = profile(tmp_path, "python,jax")
     callers = [n for n in json_nodes(root) if n["frame"]["name"].endswith(f"train_jax.py:{CALL_LINE}@main")]
     assert callers, [n["frame"]["name"] for n in json_nodes(root)][:30]
-    step = find(callers[0], "train_step (jit)")
-    assert sum(kernel_counts(find(step, "encoder")).values()) > 0
+    step = json_find(callers[0], "train_step (jit)")
+    assert sum(json_kernel_counts(json_find(step, "encoder")).values()) > 0

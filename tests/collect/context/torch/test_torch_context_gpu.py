@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from deuteron.collect.placement import NO_PYTHON, OTHER_THREADS
-from tests.helpers.gpu import find, kernel_counts, profile_script
-from tests.helpers.profiles import json_kernel_paths, json_nodes
+from tests.helpers.gpu import profile_script
+from tests.helpers.profiles import json_find, json_kernel_counts, json_kernel_paths, json_nodes
 from tests.helpers.sources import encoder_model_source
 
 TRAIN = encoder_model_source(64, "cuda") + """
@@ -30,22 +30,22 @@ def names_below(node: dict[str, Any]) -> set[str]:
 def test_training_step_kernels_land_under_modules_ops_and_backward_nodes(tmp_path: Path) -> None:
     tree, _ = profile_script(tmp_path, TRAIN, "-c", "torch")
     root = tree[0]
-    counts = kernel_counts(root)
+    counts = json_kernel_counts(root)
     assert sum(counts.values()) > 100
     names = [c["frame"]["name"] for c in root["children"]]
     assert OTHER_THREADS not in names_below(root) and NO_PYTHON not in names
     layers = [
-        find(root, "Model", "encoder (TransformerEncoder)", f"layers.{i} (TransformerEncoderLayer)")
+        json_find(root, "Model", "encoder (TransformerEncoder)", f"layers.{i} (TransformerEncoderLayer)")
         for i in range(3)
     ]
     for layer in layers:  # repeated layers stay apart, each with its forward and backward kernels
-        linear1 = find(layer, "linear1 (Linear)")
-        forward = kernel_counts(find(linear1, "aten::linear"))
+        linear1 = json_find(layer, "linear1 (Linear)")
+        forward = json_kernel_counts(json_find(linear1, "aten::linear"))
         assert forward and set(forward.values()) == {3}, forward  # each of its kernels once a step
-        backward = find(linear1, "backward", "AddmmBackward0")
-        assert sum(kernel_counts(backward).values()) >= 6  # two mm per step (grad input, grad weight)
-    step = find(root, "optimizer.step (AdamW)")
-    assert sum(kernel_counts(step).values()) >= 3
+        backward = json_find(linear1, "backward", "AddmmBackward0")
+        assert sum(json_kernel_counts(backward).values()) >= 6  # two mm per step (grad input, grad weight)
+    step = json_find(root, "optimizer.step (AdamW)")
+    assert sum(json_kernel_counts(step).values()) >= 3
     compiled = [n for n in names_below(root) if n.startswith("triton_")]
     assert compiled, "torch.compile's Inductor kernels are named in the profile"
     assert all(n["metrics"]["cpu_time (ns)"] > 0 for n in layers)
@@ -60,7 +60,7 @@ def test_python_and_torch_combine(tmp_path: Path) -> None:
     below = set().union(*(names_below(t) for t in top))
     assert "encoder (TransformerEncoder)" in below and "AddmmBackward0" in below
     lost = [c for c in root["children"] if c["frame"]["name"] == NO_PYTHON]
-    assert not lost, kernel_counts(lost[0]) if lost else None
+    assert not lost, json_kernel_counts(lost[0]) if lost else None
 
 
 LOOP = encoder_model_source(64, "cuda") + """
