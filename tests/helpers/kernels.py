@@ -7,7 +7,6 @@ import triton
 import triton.language as tl
 
 from examples.vector_add import add_kernel, matmul_kernel
-from tests.check_corpus.correct import histogram_kernel  # noqa: F401 - the sanitizer's clean one, counted too
 
 
 @triton.jit
