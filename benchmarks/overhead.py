@@ -145,8 +145,9 @@ def child(tool: str, folder: Path, workload: str, steps: int, out_dir: Path) -> 
         if context == "torch":
             from deuteron.collect.context.torch import source as torch_context
 
-            if torch_context._active is not None and torch_context._active.infer:
-                torch_ops = torch_context._active.infer_stats()
+            torch_source = torch_context.active()
+            if torch_source is not None and torch_source.infer:
+                torch_ops = torch_source.infer_stats()
         t = time.perf_counter()
         files = deuteron.finalize()
         finalize_s = time.perf_counter() - t

@@ -67,6 +67,8 @@ class TorchContext:
     # With ops inferred, backward nodes are read from autograd at launches rather than through a
     # callback per node (a benchmark's ablation turns it off to measure what it saves).
     nodes_at_launch_wanted = True
+    # Module calls seen through :class:`.hooks.ModuleHooks` (a benchmark's ablation turns it off).
+    module_hooks_wanted = True
     flops_wanted = staticmethod(settings.flops_wanted)
     ops_wanted = staticmethod(settings.ops_wanted)
 
@@ -107,7 +109,8 @@ class TorchContext:
         if lib.deut_install(flags) != 0:
             raise TorchContextError("PyTorch refused the op callback (at::addGlobalCallback)")
         _active = self
-        self._install_hooks()
+        if self.module_hooks_wanted:
+            self._handles = ModuleHooks(lib, self.contexts, self._python_base).install()
         if self._python_base is None:
             lib.deut_set_base(context_id)
 
@@ -123,12 +126,6 @@ class TorchContext:
             self._lib.deut_set_base(0)
         if _active is self:
             _active = None
-
-    def _install_hooks(self) -> None:
-        """See every module call (:class:`.hooks.ModuleHooks`); a method of its own so that a
-        benchmark can leave the module hook out."""
-        assert self._lib is not None
-        self._handles = ModuleHooks(self._lib, self.contexts, self._python_base).install()
 
     def spans(self) -> tuple[list[tuple[Node, int, int, int]], int]:
         """The kept module/op/backward spans as (node, start ns, end ns, thread ident), and how many
