@@ -86,7 +86,7 @@ def main() -> int:
             "seconds": elapsed,
             "seconds_per_launch": elapsed / args.launches,
             # the example module imports deuteron; what matters is whether a session records
-            "profiled": bool(getattr(sys.modules.get("deuteron.collect.api"), "_active", None)),
+            "profiled": bool(getattr(sys.modules.get("deuteron.collect.registry"), "active", None)),
         },
         sys.stdout,
     )

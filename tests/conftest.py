@@ -85,10 +85,10 @@ def proton_fixtures() -> Path:
 @pytest.fixture(autouse=True)
 def _no_leftover_sessions() -> Iterator[None]:
     """Each test starts and ends with no open session, so one test's session cannot leak into another's."""
-    import deuteron.collect.api as api
+    from deuteron.collect import lifecycle
 
     yield
-    leftover = list(api._sessions)
+    leftover = list(lifecycle.sessions)
     if leftover:
-        api.finalize(output_format=None)
+        lifecycle.finalize(output_format=None)
         pytest.fail(f"test left sessions open: {leftover}")

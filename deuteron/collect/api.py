@@ -14,7 +14,6 @@ session is active (and always, under ``DEUTERON_DISABLE=1``).
 
 from __future__ import annotations
 
-from deuteron.collect import lifecycle
 from deuteron.collect.lifecycle import DEFAULT_PROFILE_NAME as DEFAULT_PROFILE_NAME
 from deuteron.collect.lifecycle import activate as activate
 from deuteron.collect.lifecycle import current_profile as current_profile
@@ -32,10 +31,6 @@ from deuteron.collect.scopes import scope as scope
 from deuteron.collect.start_options import DATA_FORMATS as DATA_FORMATS
 from deuteron.collect.start_options import PERIODIC_FLUSHING as PERIODIC_FLUSHING
 from deuteron.collect.start_options import check_mode as check_mode
-
-# the tables, by the names tests and the benchmarks' probes read (the same objects, never rebound)
-_sessions = lifecycle.sessions  # every open session, by id
-_active = lifecycle.active  # the open sessions that record now
 
 __all__ = [
     "DATA_FORMATS",

@@ -10,6 +10,7 @@ import torch
 
 import deuteron
 import deuteron.collect.api as api
+from deuteron.collect import lifecycle
 from deuteron.collect.backends import BackendError, cupti_unavailable_reason
 from deuteron.collect.session import SessionError
 from deuteron.formats import hatchet
@@ -110,7 +111,7 @@ def test_calls_outside_a_session_are_noops(tmp_path: Path, monkeypatch: pytest.M
     deuteron.deactivate()
     assert deuteron.finalize() == []
     assert list(tmp_path.iterdir()) == []
-    assert api._active == []
+    assert lifecycle.active == []
 
 
 def test_disable_turns_everything_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -180,7 +181,7 @@ def test_profile_as_protons_decorator(tmp_path: Path, monkeypatch: pytest.Monkey
         return "done"
 
     assert job() == "done" and job() == "done"
-    assert job.__name__ == "job" and api._active == []
+    assert job.__name__ == "job" and lifecycle.active == []
     k.add(torch.rand(8), torch.rand(8))  # between calls: not recorded
     deuteron.finalize()
     named = hatchet.read(tmp_path / "named.hatchet")
@@ -218,7 +219,7 @@ def test_scope_mismatch_and_bad_arguments_raise_clear_errors():
         deuteron.start(backend="cupti")
     with deuteron.profile(backend="interpreter") as p:
         with pytest.raises(SessionError, match="unknown output format"):
-            api._sessions[p.session].write("pdf")
+            lifecycle.sessions[p.session].write("pdf")
 
 
 def test_auto_backend_falls_back_to_the_interpreter_without_cupti():
@@ -317,7 +318,7 @@ def test_states_and_cpu_time_land_where_proton_puts_them(tmp_path: Path, monkeyp
 def test_modes_deuteron_lacks_are_refused_in_one_line() -> None:
     with pytest.raises(SessionError, match="mode 'instrumentation' is not supported"):
         deuteron.start("m", mode="instrumentation")
-    assert api._sessions == {}
+    assert lifecycle.sessions == {}
 
 
 @pytest.mark.skipif(cupti_unavailable_reason() is None, reason="needs a machine without a usable GPU")
@@ -329,7 +330,7 @@ def test_pc_sampling_without_a_gpu_is_refused_in_one_line() -> None:
         deuteron.start("m", backend="interpreter", mode="pcsampling")
     with pytest.raises(SessionError, match="unknown pcsampling option 'every=3'"):
         deuteron.start("m", mode="pcsampling:every=3")
-    assert api._sessions == {}
+    assert lifecycle.sessions == {}
 
 
 def test_mode_objects_are_built_as_in_proton_and_refused_at_start() -> None:
@@ -358,7 +359,7 @@ def test_mode_objects_are_built_as_in_proton_and_refused_at_start() -> None:
         deuteron.start("m", hook=object())
     with pytest.raises(SessionError, match="an InstrumentationHook is made by the backend"):
         deuteron.start("m", hook=deuteron.hooks.InstrumentationHook(""))
-    assert deuteron.DEFAULT_PROFILE_NAME == "proton" and api._sessions == {}
+    assert deuteron.DEFAULT_PROFILE_NAME == "proton" and lifecycle.sessions == {}
 
 
 def test_launch_metadata_work_is_left_out_of_views() -> None:

@@ -142,7 +142,7 @@ def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_p
     import jax.numpy as jnp
 
     import deuteron
-    from deuteron.collect import api
+    from deuteron.collect import lifecycle
     deuteron.start(str(tmp_path / "jaxcpu"), backend="interpreter", context="jax")
     try:
 
@@ -152,7 +152,7 @@ def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_p
                 return jnp.tanh(x) * 2.0
 
         jax.grad(lambda x: f(x).sum())(jnp.ones(8))
-        session = next(s for s in api._sessions.values() if s.tree.jax is not None)
+        session = next(s for s in lifecycle.sessions.values() if s.tree.jax is not None)
         executables = [c.executable() for c in session.tree.jax.compiled]
     finally:
         deuteron.finalize()
