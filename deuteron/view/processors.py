@@ -17,11 +17,9 @@ from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import INC, MetricSpec, compile_spec
 from deuteron.model.names import matches
 from deuteron.model.tree import Node, Profile
-from deuteron.model.tree_ops import copy as copy  # re-exported: view callers keep their names
-from deuteron.model.tree_ops import merge as merge
+from deuteron.model.tree_ops import merge as merge  # processors too (cli.view, view.build use them here)
 from deuteron.model.tree_ops import prune as prune
-from deuteron.model.tree_ops import rebuild as _rebuild
-from deuteron.model.tree_ops import with_root as _copy_profile
+from deuteron.model.tree_ops import rebuild, with_root
 
 
 class FilterError(DeuteronError, ValueError):
@@ -41,7 +39,7 @@ def exclude(p: Profile, pattern: str) -> Profile:
     """Drop every frame whose name matches ``pattern``, with everything below it. A C++ kernel's
     name matches as stored (mangled) or as shown (short or full demangled form)."""
     rx = _regex(pattern)
-    return _rebuild(p, lambda n, _depth: not matches(rx.match, n.name))
+    return rebuild(p, lambda n, _depth: not matches(rx.match, n.name))
 
 
 def include(p: Profile, pattern: str) -> Profile:
@@ -60,7 +58,7 @@ def include(p: Profile, pattern: str) -> Profile:
                 on_path.update(id(a) for a in ancestors)
         for c in n.children.values():
             stack.append((c, ancestors if hit else [*ancestors, n], hit))
-    return _rebuild(p, lambda n, _depth: id(n) in on_path)
+    return rebuild(p, lambda n, _depth: id(n) in on_path)
 
 
 def _copy_with_parents(top: Node) -> tuple[Node, list[tuple[Node, Node | None]]]:
@@ -86,7 +84,7 @@ def inclusive(p: Profile) -> Profile:
         return p
     root, order = _copy_with_parents(p.root)
     _accumulate(order, p.kinds)
-    return _copy_profile(p, root, inclusive=True)
+    return with_root(p, root, inclusive=True)
 
 
 def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
@@ -98,7 +96,7 @@ def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
         if parent is not None and (id(node) in wanted or hot(node)):
             wanted.add(id(node))
             wanted.add(id(parent))
-    return _rebuild(_copy_profile(p, root), lambda n, _depth: id(n) in wanted)
+    return rebuild(with_root(p, root), lambda n, _depth: id(n) in wanted)
 
 
 def diff(new: Profile, old: Profile) -> Profile:
@@ -143,7 +141,7 @@ def _paired(new: Profile, old: Profile, fill: Callable[[Node | None, Node | None
             cb = b.children.get(key) if b else None
             dst.children[key] = Node(key[0], key[1])
             stack.append((ca, cb, dst.children[key]))
-    out = _copy_profile(new, root)
+    out = with_root(new, root)
     out.kinds["diff"] = "pty"
     out.metadata["diff_against"] = old.metadata.get("name", "")
     return out
@@ -162,7 +160,7 @@ def rename(p: Profile, name_of: Callable[[str], str]) -> Profile:
             for metric, value in child.metrics.items():
                 twin.add(metric, value, p.kind(metric))
             stack.append((child, twin))
-    return _copy_profile(p, root)
+    return with_root(p, root)
 
 
 _REPEAT = re.compile(r"^(?:(?P<path>.*)\.)?\d+(?P<cls> \(.+\))$")
@@ -246,7 +244,7 @@ def spread(profiles: list[Profile], labels: list[str]) -> Profile:
             child = Node(key[0], key[1])
             dst.children[key] = child
             stack.append(([src.children.get(key) if src is not None else None for src in sources], child))
-    out = _copy_profile(profiles[0], root)
+    out = with_root(profiles[0], root)
     out.metadata["ranks"] = count
     return out
 
@@ -283,7 +281,7 @@ def derive(
             if parent is not None:
                 _add_into(parent.metrics, m, kinds)
             node.metrics = _columns(m, fns)
-    out = _copy_profile(p, root, inclusive=True)
+    out = with_root(p, root, inclusive=True)
     out.kinds = {s.label: "pty" for s in specs}
     return out
 
@@ -341,4 +339,4 @@ def sort_children(p: Profile, column: str) -> Profile:
         v = n.metrics.get(column)
         return -v if isinstance(v, (int, float)) and not math.isnan(v) else math.inf
 
-    return _rebuild(p, order=key)
+    return rebuild(p, order=key)
