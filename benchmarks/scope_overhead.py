@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import deuteron
-from deuteron.collect.session import disabled
+from deuteron.collect.start_options import disabled
 
 OUTSIDE_TARGET_US = 0.3
 INSIDE_TARGET_US = 3.0

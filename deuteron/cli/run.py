@@ -30,7 +30,8 @@ from deuteron.collect.backends import NAMES as BACKENDS
 from deuteron.collect.backends import resolve
 from deuteron.collect.context import ContextSpecError, parse_context
 from deuteron.collect.flags import flags
-from deuteron.collect.session import SessionError, disabled_by
+from deuteron.collect.session import SessionError
+from deuteron.collect.start_options import disabled_by
 from deuteron.formats.files import OutputError
 from deuteron.process.program import Program, exit_code, run_to_end
 from deuteron.process.program import run as run_program

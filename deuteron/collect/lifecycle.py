@@ -20,8 +20,8 @@ from deuteron.collect.hook_manager import HookManager
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.registry import SessionError
 from deuteron.collect.scopes import enter_scope, exit_scope
-from deuteron.collect.session import Session, disabled
-from deuteron.collect.start_options import check_mode, data_format, hook_choice
+from deuteron.collect.session import Session
+from deuteron.collect.start_options import check_mode, data_format, disabled, hook_choice
 from deuteron.model.tree import Profile
 from deuteron.process.terminal import printable, say
 

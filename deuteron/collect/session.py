@@ -32,8 +32,6 @@ from deuteron.collect.phases import Phases
 from deuteron.collect.placement import ContextTable, StateTable
 from deuteron.collect.registry import SessionError as SessionError  # its home; the session API's error
 from deuteron.collect.scope_metrics import ValueTypes
-from deuteron.collect.start_options import disabled as disabled  # the command and benchmarks ask here
-from deuteron.collect.start_options import disabled_by as disabled_by
 from deuteron.collect.trace_buffer import TraceBuffer
 from deuteron.collect.tree_builder import TreeBuilder
 from deuteron.formats.files import OutputError, check_writable
