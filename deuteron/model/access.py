@@ -34,8 +34,8 @@ class Site:
     file: str
     line: int
     function: str
-    col: int | None = None
-    end_col: int | None = None
+    column: int | None = None
+    end_column: int | None = None
 
 
 class SiteTable:

@@ -105,7 +105,7 @@ def user_frame() -> FrameType | None:
 
 
 def _make_site(code: CodeType, lasti: int, line: int) -> Site:
-    col = end_col = None
+    column = end_column = None
     if hasattr(code, "co_positions"):
         positions = _positions.get(code)
         if positions is None:
@@ -119,6 +119,6 @@ def _make_site(code: CodeType, lasti: int, line: int) -> Site:
                 if code in _rewritten_codes:
                     text = linecache.getline(code.co_filename, code.co_firstlineno)
                     shift = len(text) - len(text.lstrip())
-                col = c0 + shift
-                end_col = c1 + shift if (last == line and c1 is not None) else None
-    return Site(file=code.co_filename, line=line, function=code.co_name, col=col, end_col=end_col)
+                column = c0 + shift
+                end_column = c1 + shift if (last == line and c1 is not None) else None
+    return Site(file=code.co_filename, line=line, function=code.co_name, column=column, end_column=end_column)
