@@ -28,13 +28,6 @@ class EmulatedDeviceError(DeuteronError, ValueError):
     """An unknown ``--device`` name."""
 
 
-# get_device_properties' keys, in the driver's order
-_PROPERTIES = (
-    "max_shared_mem", "max_num_regs", "multiprocessor_count", "warpSize", "sm_clock_rate", "mem_clock_rate",
-    "mem_bus_width",
-)  # fmt: skip
-
-
 @dataclass(frozen=True)
 class EmulatedDevice:
     """What Triton's driver reports for one GPU: its target and ``get_device_properties`` row."""
@@ -56,7 +49,15 @@ class EmulatedDevice:
 
     def properties(self) -> dict[str, int]:
         """The row of Triton's ``get_device_properties``: our fields by the driver's names."""
-        return {name: getattr(self, "warp_size" if name == "warpSize" else name) for name in _PROPERTIES}
+        return {
+            "max_shared_mem": self.max_shared_mem,
+            "max_num_regs": self.max_num_regs,
+            "multiprocessor_count": self.multiprocessor_count,
+            "warpSize": self.warp_size,
+            "sm_clock_rate": self.sm_clock_rate,
+            "mem_clock_rate": self.mem_clock_rate,
+            "mem_bus_width": self.mem_bus_width,
+        }
 
 
 def _emulated(name: str, max_shared_mem: int, max_num_regs: int) -> EmulatedDevice:
