@@ -51,10 +51,9 @@ class WebInputs:
     explain: Path
 
 
-def check_ran(proc: object, what: str) -> None:
+def check_ran(proc: subprocess.CompletedProcess[str], what: str) -> None:
     """A making command ran: exit 0, or 1 (findings or a failed check are still written)."""
-    code = getattr(proc, "returncode", 1)
-    assert code in (0, 1), f"{what} failed ({code}): {getattr(proc, 'stderr', '')[-2000:]}"
+    assert proc.returncode in (0, 1), f"{what} failed ({proc.returncode}): {proc.stderr[-2000:]}"
 
 
 def make_web_inputs(folder: Path) -> WebInputs:
