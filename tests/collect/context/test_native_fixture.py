@@ -13,7 +13,7 @@ from deuteron.collect.context.native import NATIVE_PLACE
 from deuteron.collect.session import Session
 from tests.helpers.paths import FIXTURES_DIR
 from tests.helpers.profiles import child_path as at
-from tests.helpers.profiles import kernel_count as kernels
+from tests.helpers.profiles import kernel_count
 
 FIXTURE = FIXTURES_DIR / "cupti_native"
 TORCH_ADD = (
@@ -42,14 +42,14 @@ def test_every_launch_carries_a_native_path() -> None:
 def test_kernels_land_under_the_c_frames_they_were_launched_from() -> None:
     root = replayed().profile.root
     step = at(root, "step")
-    assert kernels(root) == kernels(step) == 10
+    assert kernel_count(root) == kernel_count(step) == 10
     add = at(step, *TORCH_ADD)
-    assert kernels(add) == 2 and any("CUDAFunctor_add" in n.name for n in add.walk())
+    assert kernel_count(add) == 2 and any("CUDAFunctor_add" in n.name for n in add.walk())
     mm = at(step, "libtorch_python.so (internal)", "at::_ops::matmul::call (libtorch_cpu.so)")
     cublas = [n for n in mm.walk() if n.name == "cublasSgemm_v2 (libcublas.so.13)"]
     # cuBLAS ran two GEMM kernels (two xmma variants) for the matmul in each of the two steps
-    assert len(cublas) == 1 and kernels(cublas[0]) == 4
+    assert len(cublas) == 1 and kernel_count(cublas[0]) == 4
     assert "at::native::structured_mm_out_cuda::impl (libtorch_cuda.so)" in {n.name for n in mm.walk()}
     # Triton launches from its compiled launcher, whose symbols are not exported
     triton = at(step, "__triton_launcher.cpython-312-x86_64-linux-gnu.so (internal)", "scale_kernel")
-    assert kernels(triton) == 2
+    assert kernel_count(triton) == 2

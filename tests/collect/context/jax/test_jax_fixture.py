@@ -14,7 +14,7 @@ from deuteron.collect.session import Session
 from deuteron.model.tree import KERNEL
 from tests.helpers.paths import FIXTURES_DIR
 from tests.helpers.profiles import child_path as at
-from tests.helpers.profiles import kernel_count as kernels
+from tests.helpers.profiles import kernel_count
 
 FIXTURE = FIXTURES_DIR / "cupti_jax"
 
@@ -29,16 +29,16 @@ def test_every_kernel_is_under_its_function_and_the_autotuning_under_compile() -
     session = replayed()
     assert session.tree.jax is not None and session.tree.jax.unresolved == 0
     step = at(session.profile.root, "step")
-    assert kernels(session.profile.root) == kernels(step) == 2776
+    assert kernel_count(session.profile.root) == kernel_count(step) == 2776
     train = at(step, "train_step (jit)")
-    assert kernels(at(train, "compile")) == 2569  # XLA's autotuning while train_step compiled
-    assert kernels(train) - kernels(at(train, "compile")) == 3 * 67  # 67 kernels a step, 3 steps
+    assert kernel_count(at(train, "compile")) == 2569  # XLA's autotuning while train_step compiled
+    assert kernel_count(train) - kernel_count(at(train, "compile")) == 3 * 67  # 67 kernels a step, 3 steps
 
 
 def test_eager_ops_are_their_own_executables_not_part_of_the_step() -> None:
     step = at(replayed().profile.root, "step")
-    assert kernels(at(step, "multiply (jit)", "mul", "loop_multiply_fusion (HLO)")) == 3
-    assert kernels(at(step, "_reduce_sum (jit)", "reduce_sum", "input_reduce_fusion (HLO)")) == 3
+    assert kernel_count(at(step, "multiply (jit)", "mul", "loop_multiply_fusion (HLO)")) == 3
+    assert kernel_count(at(step, "_reduce_sum (jit)", "reduce_sum", "input_reduce_fusion (HLO)")) == 3
 
 
 def test_scopes_backward_primitives_and_hlo_ops() -> None:
@@ -47,11 +47,11 @@ def test_scopes_backward_primitives_and_hlo_ops() -> None:
     # each layer's forward projection: its GEMM and two slices, once a step, in each layer
     for layer in layers:
         q = at(layer, "attn", "q", "dot_general")
-        assert sorted(kernels(c) for c in q.children.values()) == [3, 3, 3]
-        assert kernels(at(layer, "mlp")) > 0 and kernels(at(layer, "attn", "backward")) > 0
-    assert kernels(at(train, "sgd", "sub")) == 30  # ten parameter updates a step
+        assert sorted(kernel_count(c) for c in q.children.values()) == [3, 3, 3]
+        assert kernel_count(at(layer, "mlp")) > 0 and kernel_count(at(layer, "attn", "backward")) > 0
+    assert kernel_count(at(train, "sgd", "sub")) == 30  # ten parameter updates a step
     hlo_frames = [n for n in train.walk() if n.name.endswith(" (HLO)")]
-    assert all(kernels(n) % 3 == 0 for n in hlo_frames)
+    assert all(kernel_count(n) % 3 == 0 for n in hlo_frames)
     # XLA reused one kernel for identical fusions: the HLO frame says which instruction ran it
     reused = [
         (n.name, k.name)

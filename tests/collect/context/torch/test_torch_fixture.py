@@ -17,7 +17,7 @@ from deuteron.collect.placement import NO_LAUNCH, OTHER_THREADS
 from deuteron.collect.session import Session
 from tests.helpers.paths import FIXTURES_DIR
 from tests.helpers.profiles import child_path as at
-from tests.helpers.profiles import kernel_count as kernels
+from tests.helpers.profiles import kernel_count
 
 FIXTURE = FIXTURES_DIR / "cupti_torch"
 
@@ -31,19 +31,19 @@ def replayed() -> Session:
 def test_every_kernel_of_the_step_is_under_module_op_or_backward_node() -> None:
     root = replayed().profile.root
     step = at(root, "step")
-    assert kernels(root) == kernels(step) == 278
+    assert kernel_count(root) == kernel_count(step) == 278
     assert all(n.name not in (OTHER_THREADS, NO_LAUNCH) for n in root.walk())
     model = at(step, "Model")
     layers = [
         at(model, "encoder (TransformerEncoder)", f"layers.{i} (TransformerEncoderLayer)") for i in (0, 1)
     ]
-    assert [kernels(layer) for layer in layers] == [116, 122]
+    assert [kernel_count(layer) for layer in layers] == [116, 122]
     # forward: the linear's GEMM under its op; backward (autograd's thread): under the module's node
-    assert kernels(at(model, "head (Linear)", "aten::linear", "aten::addmm")) == 2
-    assert kernels(at(model, "head (Linear)", "backward", "AddmmBackward0")) == 6
-    assert kernels(at(layers[0], "self_attn (MultiheadAttention)", "backward")) > 0
-    assert kernels(at(step, "optimizer.step (AdamW)")) == 16
-    assert kernels(at(step, "backward", "NllLossBackward0")) == 4  # the loss is outside the model
+    assert kernel_count(at(model, "head (Linear)", "aten::linear", "aten::addmm")) == 2
+    assert kernel_count(at(model, "head (Linear)", "backward", "AddmmBackward0")) == 6
+    assert kernel_count(at(layers[0], "self_attn (MultiheadAttention)", "backward")) > 0
+    assert kernel_count(at(step, "optimizer.step (AdamW)")) == 16
+    assert kernel_count(at(step, "backward", "NllLossBackward0")) == 4  # the loss is outside the model
 
 
 def test_launch_entries_carry_the_op_place_and_group_by_it() -> None:
