@@ -96,14 +96,10 @@ class Session:
                 check_writable(target)
             except OutputError as exc:
                 raise SessionError(f"cannot write the profile: {exc}") from None
-        self.context = base_context  # what backends need: "shadow" or "python"
-        self.context_spec = ",".join((base_context, *frameworks)) if frameworks else base_context
-        self.hook = hook
         self.backend: Backend = resolve(backend, mode)
         self.profile = Profile()
-        self.profile.metadata.update(
-            output.run_metadata(name, self.backend.name, self.context_spec, hook, command)
-        )
+        spec = ",".join((base_context, *frameworks))  # the context as asked, e.g. "shadow,torch"
+        self.profile.metadata.update(output.run_metadata(name, self.backend.name, spec, hook, command))
         collectives.prepare()  # a rank's process groups made from now on record their calls
         self.profile.kinds[CPU_TIME] = EXC
         self.lock = threading.Lock()
