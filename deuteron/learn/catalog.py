@@ -39,10 +39,6 @@ class Case:
         return " ".join(f"{k}={v}" for k, v in self.sizes)
 
 
-def case(**sizes: int) -> Case:
-    return Case(tuple(sizes.items()))
-
-
 @dataclass(frozen=True)
 class Exercise:
     """One exercise's spec. ``make`` builds every tensor of one case from a seeded generator
@@ -122,7 +118,7 @@ def exercise(
         slug=slug,
         title=data["title"],
         kernel=data["kernel"],
-        cases=tuple(case(**sizes) for sizes in data["cases"]),
+        cases=tuple(Case(tuple(sizes.items())) for sizes in data["cases"]),
         make=make,
         reference=reference,
         launch=launch,
