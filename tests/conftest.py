@@ -76,9 +76,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def proton_fixtures() -> Path:
     if not PROTON_FIXTURES.is_dir():
-        pytest.fail(
-            f"Proton fixtures missing at {PROTON_FIXTURES}"
-        )
+        pytest.fail(f"Proton fixtures missing at {PROTON_FIXTURES}")
     return PROTON_FIXTURES
 
 

@@ -32,4 +32,3 @@ def profile_script(
     out = tmp_path / "out.hatchet"
     tree = json.loads(out.read_text()) if out.exists() else None
     return tree, proc
-
