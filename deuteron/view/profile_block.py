@@ -69,8 +69,8 @@ class profile:
             outputs=outputs,
             flush_format=flush_format,
             mode=self.mode,
-            **self.options,  # type: ignore[arg-type]
-        )  # type: ignore[arg-type]
+            **self.options,
+        )
         self.result = current_profile(self.session) if self.session is not None else None
         return self
 
@@ -103,7 +103,7 @@ class profile:
         """Proton's decorator: the session starts with the first call and is made active for each
         call; it is written by ``finalize()`` (or at exit), not when the function returns."""
         if self.session is None or self.session not in registry.sessions:
-            self.session = start(self.name, data=self.data, mode=self.mode, **self.options)  # type: ignore[arg-type]
+            self.session = start(self.name, data=self.data, mode=self.mode, **self.options)
             self.result = current_profile(self.session) if self.session is not None else None
         else:
             activate(self.session)
