@@ -97,7 +97,7 @@ def hook_choice(hook: Any) -> tuple[str | None, Hook | None]:
 
     ``"triton"`` or a ``LaunchHook`` (ours or Proton's): launch metadata. Any other
     :class:`deuteron.hooks.Hook` is the program's own and is called around every launch. An
-    ``InstrumentationHook`` is refused in one line: the instrumentation backend makes its own.
+    ``InstrumentationHook`` is refused in one line: the instrumentation backend makes its own."""
     if hook is None or hook == "":
         return None, None
     kind = type(hook).__name__
