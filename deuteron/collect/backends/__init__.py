@@ -3,33 +3,23 @@
 ``auto`` picks CUPTI where an NVIDIA GPU and the native shim are usable, else the Triton
 interpreter, which needs no GPU. A backend sees the session only through :class:`Recorder`
 and never builds tree nodes: the interpreter reports each launch from the launching thread
-(``record_kernel``); a GPU backend reports batches of :class:`KernelGroup` by context id.
+(``record_kernel``); a GPU backend reports batches of :class:`~.port.KernelGroup` by context id.
 """
 
 from __future__ import annotations
 
 import os
 
-from deuteron.collect.backends.port import (
-    AUTOTUNE_SCOPE,
-    Backend,
-    BackendError,
-    KernelGroup,
-    Recorder,
-    benchmark_scope,
-)
+from deuteron.collect.backends.port import Backend, BackendError, Recorder
 from deuteron.collect.modes import sampling_interval
 
 NAMES = ("auto", "interpreter", "cupti", "instrumentation", "cupti,instrumentation")
 
 __all__ = [
-    "AUTOTUNE_SCOPE",
     "NAMES",
     "Backend",
     "BackendError",
-    "KernelGroup",
     "Recorder",
-    "benchmark_scope",
     "cupti_unavailable_reason",
     "resolve",
 ]
