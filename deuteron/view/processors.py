@@ -16,7 +16,7 @@ from deuteron.model.devices import DeviceSpec
 from deuteron.model.errors import DeuteronError
 from deuteron.model.metrics import INC, MetricSpec, compile_spec
 from deuteron.model.names import matches
-from deuteron.model.tree import Node, Profile
+from deuteron.model.tree import Node, Profile, on_paths_to
 from deuteron.model.tree_ops import merge as merge  # processors too (cli.view, view.build use them here)
 from deuteron.model.tree_ops import prune as prune
 from deuteron.model.tree_ops import rebuild, with_root
@@ -90,13 +90,8 @@ def inclusive(p: Profile) -> Profile:
 def keep_paths_to(p: Profile, hot: Callable[[Node], bool]) -> Profile:
     """Keep every node that is ``hot`` and the path to it (proton-viewer's ``-t``: a cool parent
     of a hot child stays, so the child keeps its place); drop the rest."""
-    root, order = _copy_with_parents(p.root)
-    wanted = {id(root)}
-    for node, parent in reversed(order):  # children before parents
-        if parent is not None and (id(node) in wanted or hot(node)):
-            wanted.add(id(node))
-            wanted.add(id(parent))
-    return rebuild(with_root(p, root), lambda n, _depth: id(n) in wanted)
+    wanted = on_paths_to(p.root, hot)
+    return rebuild(p, lambda n, _depth: id(n) in wanted)
 
 
 def diff(new: Profile, old: Profile) -> Profile:
