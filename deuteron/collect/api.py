@@ -1,8 +1,8 @@
 """The public profiling API, shaped like Proton's so switching takes minutes: every name of it
 but ``profile`` (see below), from the modules that do each job.
 
-- :mod:`.lifecycle`: ``start``/``start_session``, ``activate``, ``deactivate``, ``finalize``, and
-  the lookups Proton's ``data`` and ``context`` need (``find``, ``depth``, ``current_profile``);
+- :mod:`.lifecycle`: ``start``/``start_session``, ``activate``, ``deactivate``, ``finalize``, an
+  open session and its profile by id (``find``, ``current_profile``), Proton's ``context.depth``;
 - :mod:`.scopes`: ``scope``, ``cpu_timed_scope``, ``enter_scope``/``exit_scope``, the hot path;
 - :mod:`.start_options`: what ``start()`` accepts (``check_mode``, the data formats);
 - :mod:`.phases`: Proton's data phases.
