@@ -27,13 +27,14 @@ TREE_BEFORE = pytest.StashKey[set[str]]()
 TREE_LEFT = pytest.StashKey[list[str]]()
 
 
-def runs_tests_itself(config: pytest.Config) -> bool:
-    """False in an xdist worker: the repository is checked once, by the run that started them."""
+def started_the_run(config: pytest.Config) -> bool:
+    """True in the process the user started (a plain run, or xdist's controller), False in an
+    xdist worker: the repository is checked once, by the process that started the workers."""
     return not hasattr(config, "workerinput")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if runs_tests_itself(session.config):
+    if started_the_run(session.config):
         before = uncommitted_entries()
         if before is not None:
             session.config.stash[TREE_BEFORE] = before
