@@ -71,13 +71,13 @@ def measure(tool: str, step: Callable[[], None], steps: int, out: Path) -> float
     context = "torch" if tool.startswith("torch") else tool
     ops = {"torchmodules": "0", "torchbackward": "0", "torchall": "all"}
     os.environ["DEUTERON_TORCH_OPS"] = ops.get(tool, "")
-    TorchContext.module_hooks_wanted = tool != "torchbackward"  # an ablation: no module wrapper
+    TorchContext.module_wrapper_wanted = tool != "torchbackward"  # an ablation: no module wrapper
     TorchContext.nodes_at_launch_wanted = tool != "torchnodecb"  # an ablation: a callback per node
     try:
         data = "trace" if tool == "torchtrace" else "tree"  # a trace keeps the frames' spans
         deuteron.start(str(out / tool), backend="cupti", context=context, data=data)
     finally:
-        TorchContext.module_hooks_wanted = True
+        TorchContext.module_wrapper_wanted = True
         TorchContext.nodes_at_launch_wanted = True
     try:
         timed(step, 3)

@@ -25,7 +25,7 @@ import bisect
 
 import numpy as np
 
-from deuteron.collect.context.jax.compile_hook import CompiledModule
+from deuteron.collect.context.jax.compile_wrapper import CompiledModule
 from deuteron.collect.context.jax.hlo import COMPILE, Executable
 from deuteron.collect.context.jax.places import JAX_PLACE, PlaceTree
 

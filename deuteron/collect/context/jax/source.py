@@ -3,7 +3,7 @@
 that launched it.
 
 How: JAX compiles every jitted function (and every eagerly run op) through
-``jax._src.compiler.compile_or_get_cached``; wrapping it (:mod:`.compile_hook`) gives each
+``jax._src.compiler.compile_or_get_cached``; wrapping it (:mod:`.compile_wrapper`) gives each
 executable's optimized HLO (:mod:`.hlo` reads it) and the interval it compiled in. XLA:GPU names
 kernels after their HLO instructions, so a kernel's name finds its instruction, and the
 instruction's ``op_name`` gives the path. Kernels are matched to executables' schedules when their
@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 
 from deuteron.collect.context import LaunchPlace
-from deuteron.collect.context.jax.compile_hook import COMPILER, CompiledModule, CompileHook, JaxContextError
+from deuteron.collect.context.jax.compile_wrapper import (
+    COMPILER,
+    CompiledModule,
+    CompileWrapper,
+    JaxContextError,
+)
 from deuteron.collect.context.jax.hlo import Executable
 from deuteron.collect.context.jax.places import JAX_PLACE, PlaceTree
 from deuteron.collect.context.jax.schedule import ScheduleMatcher
@@ -40,20 +45,20 @@ class JaxContext:
         self.contexts = contexts
         self.compiled: list[CompiledModule] = []
         self._lock = threading.Lock()
-        self._hook = CompileHook(self.add_executable)
+        self._wrapper = CompileWrapper(self.add_executable)
         self._tree = PlaceTree()
         self.places = self._tree.places  # place id -> (parent place id, frame)
         self._matcher = ScheduleMatcher(self._tree)
         self.resolved = 0
         self.unresolved = 0
 
-    # --- the compile hook ------------------------------------------------------------------------
+    # --- the compile wrapper ---------------------------------------------------------------------
 
     def start(self) -> None:
-        self._hook.start()
+        self._wrapper.start()
 
     def stop(self) -> None:
-        self._hook.stop()
+        self._wrapper.stop()
 
     def add_executable(self, executable: Any, began: int, ended: int, module: str = "?") -> None:
         """Keep an executable's optimized HLO (parsed later, off the program's thread)."""

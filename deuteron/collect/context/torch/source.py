@@ -23,12 +23,12 @@ The only Deuteron module that touches torch internals. Two mechanisms, chosen by
   node, which made autograd build a RecordFunction and a name string for every node it ran.
 
 Places are trie ids: the CUPTI shim records the launching thread's id with each launch, and the
-session asks :meth:`TorchContext.place` for the node. Every hook starts by asking whether Dynamo is
-tracing (``torch.compiler.is_compiling``): a compiled region is one call of its compiled module,
-and Inductor's kernels land under it.
+session asks :meth:`TorchContext.place` for the node. Every callback and the wrapper start by
+asking whether Dynamo is tracing (``torch.compiler.is_compiling``): a compiled region is one call
+of its compiled module, and Inductor's kernels land under it.
 
 This module is the source's lifecycle and its answers to the session; the parts live apart by job:
-the library and its C signatures (:mod:`.library`), the module hook (:mod:`.hooks`), the places
+the library and its C signatures (:mod:`.library`), the module wrapper (:mod:`.module_wrapper`), the places
 (:mod:`.trie`), the CPU costs (:mod:`.costs`), the environment's switches (:mod:`.settings`) and
 the trace's spans (:mod:`.spans`).
 """
@@ -44,8 +44,8 @@ from deuteron.collect.context.native import NATIVE_PLACE
 from deuteron.collect.context.torch import library, settings
 from deuteron.collect.context.torch import spans as torch_spans
 from deuteron.collect.context.torch.costs import CALLS, CostFiling
-from deuteron.collect.context.torch.hooks import ModuleHooks, Undo
 from deuteron.collect.context.torch.library import TorchContextError, read_nodes
+from deuteron.collect.context.torch.module_wrapper import ModuleWrapper, Undo
 from deuteron.collect.context.torch.trie import BASE, Placer, PlaceTrie
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.tree import Node, Profile
@@ -67,8 +67,8 @@ class TorchContext:
     # With ops inferred, backward nodes are read from autograd at launches rather than through a
     # callback per node (a benchmark's ablation turns it off to measure what it saves).
     nodes_at_launch_wanted = True
-    # Module calls seen through :class:`.hooks.ModuleHooks` (a benchmark's ablation turns it off).
-    module_hooks_wanted = True
+    # Module calls seen through :class:`.module_wrapper.ModuleWrapper` (a benchmark's ablation turns it off).
+    module_wrapper_wanted = True
     flops_wanted = staticmethod(settings.flops_wanted)
     ops_wanted = staticmethod(settings.ops_wanted)
 
@@ -109,8 +109,8 @@ class TorchContext:
         if lib.deut_install(flags) != 0:
             raise TorchContextError("PyTorch refused the op callback (at::addGlobalCallback)")
         _active = self
-        if self.module_hooks_wanted:
-            self._handles = ModuleHooks(lib, self.contexts, self._python_base).install()
+        if self.module_wrapper_wanted:
+            self._handles = ModuleWrapper(lib, self.contexts, self._python_base).install()
         if self._python_base is None:
             lib.deut_set_base(context_id)
 

@@ -1,5 +1,5 @@
 """The JAX context without a GPU: op names into frames, HLO text into instructions, kernels into
-executions (synthetic executables), and the compile hook on JAX's CPU backend."""
+executions (synthetic executables), and the compile wrapper on JAX's CPU backend."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from deuteron.collect.context.jax.compile_hook import CompiledModule
+from deuteron.collect.context.jax.compile_wrapper import CompiledModule
 from deuteron.collect.context.jax.hlo import BACKWARD, Executable, Instruction, frames, parse_module
 from deuteron.collect.context.jax.places import JAX_PLACE
 from deuteron.collect.context.jax.source import JaxContext
@@ -137,7 +137,7 @@ def test_kernels_launched_while_compiling_go_under_compile() -> None:
     assert assign(jx, ["fusion_1"]) == [["f (jit)", "compile"]]
 
 
-def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_path: Path) -> None:
+def test_the_compile_wrapper_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_path: Path) -> None:
     jax = pytest.importorskip("jax")
     import jax.numpy as jnp
 
@@ -160,7 +160,7 @@ def test_the_compile_hook_keeps_each_executable_with_its_scopes_on_jax_cpu(tmp_p
     paths = {tuple(frames(i.op_name, ex.function)) for ex in executables for i in ex.instructions}
     assert any("blk" in p for p in paths)
     compiler = __import__("jax._src.compiler", fromlist=["compile_or_get_cached"])
-    assert not hasattr(compiler.compile_or_get_cached, "__wrapped__")  # the hook is gone after the session
+    assert not hasattr(compiler.compile_or_get_cached, "__wrapped__")  # the wrapper is gone after the session
 
 
 def test_jax_context_on_a_machine_without_a_gpu_says_what_it_records(tmp_path: Path) -> None:

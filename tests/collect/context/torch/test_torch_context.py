@@ -227,7 +227,7 @@ def test_torch_compile_regions_land_under_the_compiled_module(tmp_path: Path) ->
     assert compiled["metrics"]["calls"] == 2
     below = {n["frame"]["name"] for n in json_nodes(compiled)}
     assert "CompiledFunction" in below and "CompiledFunctionBackward" in below, sorted(below)[:40]
-    assert "encoder (TransformerEncoder)" not in below  # inside the compiled region no module hook runs
+    assert "encoder (TransformerEncoder)" not in below  # inside the compiled region no module wrapper runs
 
 
 def test_python_and_torch_combine_on_the_cpu(tmp_path: Path) -> None:

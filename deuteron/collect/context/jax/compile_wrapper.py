@@ -1,4 +1,4 @@
-"""The JAX context's compile hook: ``jax._src.compiler.compile_or_get_cached`` wrapped, so that
+"""The JAX context's compile wrapper: ``jax._src.compiler.compile_or_get_cached`` wrapped, so that
 every executable JAX compiles (every jitted function, every eagerly run op) hands over its
 optimized HLO and the interval it compiled in.
 
@@ -41,7 +41,7 @@ class CompiledModule:
         return self.parsed
 
 
-class CompileHook:
+class CompileWrapper:
     """The wrapper of ``compile_or_get_cached`` for one session: installed now when JAX's compiler
     is imported, else when the program imports it; each compile is handed to ``on_compiled``
     (the executable, when it began and ended, the module's name)."""
@@ -56,7 +56,7 @@ class CompileHook:
             self._install()
         elif "jax" in sys.modules:
             raise JaxContextError(f"-c jax: this JAX has no {COMPILER} (JAX 0.4.30 or newer is needed)")
-        else:  # hooked when the program imports JAX
+        else:  # wrapped when the program imports JAX
             self._waiting = after_import(COMPILER, self._install)
 
     def stop(self) -> None:

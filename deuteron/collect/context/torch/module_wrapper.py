@@ -1,8 +1,8 @@
-"""The torch context's module hook: ``nn.Module._call_impl`` wrapped for one session, and the
+"""The torch context's module wrapper: ``nn.Module._call_impl`` wrapped for one session, and the
 names it gives module calls (the attribute path from the module a call was made in).
 
 Apart from the context source because it is the part that runs inside the program's every module
-call and touches ``nn.Module``; the source only installs it and removes it (:class:`ModuleHooks`).
+call and touches ``nn.Module``; the source only installs it and removes it (:class:`ModuleWrapper`).
 The per-call work itself is :mod:`.calls`'s, in C where it can be.
 """
 
@@ -26,8 +26,8 @@ _qualnames_by_module: dict[int, tuple[Any, dict[int, str]]] = {}
 
 
 class Undo:
-    """A function as a handle: ``remove()`` calls it (a patch's restore, a hook's removal), as a
-    torch hook handle's would."""
+    """A function as a handle: ``remove()`` calls it (a patch's restore), as a torch hook
+    handle's would."""
 
     def __init__(self, undo: Callable[[], None]) -> None:
         self.undo = undo
@@ -36,8 +36,8 @@ class Undo:
         self.undo()
 
 
-class ModuleHooks:
-    """The module hook of one session: installs the wrapper (:meth:`install`), names module calls
+class ModuleWrapper:
+    """The module wrapper of one session: installs the wrapper (:meth:`install`), names module calls
     through the library's interned names (``lib``), and with ``-c python,torch`` (``python_base``:
     the Python call path of a frame) starts each outermost module stack at its caller's path."""
 
