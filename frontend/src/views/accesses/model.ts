@@ -230,9 +230,6 @@ export function asCells(packed: Packed): AccessCells {
   };
 }
 
-
-/** A heat ramp's CSS gradient stops: 6 samples from its low end to its high end. */
-
 /** No cells: what a card aggregates before its slice has loaded (or when it failed to). */
 export function emptyCells(): AccessCells {
   return {
