@@ -1,7 +1,7 @@
 """Deuteron's adapter to Triton's interpreter: the patches both listeners share, and where each
 listener comes and goes. The interpreter's internals are touched here and in the two modules it
 wires in: :mod:`.profiling` (a :class:`LaunchRecord` per launch) and :mod:`.checking` (every
-access of every program, for a :class:`.sanitizer.Sanitizer`).
+access of every program, for a :class:`.sanitizer_protocol.Sanitizer`).
 
 What we rely on, all in ``triton.runtime.interpreter`` (triton 3.6 to 3.9):
 - ``InterpretedFunction.run(*args, grid, warmup, **kwargs)`` runs one launch; ``.fn`` and
@@ -22,9 +22,10 @@ programs, host tensors, float results) while a sanitizer listens. The memory ope
 once for both listeners, so a launch that is profiled and checked counts the lanes the kernel asked
 for before the sanitizer masks any off. The ``interpreter`` group also carries the mends of
 interpreter bugs (:mod:`.mends`) and what a GPU script needs to run here at all (with the emulated
-driver's own group, where Triton has no driver: :mod:`.emulated_driver`): ``@triton.autotune``
-running each config once (:mod:`.autotune`), ``tl.extra.libdevice`` in NumPy (:mod:`.libdevice`),
-and bf16 arithmetic done on values rather than on their bits (:mod:`.bf16`).
+driver's own group, where Triton has no driver: :mod:`deuteron.triton.runtime.emulated_driver`):
+``@triton.autotune`` running each config once (:mod:`deuteron.triton.runtime.autotune`),
+``tl.extra.libdevice`` in NumPy (:mod:`.mends.libdevice`), and bf16 arithmetic done on values
+rather than on their bits (:mod:`.mends.bf16`).
 
 Two listeners: a profiler (``install``) and a sanitizer (``attach``: it hears every launch,
 program, access and non-finite value and may mask lanes off before Triton touches memory). What is
