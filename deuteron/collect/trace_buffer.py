@@ -66,9 +66,11 @@ class TraceBuffer:
             self.kernel_spans.append(spans)
 
     def clear(self) -> None:
-        """A part was written (Proton's periodic flushing): its spans go with it."""
+        """A part was written (Proton's periodic flushing): its spans go with it, the kernels'
+        per-program scope spans too (else every later part repeats them, and they fill the limit)."""
         self.events = []
         self.kernel_spans = []
+        self.intra_spans = []
 
     def gpu_metadata(self) -> dict[str, Any]:
         """What ``deuteron view --advise`` needs of the kernels' spans: the GPU's busy share, and

@@ -379,3 +379,21 @@ def test_deuteron_run_on_the_interpreter_records_scopes_and_their_trace(tmp_path
     )
     lanes = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "thread_name"}
     assert {lanes[e["tid"]] for e in inside} == {f"scoped_copy · program {i}" for i in range(4)}
+
+
+def test_each_flushed_part_holds_only_its_own_scope_spans(tmp_path: Path) -> None:
+    """Proton's periodic flushing writes each phase's trace once: a part's per-program scope spans
+    go with it, as its launches' spans do (a later part repeated the earlier parts' spans)."""
+    n, block = 1000, 256
+    x, out = torch.rand(n), torch.empty(n)
+    session = proton.start(str(tmp_path / "run"), backend="interpreter", mode="periodic_flushing:format=chrome_trace")
+    for phase in range(2):
+        nested_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
+        if phase == 0:
+            proton.data.advance_phase(session)
+    parts = proton.finalize(session, output_format="chrome_trace")
+    assert [p.name for p in parts] == ["run.part_0.chrome_trace", "run.part_1.chrome_trace"]
+    for part in parts:
+        events = json.loads(part.read_text())["traceEvents"]
+        assert len([e for e in events if e.get("cat") == "kernel"]) == 1
+        assert len([e for e in events if e.get("cat") == "intra"]) == 4 * 2 + 3
