@@ -386,7 +386,8 @@ def test_each_flushed_part_holds_only_its_own_scope_spans(tmp_path: Path) -> Non
     go with it, as its launches' spans do (a later part repeated the earlier parts' spans)."""
     n, block = 1000, 256
     x, out = torch.rand(n), torch.empty(n)
-    session = proton.start(str(tmp_path / "run"), backend="interpreter", mode="periodic_flushing:format=chrome_trace")
+    flushing = "periodic_flushing:format=chrome_trace"
+    session = proton.start(str(tmp_path / "run"), backend="interpreter", mode=flushing)
     for phase in range(2):
         nested_kernel[(triton.cdiv(n, block),)](x, out, n, BLOCK=block)
         if phase == 0:
