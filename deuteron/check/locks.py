@@ -83,28 +83,21 @@ class Locks:
     def atomic(self, result: AtomicResult) -> None:
         """One atomic's active lanes: real addresses, the tensor each pointer came from, its operands
         and the values it found (``old``)."""
-        op, addresses, cmp, val, old, site = (
-            result.op,
-            result.addresses,
-            result.cmp,
-            result.val,
-            result.old,
-            result.site,
-        )
+        addresses, cmp, val, old = result.addresses, result.cmp, result.val, result.old
         tensors = result.tensor if result.tensor is not None else np.full(addresses.size, -1, np.int64)
         if old.dtype.kind not in "iub" or addresses.size == 0:
             self._spin = None
             return
-        if op == "cas" and cmp is not None:
+        if result.op == "cas" and cmp is not None:
             won = old == cmp
             for i in np.flatnonzero(won & (cmp == 0) & (val != 0)).tolist():
-                self._take(int(addresses[i]), int(tensors[i]), site)
+                self._take(int(addresses[i]), int(tensors[i]), result.site)
             for i in np.flatnonzero(won & (cmp != 0) & (val == 0)).tolist():
                 self._give(int(addresses[i]))
-        elif op == "xchg":
+        elif result.op == "xchg":
             for i in np.flatnonzero(val == 0).tolist():
                 self._give(int(addresses[i]))
-        self._count_spin(op, addresses, tensors, cmp, old, site)
+        self._count_spin(result, tensors)
 
     def stored(self, addresses: np.ndarray, values: np.ndarray) -> None:
         """A plain store: storing 0 to a held lock releases it."""
@@ -131,16 +124,10 @@ class Locks:
             self.mine.remove(address)
         self.current = self.held[self.mine[-1]].lock if self.mine else NO_LOCK
 
-    def _count_spin(
-        self,
-        op: str,
-        addresses: np.ndarray,
-        tensors: np.ndarray,
-        cmp: np.ndarray | None,
-        old: np.ndarray,
-        site: int,
-    ) -> None:
-        if op == "cas" and cmp is not None and bool((old == cmp).any()):
+    def _count_spin(self, result: AtomicResult, tensors: np.ndarray) -> None:
+        """Identical attempts of one atomic in a row: at ``SPIN_LIMIT``, the program waits forever."""
+        addresses, cmp, old, site = result.addresses, result.cmp, result.old, result.site
+        if result.op == "cas" and cmp is not None and bool((old == cmp).any()):
             self._spin = None  # a CAS that succeeded somewhere made progress
             return
         key = (site, addresses.tobytes(), old.tobytes())
@@ -149,7 +136,7 @@ class Locks:
             return
         self._spins += 1
         if self._spins >= SPIN_LIMIT:
-            self._waits_forever(op, int(addresses[0]), int(tensors[0]), int(old.reshape(-1)[0]), site)
+            self._waits_forever(result.op, int(addresses[0]), int(tensors[0]), int(old.reshape(-1)[0]), site)
 
     # --- findings --------------------------------------------------------------------------------
 
