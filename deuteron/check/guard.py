@@ -108,7 +108,7 @@ class Guard:
     def launch_prepare(self, launch: PreparedLaunch) -> None:
         """The launch's host tensors are known: describe them, so their pointers can be tagged."""
         self.prepared = launch_info(
-            self.launches + 1, launch.fn, launch.args, launch.kwargs, (1, 1, 1), launch.table, self._objects
+            self.launches + 1, launch.fn, launch.tensors, (1, 1, 1), launch.table, self._objects
         )
         self._views = {}
         self.origins.new_launch(launch.device_copies)

@@ -1,11 +1,10 @@
-"""A launch's tensors as the sanitizer sees them: every tensor argument (inside tuples and tensor
-descriptors too), named after its parameter, and the allocations they view, as a
+"""A launch's tensors as the sanitizer sees them: every tensor argument (found and named by
+:func:`deuteron.triton.interpreter.checking.tensor_args`) and the allocations they view, as a
 :class:`~deuteron.model.access.LaunchInfo`. Apart from the :class:`~deuteron.check.guard.Guard`
 because describing a launch needs only its arguments, not the interpreter's events."""
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -14,53 +13,22 @@ import numpy as np
 from deuteron.model.access import LaunchInfo, SiteTable, StorageArea, TensorArg
 
 
-def _tensor_like(value: Any) -> bool:
-    return hasattr(value, "data_ptr") and hasattr(value, "untyped_storage")
-
-
-def _tensor_args(bound: dict[str, Any]) -> list[tuple[str, Any, Any]]:
-    """Every tensor the programs can address, named after its parameter (x[1], desc.base), with the
-    object the interpreter converts to a pointer (a wrapper of it, for ``tl.reinterpret``)."""
-    found: list[tuple[str, Any, Any]] = []
-
-    def visit(name: str, value: Any) -> None:
-        outer = value
-        if type(value).__name__ == "TensorWrapper" and hasattr(value, "base"):  # tl.reinterpret's wrapper
-            value = value.base
-        if _tensor_like(value):
-            found.append((name, value, outer))
-        elif isinstance(value, tuple):
-            for i, item in enumerate(value):
-                visit(f"{name}[{i}]", item)
-        elif hasattr(value, "base") and hasattr(value, "block_shape"):  # a TensorDescriptor
-            visit(f"{name}.base", value.base)
-
-    for name, value in bound.items():
-        visit(name, value)
-    return found
-
-
 def launch_info(
     index: int,
     fn: Any,
-    args_hst: tuple[Any, ...],
-    kwargs_hst: dict[str, Any],
+    tensor_args: list[tuple[str, Any, Any]],
     grid: tuple[int, int, int],
     sites: SiteTable,
     tags: Any = None,
 ) -> LaunchInfo:
-    """A launch's tensors (named after their parameters) and the allocations they view; ``tags``
-    hears which object gets which pointer tag."""
-    try:
-        bound = inspect.getcallargs(fn, *args_hst, **kwargs_hst)
-    except TypeError:
-        bound = {f"arg{i}": a for i, a in enumerate(args_hst)} | dict(kwargs_hst)
+    """A launch's tensors (``tensor_args``: (name, tensor, the object converted to a pointer)) and
+    the allocations they view; ``tags`` hears which object gets which pointer tag."""
     areas: dict[int, list[int]] = {}
     sizes: dict[int, int] = {}
     raw: list[tuple[str, Any, int]] = []
     by_id: dict[int, int] = {}
     by_ptr: dict[int, int] = {}
-    for name, t, outer in _tensor_args(bound):
+    for name, t, outer in tensor_args:
         storage = t.untyped_storage()
         start = int(storage.data_ptr())
         sizes[start] = max(sizes.get(start, 0), int(storage.nbytes()))

@@ -13,6 +13,7 @@ its provenance (``model.access.TAG_SHIFT``), and checks every float result for N
 from __future__ import annotations
 
 import bdb
+import inspect
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -194,6 +195,33 @@ def _pytest_exit(error: BaseException | None) -> bool:
     return error is not None and kind.__name__ == "Exit" and kind.__module__ == "_pytest.outcomes"
 
 
+def tensor_args(fn: Any, args_hst: tuple[Any, ...], kwargs_hst: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    """Every tensor the programs can address (inside tuples and tensor descriptors too), named after
+    its parameter (x[1], desc.base), with the object the interpreter converts to a pointer (a
+    wrapper of it, for ``tl.reinterpret``)."""
+    try:
+        bound = inspect.getcallargs(fn, *args_hst, **kwargs_hst)
+    except TypeError:
+        bound = {f"arg{i}": a for i, a in enumerate(args_hst)} | dict(kwargs_hst)
+    found: list[tuple[str, Any, Any]] = []
+
+    def visit(name: str, value: Any) -> None:
+        outer = value
+        if type(value).__name__ == "TensorWrapper" and hasattr(value, "base"):  # tl.reinterpret's wrapper
+            value = value.base
+        if hasattr(value, "data_ptr") and hasattr(value, "untyped_storage"):
+            found.append((name, value, outer))
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                visit(f"{name}[{i}]", item)
+        elif hasattr(value, "base") and hasattr(value, "block_shape"):  # a TensorDescriptor
+            visit(f"{name}.base", value.base)
+
+    for name, value in bound.items():
+        visit(name, value)
+    return found
+
+
 def device_copies(
     interp: Any, args_dev: Any, kwargs_dev: dict[str, Any], args_hst: Any, kwargs_hst: dict[str, Any]
 ) -> dict[int, tuple[int, int]]:
@@ -246,7 +274,8 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
             s.pending = True
             s.executor = self
             copies = device_copies(interp, args_dev, kwargs, result[0], result[1])
-            sanitizer.launch_prepare(PreparedLaunch(self.fn, result[0], result[1], sites.table(), copies))
+            tensors = tensor_args(self.fn, result[0], result[1])
+            sanitizer.launch_prepare(PreparedLaunch(self.fn, tensors, sites.table(), copies))
         return result
 
     def tagging(orig_cvt: Callable[[Any], Any]) -> Callable[[Any], Any]:

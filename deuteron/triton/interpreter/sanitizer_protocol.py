@@ -18,13 +18,15 @@ class Abort(Exception):  # noqa: N818 - a control-flow signal, not an error
 @dataclass(frozen=True)
 class PreparedLaunch:
     """A launch as the interpreter has bound it, before its pointers are made: the kernel's
-    function, its host arguments, the table its ``site`` ids index, and ``device_copies``, each
-    device tensor argument's storage address mapped to (bytes, address of its host copy), so that
-    pointers the kernel reads from memory (device addresses) can be found in the host copies."""
+    function; ``tensors``, each tensor the programs can address (inside tuples and tensor
+    descriptors too) as (name after its parameter, host tensor, the object the interpreter converts
+    to a pointer: the tensor or its ``tl.reinterpret`` wrapper); the table its ``site`` ids index;
+    and ``device_copies``, each device tensor argument's storage address mapped to (bytes, address
+    of its host copy), so that pointers the kernel reads from memory (device addresses) can be found
+    in the host copies."""
 
     fn: Any
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
+    tensors: list[tuple[str, Any, Any]]
     table: SiteTable
     device_copies: dict[int, tuple[int, int]] = field(default_factory=dict)
 
