@@ -12,8 +12,8 @@ are strongest on ``-c torch`` profiles, whose frames name modules (``attr (Class
 - **lines**: in a sampled profile (``--sample``), each hot kernel's hottest lines, their dominant
   stall and what to change (:mod:`.hot_lines`).
 
-Thresholds are stated in each finding's text; a finding is made only when its evidence is in
-the profile.
+Thresholds are stated in each piece of advice's text; advice is given only when its evidence is
+in the profile.
 """
 
 from __future__ import annotations
@@ -94,12 +94,12 @@ def _is_module(name: str) -> bool:
 
 def advise(p: Profile, top: int = 5) -> list[Advice]:
     paths = _paths(p.root)
-    findings = [
-        f
-        for f in (_idle(p, paths, top), _backward(paths, top), _fusion(paths, top), _copies(p, paths, top))
-        if f
+    found = [
+        a
+        for a in (_idle(p, paths, top), _backward(paths, top), _fusion(paths, top), _copies(p, paths, top))
+        if a
     ]
-    return findings + _lines(p, top)
+    return found + _lines(p, top)
 
 
 def _lines(p: Profile, top: int) -> list[Advice]:
@@ -257,17 +257,17 @@ def _copies(p: Profile, paths: list[tuple[tuple[str, ...], Node]], top: int) -> 
     )
 
 
-def render(findings: list[Advice], full_names: bool = False) -> str:
-    """The findings as text: one headline each, then its evidence, a line per item; the frames of a
+def render(advice: list[Advice], full_names: bool = False) -> str:
+    """The advice as text: one headline each, then its evidence, a line per item; the frames of a
     path as ``deuteron view`` shows them (a C++ kernel short, or ``full_names`` demangled in full)."""
-    if not findings:
+    if not advice:
         return (
             "advice: nothing to flag (no idle GPU, outlying backward, unfused ops, waits or hot lines found)"
         )
     lines = []
-    for f in findings:
-        lines.append(f"[{f.kind}] {f.title}")
-        for item in f.evidence:
+    for a in advice:
+        lines.append(f"[{a.kind}] {a.title}")
+        for item in a.evidence:
             numbers = ", ".join(
                 f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in item.items() if k != "path"
             )
