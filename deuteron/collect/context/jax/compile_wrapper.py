@@ -44,9 +44,9 @@ class CompiledModule:
 class CompileWrapper:
     """The wrapper of ``compile_or_get_cached`` for one session: installed now when JAX's compiler
     is imported, else when the program imports it; each compile is handed to ``on_compiled``
-    (the executable, when it began and ended, the module's name)."""
+    (its modules' HLO texts, :func:`hlo_texts`, and when it began and ended)."""
 
-    def __init__(self, on_compiled: Callable[[Any, int, int, str], None]) -> None:
+    def __init__(self, on_compiled: Callable[[list[tuple[str, str | None]], int, int], None]) -> None:
         self.on_compiled = on_compiled
         self._patch: AttributePatch | None = None
         self._waiting: Callable[[], None] | None = None
@@ -78,12 +78,23 @@ class CompileWrapper:
         def compile_or_get_cached(*args: Any, **kwargs: Any) -> Any:
             began = time.perf_counter_ns()
             executable = original(*args, **kwargs)
-            on_compiled(executable, began, time.perf_counter_ns(), module_name(args, kwargs))
+            ended = time.perf_counter_ns()
+            on_compiled(hlo_texts(executable, module_name(args, kwargs)), began, ended)
             return executable
 
         compile_or_get_cached.__wrapped__ = original  # type: ignore[attr-defined]
         self._patch = AttributePatch(compiler, "compile_or_get_cached", compile_or_get_cached)
         self._patch.apply()
+
+
+def hlo_texts(executable: Any, module: str) -> list[tuple[str, str | None]]:
+    """An executable's optimized HLO, (module name, text) per module; ``[(module, None)]`` for an
+    executable without HLO (a backend that keeps none: its interval still counts)."""
+    try:
+        texts = [(str(m.name), m.to_string()) for m in executable.hlo_modules()]
+    except Exception:
+        return [(module, None)]
+    return texts or [(module, None)]
 
 
 def module_name(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

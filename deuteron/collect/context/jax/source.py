@@ -45,7 +45,7 @@ class JaxContext:
         self.contexts = contexts
         self.compiled: list[CompiledModule] = []
         self._lock = threading.Lock()
-        self._wrapper = CompileWrapper(self.add_executable)
+        self._wrapper = CompileWrapper(self.add_compiled)
         self._tree = PlaceTree()
         self.places = self._tree.places  # place id -> (parent place id, frame)
         self._matcher = ScheduleMatcher(self._tree)
@@ -60,16 +60,11 @@ class JaxContext:
     def stop(self) -> None:
         self._wrapper.stop()
 
-    def add_executable(self, executable: Any, began: int, ended: int, module: str = "?") -> None:
-        """Keep an executable's optimized HLO (parsed later, off the program's thread)."""
-        texts: list[tuple[str, str | None]] = []
-        try:
-            for hlo_module in executable.hlo_modules():
-                texts.append((str(hlo_module.name), hlo_module.to_string()))
-        except Exception:  # an executable without HLO (a backend that keeps none): its interval still counts
-            texts = [(module, None)]
+    def add_compiled(self, texts: list[tuple[str, str | None]], began: int, ended: int) -> None:
+        """Keep an executable's optimized HLO, (module name, text or None) per module (parsed later,
+        off the program's thread)."""
         with self._lock:
-            for name, text in texts or [(module, None)]:
+            for name, text in texts:
                 self.compiled.append(CompiledModule(name, text, began, ended))
 
     # --- recorded tables (fixtures) --------------------------------------------------------------
