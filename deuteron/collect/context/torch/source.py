@@ -18,7 +18,7 @@ The only Deuteron module that touches torch internals. Two mechanisms, chosen by
   on whatever thread autograd runs it, lands under ``<module path> > backward > <node name>``.
 - **With a GPU**, ops are observed only until each launch's op repeats at its position in its
   module call; then the op callback is disabled and launches get the learned op, checked against
-  the kernel's name (``ops_wanted``; a miss turns the op callback on again). Backward nodes are
+  the kernel's name (``settings.ops_wanted``; a miss turns the op callback on again). Backward nodes are
   then read from autograd at each launch (the node it runs now) instead of through a callback per
   node, which made autograd build a RecordFunction and a name string for every node it ran.
 
@@ -69,8 +69,6 @@ class TorchContext:
     nodes_at_launch_wanted = True
     # Module calls seen through :class:`.module_wrapper.ModuleWrapper` (a benchmark's ablation turns it off).
     module_wrapper_wanted = True
-    flops_wanted = staticmethod(settings.flops_wanted)
-    ops_wanted = staticmethod(settings.ops_wanted)
 
     def __init__(self, contexts: LaunchContexts, python_base: Callable[[Any], Node] | None = None) -> None:
         """``python_base``: with ``-c python,torch``, the Python call path (from a frame) that an
@@ -84,7 +82,7 @@ class TorchContext:
         self._costs = CostFiling()
         self.flops = True
         self.ops = True  # DEUTERON_TORCH_OPS=0: modules, backward nodes and the optimizer only
-        self.infer = False  # ops observed until launches repeat, then inferred (see ops_wanted)
+        self.infer = False  # ops observed until launches repeat, then inferred (see settings.ops_wanted)
         self.nodes_at_launch = False  # backward nodes read at launches (with infer), untimed
         self.stats: dict[str, int] = {}  # infer_stats() when the session stopped
 
@@ -99,8 +97,8 @@ class TorchContext:
             raise TorchContextError("another session already records the torch context; finalize it first")
         lib = library.load()
         self._lib = lib
-        self.ops, self.infer = self.ops_wanted(on_gpu)
-        self.flops = self.flops_wanted(on_gpu) and self.ops and not self.infer
+        self.ops, self.infer = settings.ops_wanted(on_gpu)
+        self.flops = settings.flops_wanted(on_gpu) and self.ops and not self.infer
         lib.deut_reset()
         self.nodes_at_launch = self.infer and self.nodes_at_launch_wanted
         flags = (1 if self.flops else 0) | (0 if self.ops else 2) | (4 if self.infer else 0)
