@@ -21,19 +21,14 @@ from typing import Any
 import numpy as np
 
 from deuteron.collect.context import LaunchPlace
-from deuteron.collect.context.jax.compile_wrapper import (
-    COMPILER,
-    CompiledModule,
-    CompileWrapper,
-    JaxContextError,
-)
+from deuteron.collect.context.jax.compile_wrapper import CompiledModule, CompileWrapper
 from deuteron.collect.context.jax.hlo import Executable
 from deuteron.collect.context.jax.places import JAX_PLACE, PlaceTree
 from deuteron.collect.context.jax.schedule import ScheduleMatcher
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.tree import Node
 
-__all__ = ["COMPILER", "JAX_PLACE", "JaxContext", "JaxContextError"]
+__all__ = ["JaxContext"]
 
 
 class JaxContext:

@@ -43,14 +43,14 @@ from deuteron.collect.context import LaunchPlace
 from deuteron.collect.context.native import NATIVE_PLACE
 from deuteron.collect.context.torch import library, settings
 from deuteron.collect.context.torch import spans as torch_spans
-from deuteron.collect.context.torch.costs import CALLS, CostFiling
+from deuteron.collect.context.torch.costs import CostFiling
 from deuteron.collect.context.torch.library import TorchContextError, read_nodes
 from deuteron.collect.context.torch.module_wrapper import ModuleWrapper, Undo
 from deuteron.collect.context.torch.trie import BASE, Placer, PlaceTrie
 from deuteron.collect.placement import LaunchContexts
 from deuteron.model.tree import Node, Profile
 
-__all__ = ["CALLS", "TorchContext", "TorchContextError", "active"]
+__all__ = ["TorchContext", "active"]
 
 _active: TorchContext | None = None
 
