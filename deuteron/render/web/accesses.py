@@ -380,7 +380,7 @@ class RecordView:
                     continue
                 written = finding_json(f)
                 slice_, cell = None, None
-                index = written["index"] if isinstance(written["index"], list) else None
+                index = f.index
                 if index is not None and len(index) == len(tensor["shape"]) and index:
                     c = index[-1]
                     r = index[-2] if len(index) >= 2 else 0
@@ -400,7 +400,6 @@ class RecordView:
                 out.append(
                     {
                         **{key: written[key] for key in PLACED_FINDING_KEYS},
-                        "index": index,
                         "slice": slice_,
                         "bin": cell,
                         # Where the page draws the lanes that touch no element: past the edge.
