@@ -88,8 +88,8 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
             isinstance(program, list) and len(program) == 3 and all(_count(x) for x in program)
         ):
             raise FormatError(f"{path}: finding {i} has a damaged program id")
-        line, col = f.get("line"), f.get("column")
-        if (line is not None and not _count(line)) or (col is not None and not _count(col)):
+        line, column = f.get("line"), f.get("column")
+        if (line is not None and not _count(line)) or (column is not None and not _count(column)):
             raise FormatError(f"{path}: finding {i} has a damaged line or column")
         details = f.get("details", {})
         index, tests = f.get("index"), f.get("tests", [])
@@ -108,7 +108,7 @@ def read(path: str | os.PathLike[str]) -> CheckReport:
                 file=f["file"],
                 line=line,
                 kernel=f["kernel"],
-                column=col,
+                column=column,
                 program=(program[0], program[1], program[2]) if program is not None else None,
                 tensor=f.get("tensor") if isinstance(f.get("tensor"), str) else None,
                 details=details if isinstance(details, dict) else {},
