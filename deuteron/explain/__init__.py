@@ -7,9 +7,10 @@
 The journey: :mod:`.capture` records each distinct specialization at launch (Triton's own binder,
 for the target's backend) -> :mod:`.cross_compile` compiles it -> :mod:`.analysis` reads the
 stages, SASS and resources -> :mod:`.lints` (with :mod:`.flow` and :mod:`.vectorization`) turns
-facts into findings -> :mod:`.report` (the JSON document; rendered by ``deuteron.render.explain_report``). :mod:`.roofline` joins a recorded
-profile; :mod:`.runner` is the whole journey as one call. Every touch of Triton itself is in
-``deuteron.triton.compiler`` (``capture``, ``compile``, ``tools``, ``targets``).
+facts into findings -> :mod:`.report` (the JSON document; rendered by
+``deuteron.render.explain_report``). :mod:`.roofline` joins a recorded profile; :mod:`.runner` is
+the whole journey as one call. Every touch of Triton itself is in ``deuteron.triton.compiler``
+(``capture``, ``compile``, ``tools``, ``targets``).
 """
 
 from __future__ import annotations
