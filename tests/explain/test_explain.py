@@ -174,6 +174,14 @@ def test_no_kernel_launched() -> None:
     assert proc.stdout.strip() == "6"  # the script ran
 
 
+def test_a_kernel_warmed_up_to_size_its_grid_still_launches() -> None:
+    # Triton's tutorial 02 sizes its persistent grid from kernel.warmup(...)'s n_regs and shared memory
+    proc = explain(str(CORPUS / "warmed_up_grid.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert "doubled 21000 floats" in proc.stdout and "Traceback" not in proc.stderr
+    assert "persistent_rows_kernel" in proc.stdout and "1 launch" in proc.stdout
+
+
 def test_profile_ranks_kernels_by_opportunity(tmp_path: Path) -> None:
     run = run_cli(
         "run",

@@ -105,8 +105,8 @@ def intercept(on_launch: OnLaunch, on_gpu: Callable[[], bool]) -> Iterator[None]
         on_launch(fn, args, grid, kwargs, warmup)
         if on_gpu():
             return original(fn, *args, grid=grid, warmup=warmup, **kwargs)
-        if warmup:
-            return None
+        if warmup:  # a script sizing its grid from the compiled kernel (Triton's tutorial 02)
+            return compile_time.InterpretedKernel(fn, kwargs)
         run_interpreted(fn, args, grid, kwargs)
         return None
 
