@@ -24,12 +24,26 @@ KINDS = (INC, EXC, PTY)
 TIME = "time (ns)"
 CPU_TIME = "cpu_time (ns)"
 COUNT = "count"
+CALLS = "calls"  # how many times a module, op or scope frame was entered (exclusive: the frame's own)
 BYTES = "bytes"
 FLOPS = "flops"
 FLOPS_WIDTHS = (8, 16, 32, 64)
 
+# Metrics that measure a frame's whole span (its nested frames inside it), recorded exclusive in
+# Proton's sense (never summed upward, since the frames below are already inside): a frame's
+# inclusive value is its own, or its children's sum where that is larger (children on other
+# threads, a backward filed under its module) or where it has none (ROOT, an untimed frame). So
+# every summable metric obeys one rule: a frame covers its children, and ROOT holds the run's total.
+SPAN_METRICS = frozenset({CPU_TIME})
+
 # Kernel metrics that describe where a kernel ran rather than what it cost.
 PROPERTY_METRICS = frozenset({"device_id", "device_type", "stream_id", "grid"})
+
+
+def span_names(kinds: Mapping[str, str]) -> frozenset[str]:
+    """The span metrics of a profile with these kinds (a file that sums cpu_time as inclusive
+    keeps the plain rule)."""
+    return frozenset(n for n in SPAN_METRICS if kinds.get(n, INC) == EXC)
 
 
 def split_kind(name: str) -> tuple[str, str]:
@@ -59,6 +73,7 @@ class MetricSpec:
     raw: str = ""
     factor: float = 1.0
     average: bool = False
+    time: str = TIME  # what a rate divides by: GPU time, or CPU time in a profile without GPU time
 
 
 def parse_metric(name: str, available: set[str]) -> MetricSpec:
@@ -79,7 +94,9 @@ def parse_metric(name: str, available: set[str]) -> MetricSpec:
         raw = BYTES if m["what"] == "byte" else FLOPS + (m["width"] or "")
         if m["what"] == "byte" and m["width"]:
             raise MetricError(f"unknown metric {name!r}: byte rates take no width")
-        return MetricSpec(text, "rate", raw=raw, factor=_RATE_PREFIX[m["prefix"]])
+        # A CPU profile (-c torch without a GPU) has flops but no GPU time: its rates are per CPU second.
+        time = CPU_TIME if TIME not in available and CPU_TIME in available else TIME
+        return MetricSpec(text, "rate", raw=raw, factor=_RATE_PREFIX[m["prefix"]], time=time)
     if text == "util":
         return MetricSpec(text, "util")
     if text.endswith("/%"):
@@ -164,15 +181,21 @@ def compile_spec(
         if not spec.average:
             return lambda m: v / factor if (v := _number(m.get(raw))) is not None else nan
 
+        # Per call: GPU time over the kernel launches (Proton's count), CPU time over the frame's
+        # own entries (calls: a module's time per forward, not per kernel below it).
+        per = COUNT if raw == TIME else CALLS
+
         def average(m: Mapping[str, Any]) -> float:
-            v, count = _number(m.get(raw)), _number(m.get(COUNT))
+            v, count = _number(m.get(raw)), _number(m.get(per))
             return v / factor / count if v is not None and count else nan
 
         return average
     if spec.kind == "rate":
 
+        per_time = spec.time
+
         def rate(m: Mapping[str, Any]) -> float:
-            t, v = _number(m.get(TIME)), _number(m.get(raw))
+            t, v = _number(m.get(per_time)), _number(m.get(raw))
             return v / (t * 1e-9) / factor if t and t > 0 and v is not None else nan
 
         return rate
@@ -195,7 +218,7 @@ def compile_spec(
             if device is None or not t or t <= 0:
                 return nan
             if not _has_work(m):
-                return 0.0  # no bytes or flops counted: proton-viewer's 0, not "unknown"
+                return nan  # no bytes or flops counted: unknown, not 0 (proton-viewer prints 0)
             return roofline_seconds(m, device) / (t * 1e-9)
 
         return util
@@ -211,9 +234,9 @@ def evaluate(
 
 DERIVED_HELP = """\
 derived metrics (case and units ignored):
-  time/s|ms|us|ns, avg_time/*, cpu_time/*, avg_cpu_time/*   time (per call for avg_)
-  flop/s, gflop/s, tflop/s, and flop8|16|32|64 variants     flops / time
-  byte/s, gbyte/s, tbyte/s                                  bytes / time
+  time/s|ms|us|ns, avg_time/*, cpu_time/*, avg_cpu_time/*   time (avg_: per kernel launch, per call for CPU)
+  flop/s, gflop/s, tflop/s, and flop8|16|32|64 variants     flops / time (CPU time without GPU time)
+  byte/s, gbyte/s, tbyte/s                                  bytes / time (CPU time without GPU time)
   util                                                      roofline time / time (needs a device)
   roofline_time/s|ms|us|ns                                  max(flops/peak, bytes/bandwidth) (needs a device)
   <metric>/%                                                share of the profile's total"""

@@ -180,8 +180,10 @@ def _backward(paths: list[tuple[tuple[str, ...], Node]], top: int) -> Advice | N
         if total_gpu:
             fwd, back, unit = total_gpu - back_gpu, back_gpu, "gpu"
         else:
-            fwd = _num(node, CPU_TIME)
             back = sum(_num(b, CPU_TIME) for b in backward_nodes)
+            # A module's CPU time covers the backward filed under it (older files: its children do)
+            covered = max(_num(node, CPU_TIME), sum(_num(c, CPU_TIME) for c in node.children.values()))
+            fwd = covered - back
             unit = "cpu"
         if fwd > 0 and back > 0:
             rows.append((back / fwd, path, fwd, back, unit))

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from deuteron.model.devices import DeviceSpec
-from deuteron.model.metrics import EXC, INC, MetricSpec, compile_spec
+from deuteron.model.metrics import EXC, INC, MetricSpec, compile_spec, span_names
 from deuteron.model.tree import Node, Profile
+from deuteron.view import processors
 
 
 @dataclass
@@ -40,50 +41,48 @@ def _add(
             into[key] = into.get(key, 0) + value
 
 
+def _number(value: Any) -> float:
+    return value if value.__class__ in (int, float) else 0
+
+
 def flat_rows(
     p: Profile,
     specs: list[MetricSpec],
     device_for: Callable[[Mapping[str, Any]], DeviceSpec | None] = lambda _m: None,
 ) -> list[FlatRow]:
-    """Every name but ROOT's, largest total of the first column first."""
+    """Every name but ROOT's, largest total of the first column first.
+
+    Totals are the tree's inclusive values (:func:`deuteron.view.processors.inclusive`, the rule
+    every view follows); a frame's self value is its inclusive value less its children's for summed
+    and span metrics (cpu_time), and its own for other exclusive ones (calls)."""
     kinds = p.kinds
-    inclusive: dict[int, dict[str, Any]] = {}
-    order: list[tuple[Node, tuple[str, ...]]] = []
-    stack: list[tuple[Node, tuple[str, ...]]] = [(p.root, ())]
-    while stack:  # pre-order, each node with the names above it
-        node, above = stack.pop()
-        order.append((node, above))
-        for child in node.children.values():
-            stack.append((child, above + (node.name,)))
-    # An exclusive time (cpu_time) already holds the frame's nested frames: its total is its own
-    # value, its self value is that less its children's; other exclusive metrics (calls) are the
-    # frame's own in both.
-    for node, _ in reversed(order):  # children before parents: inclusive sums
-        total = inclusive[id(node)] = {}
-        _add(total, node.metrics, kinds, None)
-        for child in node.children.values():
-            _add(total, inclusive[id(child)], kinds)
+    spans = span_names(kinds)
+    covered = processors.inclusive(p)
+    order: list[tuple[Node, Node, tuple[str, ...]]] = []
+    stack: list[tuple[Node, Node, tuple[str, ...]]] = [(p.root, covered.root, ())]
+    while stack:  # pre-order, each node with its inclusive twin and the names above it
+        node, twin, above = stack.pop()
+        order.append((node, twin, above))
+        for key, child in node.children.items():
+            stack.append((child, twin.children[key], above + (node.name,)))
     totals: dict[str, dict[str, Any]] = {}
     owns: dict[str, dict[str, Any]] = {}
     places: dict[str, int] = {}
-    for node, above in order:
+    for node, twin, above in order:
         if node is p.root:
             continue
         places[node.name] = places.get(node.name, 0) + 1
         own = owns.setdefault(node.name, {})
         _add(own, node.metrics, kinds, None)
-        for child in node.children.values():
-            for name, value in child.metrics.items():
-                nested_time = kinds.get(name) == EXC and "time" in name and name in own
-                if nested_time and value.__class__ in (int, float):
-                    own[name] -= value
+        for name in spans:  # a span's self: what its frame covers less what its children cover
+            value = twin.metrics.get(name)
+            if value.__class__ in (int, float):
+                below = sum(_number(c.metrics.get(name)) for c in twin.children.values())
+                own[name] = own.get(name, 0) - _number(node.metrics.get(name)) + value - below
         if node.name not in above[1:]:  # the outermost frame of this name on its path
-            _add(totals.setdefault(node.name, {}), inclusive[id(node)], kinds, None)
-    for own in owns.values():  # a backward frame's time is not inside its module's forward time
-        for name, value in own.items():
-            if kinds.get(name) == EXC and "time" in name and value < 0:
-                own[name] = 0
-    fns = [compile_spec(s, inclusive[id(p.root)], device_for) for s in specs]
+            _add(totals.setdefault(node.name, {}), twin.metrics, kinds, None)
+    root_inclusive = covered.root.metrics
+    fns = [compile_spec(s, root_inclusive, device_for) for s in specs]
     rows = [
         FlatRow(name, [f(totals.get(name, {})) for f in fns], [f(owns[name]) for f in fns], places[name])
         for name in places

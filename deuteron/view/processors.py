@@ -14,7 +14,7 @@ from typing import Any
 
 from deuteron.model.devices import DeviceSpec
 from deuteron.model.errors import DeuteronError
-from deuteron.model.metrics import INC, MetricSpec, compile_spec
+from deuteron.model.metrics import INC, MetricSpec, compile_spec, span_names
 from deuteron.model.names import matches
 from deuteron.model.tree import Node, Profile, on_paths_to
 from deuteron.model.tree_ops import merge as merge  # processors too (cli.view, view.build use them here)
@@ -270,11 +270,13 @@ def derive(
         # One backward pass: a node's sums are complete once its children are done, so add it
         # into its parent and turn it into columns in the same step.
         fns = [(s.label, compile_spec(s, {}, device_for)) for s in specs]
-        kinds = p.kinds
+        kinds, spans = p.kinds, span_names(p.kinds)
         for node, parent in reversed(order):
             m = node.metrics
+            if spans:
+                _cover_children(m, spans)
             if parent is not None:
-                _add_into(parent.metrics, m, kinds)
+                _add_into(parent.metrics, m, kinds, spans)
             node.metrics = _columns(m, fns)
     out = with_root(p, root, inclusive=True)
     out.kinds = {s.label: "pty" for s in specs}
@@ -282,23 +284,46 @@ def derive(
 
 
 def run_totals(p: Profile) -> dict[str, Any]:
-    """The whole tree's inclusive sums (its root's inclusive values), without copying the tree."""
-    out: dict[str, Any] = {}
-    for node in p.root.walk():
-        _add_into(out, node.metrics, p.kinds)
-    return out
+    """The whole tree's inclusive values at its root (what a ``/%`` column is a share of)."""
+    return inclusive(p).root.metrics
 
 
 def _accumulate(order: list[tuple[Node, Node | None]], kinds: dict[str, str]) -> None:
-    """Add each node's inclusive-kind numbers into its parent, children first."""
+    """Add each node's inclusive-kind numbers into its parent, children first; a span metric
+    (cpu_time) covers its children's sum (:data:`deuteron.model.metrics.SPAN_METRICS`)."""
+    spans = span_names(kinds)
     for node, parent in reversed(order):
+        if spans:
+            _cover_children(node.metrics, spans)
         if parent is not None:
-            _add_into(parent.metrics, node.metrics, kinds)
+            _add_into(parent.metrics, node.metrics, kinds, spans)
 
 
-def _add_into(pm: dict[str, Any], m: dict[str, Any], kinds: dict[str, str]) -> None:
+# Where a node's children's span values are summed while the tree is accumulated (a key no
+# metric has), until the node itself is done.
+_CHILDREN = "\0children "
+
+
+def _cover_children(m: dict[str, Any], spans: frozenset[str]) -> None:
+    """A node whose children are all added: each span metric becomes the larger of its own value
+    and its children's sum (the sum alone where it has none)."""
+    for name in spans:
+        below = m.pop(_CHILDREN + name, None)
+        if below is None:
+            continue
+        own = m.get(name)
+        if own is None or own.__class__ not in (int, float) or below > own:
+            m[name] = below
+
+
+def _add_into(
+    pm: dict[str, Any], m: dict[str, Any], kinds: dict[str, str], spans: frozenset[str] = frozenset()
+) -> None:
     for name, value in m.items():
         if value.__class__ is str or kinds.get(name, INC) != INC:
+            if name in spans and value.__class__ in (int, float):
+                key = _CHILDREN + name
+                pm[key] = pm.get(key, 0) + value
             continue
         old = pm.get(name)
         if value.__class__ is list or old.__class__ is list:  # vectors: element by element

@@ -12,6 +12,7 @@ from __future__ import annotations
 from deuteron.model.metrics import CPU_TIME, TIME
 from deuteron.model.names import display_name, is_mangled
 from deuteron.model.tree import KERNEL, Profile
+from deuteron.view import processors
 
 
 def _number(value: object) -> float:
@@ -58,9 +59,9 @@ def summary_lines(p: Profile, top: int = 3, full_names: bool = False) -> list[st
         )
         lines.append(f"top kernels: {shown}")
     else:
-        cpu = sum(_number(n.metrics.get(CPU_TIME)) for n in p.root.children.values())
+        cpu = _number(processors.inclusive(p).root.metrics.get(CPU_TIME))  # ROOT's, as the tree shows it
         if cpu > 0:
-            lines.append(f"CPU time of the top frames {_ms(cpu)} (no GPU kernels in this profile)")
+            lines.append(f"CPU time {_ms(cpu)}, the tree's total (no GPU kernels in this profile)")
     return lines
 
 

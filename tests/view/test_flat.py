@@ -95,3 +95,17 @@ def test_a_diff_of_unrelated_profiles_is_said(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "share no frame name" in proc.stderr
     same = run_cli("diff", "a.hatchet", "a.hatchet", cwd=tmp_path)
     assert "share no frame name" not in same.stderr
+
+
+def test_a_backward_filed_under_its_module_is_covered_by_it() -> None:
+    """A file written before modules covered their backward (forward 100, backward 60 under it):
+    the module's total is what its children cover, its self value never negative."""
+    p = Profile()
+    p.kinds[CPU_TIME] = EXC
+    module = p.root.child("Linear")
+    p.add_metrics(module, {CPU_TIME: 100})
+    p.add_metrics(module.child("aten::addmm"), {CPU_TIME: 90})
+    p.add_metrics(module.child("backward"), {CPU_TIME: 60})
+    rows = {r.name: r for r in flat_rows(p, [parse_metric("cpu_time/ns", p.metric_names())])}
+    assert rows["Linear"].total == [150] and rows["Linear"].own == [0]
+    assert rows["backward"].total == [60] and rows["backward"].own == [60]

@@ -178,3 +178,45 @@ def test_util_only_on_frames_that_ran_on_a_device_and_amd_peaks() -> None:
     assert named_device("mi300x").peak_flops(8) == pytest.approx(4096 * 304 * 2.1e9)
     assert named_device("mi250x").peak_bytes_per_s() == 3.2e12
     assert named_device("mi350x").peak_flops(16) == pytest.approx(8192 * 256 * 2.4e9 / 2)
+
+
+def _cpu_tree() -> Profile:
+    """A CPU profile (-c torch): cpu_time is a frame's whole span, recorded exclusive."""
+    p = Profile()
+    p.kinds["cpu_time (ns)"] = "exc"
+    p.kinds["calls"] = "exc"
+    model = p.root.child("model (MLP)")
+    p.add_metrics(model, {"cpu_time (ns)": 1_000, "calls": 4})
+    p.add_metrics(model.child("aten::linear"), {"cpu_time (ns)": 700, "calls": 4, "flops": 2_000})
+    p.add_metrics(model.child("backward"), {"cpu_time (ns)": 500, "calls": 4, "flops": 4_000})
+    p.add_metrics(p.root.child("optimizer.step (SGD)"), {"cpu_time (ns)": 300, "calls": 2})
+    return p
+
+
+def test_a_span_metric_covers_its_children_and_root_holds_the_total():
+    inc = processors.inclusive(_cpu_tree())
+    # the module's own 1,000 (its forward) is less than its children's 1,200: it covers them
+    assert find(inc, "model (MLP)").metrics["cpu_time (ns)"] == 1_200
+    assert find(inc, "model (MLP)", "aten::linear").metrics["cpu_time (ns)"] == 700
+    assert inc.root.metrics["cpu_time (ns)"] == 1_500
+    assert find(inc, "model (MLP)").metrics["calls"] == 4  # calls stay the frame's own
+    assert processors.run_totals(_cpu_tree())["cpu_time (ns)"] == 1_500
+
+
+def test_cpu_columns_share_average_per_call_and_rate_by_cpu_time():
+    p = _cpu_tree()
+    specs = [parse_metric(n, p.metric_names()) for n in ("cpu_time/%", "avg_cpu_time/ns", "flop/s")]
+    shown = processors.derive(p, specs)
+    model = find(shown, "model (MLP)").metrics
+    assert model["cpu_time/%"] == pytest.approx(80.0)  # of ROOT's 1,500
+    assert shown.root.metrics["cpu_time/%"] == pytest.approx(100.0)
+    assert model["avg_cpu_time/ns"] == pytest.approx(300.0)  # 1,200 over its 4 calls
+    assert math.isnan(shown.root.metrics["avg_cpu_time/ns"])  # ROOT was never called
+    assert model["flop/s"] == pytest.approx(6_000 / 1_200e-9)
+
+
+def test_util_of_a_kernel_without_bytes_or_flops_is_unknown_not_zero():
+    p = Profile()
+    p.add_metrics(p.root.child("k", KERNEL), {"time (ns)": 1_000, "count": 1})
+    shown = processors.derive(p, [parse_metric("util", p.metric_names())], lambda _m: named_device("h100"))
+    assert math.isnan(find(shown, "k").metrics["util"])

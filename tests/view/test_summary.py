@@ -35,7 +35,10 @@ def test_a_cpu_profile_and_an_empty_one() -> None:
     p = Profile()
     p.kinds[CPU_TIME] = EXC
     p.add_metrics(p.root.child("Model"), {CPU_TIME: 7_500_000})
-    assert summary_lines(p) == ["CPU time of the top frames 7.50 ms (no GPU kernels in this profile)"]
+    p.add_metrics(p.root.child("Model").child("aten::linear"), {CPU_TIME: 5_000_000})
+    p.add_metrics(p.root.child("optimizer.step (AdamW)"), {CPU_TIME: 1_000_000})
+    # ROOT's CPU time as the tree shows it: its frames' sum, the nested op inside its module's time
+    assert summary_lines(p) == ["CPU time 8.50 ms, the tree's total (no GPU kernels in this profile)"]
     assert summary_lines(Profile()) == []
 
 

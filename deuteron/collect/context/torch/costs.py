@@ -15,10 +15,24 @@ import numpy as np
 
 from deuteron.collect.context.torch.library import read_nodes
 from deuteron.collect.context.torch.trie import BACKWARD, BASE, MARK, OP, Placer, PlaceTrie
-from deuteron.model.metrics import CPU_TIME, EXC, FLOPS
+from deuteron.model.metrics import CALLS, CPU_TIME, EXC, FLOPS
 from deuteron.model.tree import Profile
 
-CALLS = "calls"  # how many times a module or op frame was entered (exclusive: not summed upward)
+
+def _cover_marks(ns: np.ndarray, parent: np.ndarray, kind: np.ndarray, marks: np.ndarray) -> None:
+    """Each module call's time covers the ``backward`` filed under it: a mark's time is added to
+    every frame above it up to its base (the module, the modules around it, an op or scope that
+    called them), whose own spans timed the forward only. So a module's ``cpu_time`` is its forward
+    and its backward, the ``backward`` child shows the backward part, and every frame covers its
+    children (docs/profiling.md, "CPU time")."""
+    for mark in np.flatnonzero(marks).tolist():
+        spent = int(ns[mark])
+        if not spent:
+            continue
+        above = int(parent[mark])
+        while above and kind[above] != BASE:
+            ns[above] += spent
+            above = int(parent[above])
 
 
 class CostFiling:
@@ -49,6 +63,7 @@ class CostFiling:
         backward = (kind == BACKWARD) & marks[parent]
         ns = ns.astype(np.int64)
         np.add.at(ns, parent[backward].astype(np.int64), ns[backward])  # a mark: its nodes' sum
+        _cover_marks(ns, parent, kind, marks)
         totals = {"ns": ns, "calls": calls.astype(np.int64), "flops": flops.astype(np.int64)}
         deltas = {}
         for key, value in totals.items():

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ProfileData } from "../../types";
-import { flatDiffRows, flatRows, isAdditive, sandwich, sortFlat, sumRatio } from "./flatmodel";
+import { flatDiffRows, flatRows, isAdditive, sandwich, selfValue, sortFlat, sumRatio } from "./flatmodel";
 import { buildModel } from "./model";
 import { profileData } from "../../fixtures";
 
@@ -32,6 +32,24 @@ describe("flatRows", () => {
     const rows = flatRows(buildModel(data), 0);
     expect(rows.find((r) => r.name === "g")).toMatchObject({ total: 5, self: 3 });
     expect(rows.some((r) => r.name === "ROOT")).toBe(false);
+  });
+});
+
+describe("self values", () => {
+  it("a frame its children fill has self 0, not float residue (0.8 - 0.1 - 0.7)", () => {
+    const data = recursive();
+    data.values[0][5] = 0.8; // g(5) = 0.8 over k(6) = 0.1 and a new child h = 0.7
+    data.values[0][6] = 0.1;
+    data.values[0].push(0.7);
+    data.values[1].push(1);
+    data.parent.push(5);
+    data.name_id.push(4);
+    data.type_id.push(0);
+    data.names.push("h");
+    const m = buildModel(data);
+    expect(0.8 - 0.1 - 0.7).toBeGreaterThan(0); // 1.1e-16: the residue the old view printed
+    expect(selfValue(m, m.vals[0], 5)).toBe(0);
+    expect(selfValue(m, m.vals[0], 1)).toBe(1); // f(1) 10 over 6 and 3: a real self value stays
   });
 });
 

@@ -76,6 +76,17 @@ function presence(m: ProfileModel): { inNew: Uint8Array; inBase: Uint8Array } {
   return { inNew, inBase };
 }
 
+/** Values travel with six significant digits: a self value within that of its frame's value is
+ * the rounding of a frame its children fill, shown as 0, not as float residue (2.78e-17). */
+const TRANSPORT_PRECISION = 1e-5;
+
+/** Node `i`'s value less its children's, never negative and never rounding residue. */
+export function selfValue(m: ProfileModel, v: Float64Array, i: number): number {
+  let own = v[i];
+  for (let c = m.kidStart[i]; c < m.kidStart[i + 1]; c++) own -= v[m.kids[c]];
+  return own > Math.abs(v[i]) * TRANSPORT_PRECISION ? own : 0;
+}
+
 /** Per name id: total (outermost places), self and the number of places, over the nodes `has`
  * marks (null: all). */
 function nameSums(m: ProfileModel, v: Float64Array, outermost: Uint8Array, has: Uint8Array | null): { total: Float64Array; self: Float64Array; count: Int32Array } {
@@ -89,9 +100,7 @@ function nameSums(m: ProfileModel, v: Float64Array, outermost: Uint8Array, has: 
     const id = ids[i];
     count[id]++;
     if (outermost[i]) total[id] += v[i];
-    let own = v[i];
-    for (let c = m.kidStart[i]; c < m.kidStart[i + 1]; c++) own -= v[m.kids[c]];
-    self[id] += Math.max(0, own);
+    self[id] += selfValue(m, v, i);
   }
   return { total, self, count };
 }
