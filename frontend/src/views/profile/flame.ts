@@ -20,6 +20,7 @@ export class Flame {
   readonly el: HTMLElement;
   readonly canvas: HTMLCanvasElement;
   private tip: HTMLDivElement;
+  private note: HTMLParagraphElement; // says when a file's frames do not cover their children
   private column: number;
   private width: Float64Array = new Float64Array(0); // the width column, NaN/negatives as 0
   private x0: Float64Array = new Float64Array(0); // left edge in value units (ROOT starts at 0)
@@ -39,7 +40,8 @@ export class Flame {
     this.column = m.data.primary;
     this.canvas = h("canvas", { class: "flame-canvas", "data-zoom": "ROOT", "data-zoom-node": 0, "data-selected": -1, "data-drawn": 0 });
     this.tip = h("div", { class: "tip", hidden: true });
-    this.el = h("div", { class: "flame-box" }, this.canvas, this.tip);
+    this.note = h("p", { class: "flame-note flame-rule", role: "status", hidden: true });
+    this.el = h("div", { class: "flame-box" }, this.note, this.canvas, this.tip);
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => this.unhover());
     this.canvas.addEventListener("click", (e) => this.click(e));
@@ -102,10 +104,15 @@ export class Flame {
 
   /** Positions: children packed left to right by value, largest first, from the parent's left. */
   private layout(): void {
-    const { width, x0 } = flameLayout(this.m, this.column);
+    const { width, x0, overflowing } = flameLayout(this.m, this.column);
     this.width = width;
     this.x0 = x0;
     this.canvas.dataset.column = this.m.data.columns[this.column];
+    this.canvas.dataset.overflowing = String(overflowing);
+    this.note.hidden = overflowing === 0;
+    this.note.textContent = overflowing
+      ? `${overflowing.toLocaleString()} frame${overflowing === 1 ? "" : "s"} with children wider than ${overflowing === 1 ? "itself" : "themselves"} in ${this.m.data.columns[this.column]}: this file breaks the rule that a frame covers its children (deuteron view FILE --check says where)`
+      : "";
   }
 
   private scale(): number {

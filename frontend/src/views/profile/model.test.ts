@@ -191,6 +191,7 @@ describe("flameLayout", () => {
     expect(Array.from(width)).toEqual([10, 6, 4, 2, 4, 3]);
     // main's children: load(5) = 3 before load(3) = 2.
     expect(Array.from(x0)).toEqual([0, 0, 6, 3, 6, 0]);
+    expect(flameLayout(m, 0).overflowing).toBe(0); // every frame covers its children
   });
 
   it("follows the column asked for", () => {
@@ -198,6 +199,8 @@ describe("flameLayout", () => {
     const { width, x0 } = flameLayout(m, 1);
     expect(Array.from(width)).toEqual([2, 1, 1, 2, 2, 5]);
     expect(Array.from(x0)).toEqual([0, 0, 1, 5, 1, 0]);
+    // a count is not inclusive here: main (1) under its 2 + 5, work (1) under its 2
+    expect(flameLayout(m, 1).overflowing).toBe(2);
   });
 
   it("draws a negative value 0 wide, and a leaf without a value too", () => {

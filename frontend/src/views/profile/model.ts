@@ -154,13 +154,18 @@ export function isUnder(m: ProfileModel, node: number, top: number): boolean {
 
 /** The flame graph's geometry for one column, in value units: each node's width (its value, NaN
  * and negatives as 0; a node without a value, as ROOT often is, as wide as its children together)
- * and left edge (children packed left to right from the parent's left, largest first). */
-export function flameLayout(m: ProfileModel, column: number): { width: Float64Array; x0: Float64Array } {
+ * and left edge (children packed left to right from the parent's left, largest first), and how many
+ * frames have children wider than themselves (0 for every file Deuteron's views derive). */
+export function flameLayout(m: ProfileModel, column: number): { width: Float64Array; x0: Float64Array; overflowing: number } {
   const src = m.vals[column];
   const w = new Float64Array(m.n);
   const sum = new Float64Array(m.n);
+  let overflowing = 0;
   for (let i = m.n - 1; i >= 0; i--) {
     w[i] = Number.isNaN(src[i]) ? sum[i] : Math.max(0, src[i]);
+    // Children wider than their frame (beyond the six digits values travel with) would be drawn
+    // past its right edge: a file that breaks the rule that a frame covers its children.
+    if (sum[i] > w[i] * (1 + 1e-5) + 1e-12) overflowing++;
     if (i > 0) sum[m.parent[i]] += w[i];
   }
   const kids = sortedKids(m, byKey(w));
@@ -173,7 +178,7 @@ export function flameLayout(m: ProfileModel, column: number): { width: Float64Ar
       x += w[c];
     }
   }
-  return { width: w, x0 };
+  return { width: w, x0, overflowing };
 }
 
 /** Red for slower (ratio > 1), green for faster; intensity from |log ratio| (×4 saturates). */
