@@ -17,7 +17,7 @@ from deuteron.model.names import display_name
 from deuteron.process.terminal import printable, say
 from deuteron.render.console import render_flat, render_profile
 from deuteron.render.json_tree import render_json
-from deuteron.view import advise, processors
+from deuteron.view import advise, doctor, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
 from deuteron.view.flat import flat_rows
 from deuteron.view.jobs import check_one_job
@@ -37,7 +37,8 @@ examples:
   deuteron view deuteron.rank*.hatchet  # ranks merged: min, median, max per frame
   deuteron view deuteron.rank*.hatchet --advise  # each rank's compute and waits; straggler
   deuteron view new.hatchet --diff old.hatchet  # old, new, ratio and change per frame
-  deuteron view deuteron.hatchet --advise  # then what to look at, with evidence"""
+  deuteron view deuteron.hatchet --advise  # then what to look at, with evidence
+  deuteron view deuteron.hatchet deuteron.chrome_trace --check  # do the numbers agree? (exit 1 if not)"""
 
 DIFF_DESCRIPTION = """\
 Compare NEW with OLD frame by frame: each metric as old, new, ratio (new / old) and change %
@@ -64,6 +65,12 @@ def add_parser(sub: Any) -> None:
         "are shown merged, each column as its min, median and max over them",
     )
     _add_view_options(p)
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="instead of the tree, check each file (a profile, ours or Proton's, or a Chrome trace) "
+        "against the rules its numbers keep; several profiles also as one job's ranks (exit 1 on a break)",
+    )
     p.add_argument(
         "--diff",
         metavar="OTHER",
@@ -214,6 +221,13 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         raise DeuteronError("--diff and -diff/--diff-profile: give one of them")
     diff_path = diff_path or getattr(args, "diff", None) or minus
     sources = args.profile if isinstance(args.profile, list) else [args.profile]
+    if getattr(args, "check", False):
+        if diff_path:
+            raise DeuteronError("--check reads each file as it is: give no --diff")
+        lines, ok = doctor.report(*doctor.check_files(sources))
+        for line in lines:
+            print(printable(line))
+        return 0 if ok else 1
     if len(sources) > 1 and diff_path:
         raise DeuteronError("--diff compares one profile with another: give one profile, not several")
     profiles = [hatchet.read(path) for path in sources]
