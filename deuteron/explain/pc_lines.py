@@ -1,43 +1,165 @@
-"""Sampled PCs as a person reads them: each SASS offset's instruction, PTX line and Triton source
-line, and the samples of a kernel summed per source line (the rows ``--sample`` files under the
-kernel: Proton's ``file:line@kernel`` frames).
+"""Sampled PCs as a person reads them: each SASS offset's instruction, PTX line and the line of the
+kernel it belongs to, and the samples of a kernel summed per line (the rows ``--sample`` files
+under the kernel: Proton's ``file:line@kernel`` frames, with inlined callees below them).
 
 The map is the one ``deuteron explain`` shows, built from the cubin's own PTX line table
 (``nvdisasm -c -gp``) and the PTX ``.loc`` directives (see :mod:`.sass` and :mod:`.stages`); it
-needs no GPU, so a recorded drain replays into the same rows in CI.
+needs no GPU, so a recorded drain replays into the same rows in CI. Each instruction is then
+*placed* on one line of the kernel (:attr:`PcSite.placed` says how), because the debug info
+alone puts many instructions where a person would not look for them:
+
+- **inlined code** (``tl.sum``, ``tl.max``, a helper of yours) carries the callee's line first and
+  the kernel's line last (``standard.py:287`` inlined at ``standard.py:314`` inlined at
+  ``k.py:21``). The instruction goes on the *outermost* line in your source (the kernel's line
+  ``k.py:21``), and the inlined frames go below it as child frames, outermost first, each named
+  ``function (file:line)``: ``k.py:21@kernel > tl.sum (standard.py:314) > _sum_combine
+  (standard.py:287)``. Triton's own package and libdevice are not your source; the kernel's
+  file always is. libdevice (``tl.sin``, ``tl.exp`` through ``tl.math``/``libdevice``) has no
+  debug info of its own: LLVM gives its inlined body the call's location, so those
+  instructions are on the calling line already, with no child to tell them from the line's
+  arithmetic.
+- **no location** (PTX ``.loc`` with line 0, which LLVM writes for code merged from several
+  lines, or code before the first ``.loc``): the instruction goes on the line of the nearest
+  located instruction of its SASS basic block (ties: the one before), since a block runs as a
+  whole; what is still unplaced keeps ``<no source line>``, and the file says its share.
 """
 
 from __future__ import annotations
 
+import linecache
+import os
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from deuteron.explain.errors import ExplainError
-from deuteron.explain.sass import disassemble, run_tool
-from deuteron.explain.stages import Frame, IRLine, ptx_lines, sass_lines
+from deuteron.explain.sass import Instruction, basic_blocks, disassemble, run_tool
+from deuteron.explain.stages import Frame, ptx_lines, same_file, sass_lines
 from deuteron.model.intra import ScopeRow
 from deuteron.model.names import source_frame
 
 NO_LINE = "<no source line>"  # PCs of a kernel with a line table whose instruction has no line
 _SOURCE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')  # nvdisasm -g's line markers
 _OFFSET_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/")
+# Triton's own package (its language, libraries and runtime, installed or from a checkout) and
+# libdevice: code there is not the user's, so a line there is a callee, never the sampled line.
+_LIBRARY_RE = re.compile(
+    r"(?:^|/)(?:site|dist)-packages/triton/"
+    r"|(?:^|/)triton/(?:language|experimental|runtime|compiler|tools|backends|_internal_testing)/"
+    r"|libdevice"
+)
+_DEF_RE = re.compile(r"^(\s*)def\s+(\w+)\s*\(")
+
+# How an instruction got its line (:attr:`PcSite.placed`), in the file's ``placement`` counts.
+ON_LINE = "line"  # its own location is a line of the kernel
+INLINED = "inlined"  # its location is inlined code; the chain led to the kernel's line
+IN_BLOCK = "block"  # no usable location: its basic block's nearest located instruction's line
+UNPLACED = "none"  # neither: it stays on <no source line>
+PLACEMENTS = (ON_LINE, INLINED, IN_BLOCK, UNPLACED)
 
 
 @dataclass(frozen=True)
 class PcSite:
-    """One SASS instruction of a kernel: its offset, text, PTX line and source frames (innermost first)."""
+    """One SASS instruction of a kernel: its offset, text, PTX line, its source frames as the
+    debug info gives them (innermost first), and where it is placed: the kernel's ``line`` and
+    the inlined ``callees`` between that line and the instruction (outermost first)."""
 
     offset: int
     sass: str
     ptx_line: int | None
     frames: tuple[Frame, ...]
+    line: Frame | None = None
+    callees: tuple[Frame, ...] = ()
+    placed: str = UNPLACED
 
     @property
     def source(self) -> Frame | None:
-        return self.frames[0] if self.frames else None
+        """The line the instruction's samples go to (None: ``<no source line>``)."""
+        return self.line
+
+
+def is_library_file(path: str) -> bool:
+    """Whether ``path`` is Triton's own code or libdevice (an unnamed file counts as theirs)."""
+    return not path or _LIBRARY_RE.search(path.replace(os.sep, "/")) is not None
+
+
+def kernel_file(chains: list[tuple[Frame, ...]]) -> str:
+    """The kernel's own file: the commonest outermost frame's file (the kernel's body is the
+    outermost function of every complete chain). It counts as the user's even inside Triton's
+    package, so Triton's own kernels get lines too."""
+    files = Counter(frames[-1][0] for frames in chains if frames)
+    return files.most_common(1)[0][0] if files else ""
+
+
+def split_frames(frames: tuple[Frame, ...], kernel: str) -> tuple[Frame | None, tuple[Frame, ...]]:
+    """The line an instruction's chain (innermost first) is placed on and the inlined frames below
+    it (outermost first): the outermost frame in the user's source, or None when the chain has
+    none (a location only in Triton's code, whose call site the PTX did not give)."""
+    for i in range(len(frames) - 1, -1, -1):
+        file = frames[i][0]
+        if (kernel and same_file(file, kernel)) or not is_library_file(file):
+            return frames[i], tuple(reversed(frames[:i]))
+    return None, tuple(reversed(frames))
+
+
+@lru_cache(maxsize=4096)
+def callee_frame(file: str, line: int) -> str:
+    """A child frame's name for an inlined callee's line: ``function (file:line)``, the function
+    being the ``def`` around that line in the file (``tl.`` before a public one of Triton's
+    language); ``file:line`` alone when the file cannot be read here (a replay elsewhere)."""
+    where = f"{os.path.basename(file)}:{line}"
+    lines = linecache.getlines(file) if file else []
+    if not 0 < line <= len(lines):
+        return where
+    text = lines[line - 1]
+    indent = len(text) - len(text.lstrip())
+    for i in range(line - 1, -1, -1):
+        m = _DEF_RE.match(lines[i])
+        if m and (len(m.group(1)) < indent or i == line - 1):
+            name = m.group(2)
+            in_language = "/triton/language/" in file.replace(os.sep, "/")
+            return f"{'tl.' if in_language and not name.startswith('_') else ''}{name} ({where})"
+    return where
+
+
+def place(instructions: list[Instruction], chains: list[tuple[Frame, ...]]) -> list[PcSite]:
+    """Each instruction placed on a line of the kernel (the module's text says how)."""
+    kernel = kernel_file(chains)
+    split = [split_frames(frames, kernel) for frames in chains]
+    blocks = basic_blocks(instructions)
+    sites = []
+    for i, ins in enumerate(instructions):
+        line, callees = split[i]
+        placed = (INLINED if callees else ON_LINE) if line is not None else UNPLACED
+        if line is None:
+            near = _nearest_located(i, blocks, split)
+            if near is not None:
+                line, placed = split[near][0], IN_BLOCK
+                callees = callees or split[near][1]
+        sites.append(PcSite(ins.offset, ins.text, ins.ptx_line, chains[i], line, callees, placed))
+    return sites
+
+
+Split = tuple[Frame | None, tuple[Frame, ...]]  # an instruction's line and inlined callees
+
+
+def _nearest_located(i: int, blocks: list[int], split: list[Split]) -> int | None:
+    """The index of the nearest instruction of ``i``'s basic block with a line of its own
+    (the earlier one on a tie), or None when the block has none."""
+    for step in range(1, len(blocks)):
+        inside = False
+        for j in (i - step, i + step):
+            if 0 <= j < len(blocks) and blocks[j] == blocks[i]:
+                inside = True
+                if split[j][0] is not None:
+                    return j
+        if not inside:
+            return None
+    return None
 
 
 @dataclass
@@ -57,19 +179,30 @@ class LineTable:
         except ExplainError as exc:
             return cls({}, str(exc))
         if ptx:
-            lines: list[IRLine] = sass_lines(instructions, ptx_lines(ptx))
-            frames = [ir.frames for ir in lines]
+            chains = [ir.frames for ir in sass_lines(instructions, ptx_lines(ptx))]
         else:  # no PTX (a kernel found only as a cubin): the cubin's own .debug_line
             by_offset = _debug_lines(cubin)
-            frames = [by_offset.get(ins.offset, ()) for ins in instructions]
-        sites = {
-            ins.offset: PcSite(ins.offset, ins.text, ins.ptx_line if ptx else None, frames[i])
-            for i, ins in enumerate(instructions)
-        }
+            chains = [by_offset.get(ins.offset, ()) for ins in instructions]
+            instructions = [Instruction(i.offset, i.text, None, i.label) for i in instructions]
+        sites = {site.offset: site for site in place(instructions, chains)}
         why = None
         if not any(site.frames for site in sites.values()):
             why = "the cubin has no line table (compiled without line info, e.g. TRITON_DISABLE_LINE_INFO=1)"
         return cls(sites, why)
+
+    def placement(self, pcs: np.ndarray | None = None, counts: np.ndarray | None = None) -> dict[str, int]:
+        """How many instructions (or, given ``pcs`` and their ``counts``, samples) were placed each
+        way (:data:`PLACEMENTS`); a PC the table lacks counts as unplaced."""
+        out = dict.fromkeys(PLACEMENTS, 0)
+        if pcs is None:
+            for site in self.sites.values():
+                out[site.placed] += 1
+            return out
+        weights = counts.tolist() if counts is not None else [1] * len(pcs)
+        for pc, n in zip(pcs.tolist(), weights, strict=True):
+            found = self.sites.get(int(pc))
+            out[found.placed if found is not None else UNPLACED] += int(n)
+        return out
 
 
 def _debug_lines(cubin: bytes) -> dict[int, tuple[Frame, ...]]:
@@ -93,29 +226,32 @@ def _debug_lines(cubin: bytes) -> dict[int, tuple[Frame, ...]]:
     return out
 
 
+def site_path(kernel: str, site: PcSite | None) -> tuple[str, ...]:
+    """The frames a PC's samples are filed under, below the kernel: its line in Proton's
+    ``file:line@kernel`` form (or ``<no source line>``), then its inlined callees."""
+    if site is None:
+        return (NO_LINE,)
+    callees = tuple(callee_frame(file, n) for file, n in site.callees)
+    if site.line is None:
+        return (NO_LINE, *callees)
+    return (source_frame(site.line[0], site.line[1], kernel), *callees)  # Proton's: the kernel as function
+
+
 def line_rows(
     kernel: str,
     pcs: np.ndarray,
     columns: Mapping[str, np.ndarray],
     table: LineTable,
 ) -> list[ScopeRow]:
-    """The kernel's samples summed per source line (each PC's innermost source frame). A kernel
-    whose table has no lines gets one row on the kernel itself (path ``()``), as Proton files it;
-    its samples per PC stay in the file's metadata. ``columns`` holds one array per metric,
-    aligned with ``pcs``."""
+    """The kernel's samples summed per placed line and inlined callee (:func:`site_path`). A
+    kernel whose table has no lines gets one row on the kernel itself (path ``()``), as Proton
+    files it; its samples per PC stay in the file's metadata. ``columns`` holds one array per
+    metric, aligned with ``pcs``."""
     by_frame: dict[tuple[str, ...], np.ndarray] = {}
     names = list(columns)
     stacked = np.stack([np.asarray(columns[n], dtype=np.int64) for n in names], axis=1) if names else None
     for i, pc in enumerate(pcs.tolist()):
-        site = table.sites.get(int(pc))
-        if table.why is not None:
-            frame: tuple[str, ...] = ()
-        elif site is None or site.source is None:
-            frame = (NO_LINE,)
-        else:
-            frame = (
-                source_frame(site.source[0], site.source[1], kernel),
-            )  # Proton's: the kernel as function
+        frame = () if table.why is not None else site_path(kernel, table.sites.get(int(pc)))
         row = stacked[i] if stacked is not None else np.zeros(0, np.int64)
         if frame in by_frame:
             by_frame[frame] = by_frame[frame] + row

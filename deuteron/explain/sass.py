@@ -17,6 +17,10 @@ from deuteron.triton.compiler import tools
 
 _PTX_LINE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
 _INSTR_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+_LABEL_RE = re.compile(r"^\s*([.$\w]+):\s*(?://.*)?$")  # ``.L_x_3:``, a function's own name
+# Opcodes after which control does not simply fall through to the next instruction: a basic block
+# ends there (a predicated one too: the next instruction may be reached by one path only).
+TERMINATORS = frozenset({"BRA", "BRX", "JMP", "JMX", "RET", "EXIT", "BREAK", "KILL", "BPT", "RTT"})
 _RES_RE = re.compile(r"REG:(\d+)\s+STACK:(\d+)\s+SHARED:(\d+)\s+LOCAL:(\d+)")
 TENSOR_CORE_OPS = (
     "HMMA",
@@ -45,6 +49,7 @@ class Instruction:
     offset: int
     text: str  # "LDG.E.128 R4, desc[UR10][R20.64]"
     ptx_line: int | None
+    label: bool = False  # a label (a branch target, a function's start) comes just before it
 
     @property
     def opcode(self) -> str:
@@ -85,6 +90,7 @@ def disassemble(cubin: bytes) -> list[Instruction]:
 def parse_nvdisasm(text: str) -> list[Instruction]:
     out: list[Instruction] = []
     ptx_line: int | None = None
+    label = False
     for raw in text.splitlines():
         m = _PTX_LINE_RE.match(raw)
         if m:
@@ -92,7 +98,24 @@ def parse_nvdisasm(text: str) -> list[Instruction]:
             continue
         m = _INSTR_RE.match(raw)
         if m:
-            out.append(Instruction(int(m.group(1), 16), m.group(2), ptx_line))
+            out.append(Instruction(int(m.group(1), 16), m.group(2), ptx_line, label))
+            label = False
+        elif _LABEL_RE.match(raw):
+            label = True
+    return out
+
+
+def basic_blocks(instrs: list[Instruction]) -> list[int]:
+    """Each instruction's basic block, numbered in order: a block starts at a label (every branch
+    target has one in ``nvdisasm``'s output) and after a branch, return or exit. Used to place an
+    instruction without a source line next to its neighbours (see :mod:`.pc_lines`): within one
+    block, every instruction runs whenever the first does."""
+    out: list[int] = []
+    block = 0
+    for i, ins in enumerate(instrs):
+        if i and (ins.label or instrs[i - 1].base in TERMINATORS):
+            block += 1
+        out.append(block)
     return out
 
 

@@ -163,10 +163,22 @@ def llir_lines(text: str) -> list[IRLine]:
 _PTX_FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"(?:\s*,.*|\s+"([^"]*)")?')
 _PTX_LOC_RE = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+(\d+)")
 _PTX_INLINED_RE = re.compile(r"inlined_at\s+(\d+)\s+(\d+)\s+(\d+)")
+# Older PTX (Triton 3.6's LLVM) has no ``inlined_at``: the chain is only in LLVM's comment,
+# ``// standard.py:263:15 @[ standard.py:293:36 @[ k.py:21:16 ] ]``, files by their base names.
+_PTX_COMMENT_FRAME_RE = re.compile(r"([^\s@\[\]]+):(\d+):\d+")
 
 
 def ptx_lines(text: str) -> list[IRLine]:
-    """Each PTX line under the ``.loc`` before it; a whole inline-asm block under its first ``.loc``."""
+    """Each PTX line under the ``.loc`` before it, its ``inlined_at`` chain followed to the kernel.
+
+    An inline-asm block (Triton's loads and stores, libdevice's ``mad.lo.cc`` carries) is one
+    operation: LLVM gives each of its text lines the next source line (a ``.loc`` per line, 27, 28,
+    29 for a call on line 27) and those ``.loc`` stay in force after the block, so the block and
+    what follows it keep the ``.loc`` before the block (the first one inside when there is none).
+    An ``inlined_at`` call site names a location, not an instance: it is the latest ``.loc`` of that
+    location, which LLVM prints just before the inlined code (two ``tl.sum`` calls are two chains).
+    PTX without ``inlined_at`` (before PTX 7.2's syntax was used) gives the chain in the comment.
+    """
     raw = text.splitlines()
     files: dict[str, str] = {}
     for line in raw:
@@ -175,17 +187,16 @@ def ptx_lines(text: str) -> list[IRLine]:
     out = []
     current: tuple[Frame, ...] = ()
     chains: dict[tuple[str, int, int], tuple[Frame, ...]] = {}
-    in_asm = False
-    asm_loc_set = False
+    before_asm: tuple[Frame, ...] | None = None  # the location in force where an asm block began
     for i, line in enumerate(raw, start=1):
         stripped = line.strip()
         if stripped == "// begin inline asm":
-            in_asm, asm_loc_set = True, False
-        elif stripped == "// end inline asm":
-            in_asm = False
+            before_asm = current
+        elif stripped == "// end inline asm" and before_asm is not None:
+            current, before_asm = before_asm or current, None
         m = _PTX_LOC_RE.match(line)
         if m:
-            if not in_asm or not asm_loc_set:
+            if before_asm is None or (not before_asm and current == ()):
                 n = int(m.group(2))
                 frames = [(files.get(m.group(1), ""), n)] if n else []
                 # ``.loc 2 287 12, function_name $L..., inlined_at 2 314 12``: a helper's line, then the
@@ -193,12 +204,20 @@ def ptx_lines(text: str) -> list[IRLine]:
                 for f, ln, col in _PTX_INLINED_RE.findall(line):
                     site = (f, int(ln), int(col))
                     frames += list(chains.get(site, ((files.get(f, ""), int(ln)),)))
+                if "inlined_at" not in line and "@[" in line:
+                    frames = _comment_chain(line.split("//", 1)[-1], files)
                 current = tuple(frames)
-                chains.setdefault((m.group(1), n, int(m.group(3))), current)
-                asm_loc_set = in_asm
+                chains[(m.group(1), n, int(m.group(3)))] = current
             continue
         out.append(IRLine(i, line, current if stripped and not stripped.startswith("//") else ()))
     return out
+
+
+def _comment_chain(comment: str, files: dict[str, str]) -> list[Frame]:
+    """The frames of LLVM's ``file:line:col @[ caller @[ ... ] ]`` comment, innermost first, each
+    base name resolved to its ``.file`` path (kept as it is when no ``.file`` has it)."""
+    by_name = {os.path.basename(path): path for path in files.values()}
+    return [(by_name.get(name, name), int(n)) for name, n in _PTX_COMMENT_FRAME_RE.findall(comment) if int(n)]
 
 
 def sass_lines(instrs: list[Instruction], ptx: list[IRLine]) -> list[IRLine]:

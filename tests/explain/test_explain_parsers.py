@@ -7,7 +7,13 @@ import pytest
 from deuteron.explain.cross_compile import parse_pass_dump
 from deuteron.explain.errors import ExplainError
 from deuteron.explain.occupancy import occupancy
-from deuteron.explain.sass import global_access_bits, instruction_mix, parse_nvdisasm, parse_res_usage
+from deuteron.explain.sass import (
+    basic_blocks,
+    global_access_bits,
+    instruction_mix,
+    parse_nvdisasm,
+    parse_res_usage,
+)
 from deuteron.explain.stages import at_line, llir_lines, mlir_lines, ptx_lines, sass_lines, source_line
 from deuteron.explain.targets import parse_target
 
@@ -62,6 +68,72 @@ def test_ptx_inline_asm_block_maps_to_its_first_loc() -> None:
         "mov.u32 %r2, 0x0;",
         "ld.global.v2.b32 { %r1, %r2 }, [ %rd1 + 0 ];",
     ]
+
+
+# libdevice's sinf as Triton 3.9 prints it: the carry chain's asm block has no ``.loc`` on its first
+# text line (``{``), so the lines inside are 13 and 14 for a call on line 12, and LLVM prints no
+# new ``.loc`` after the block: the slow path that follows must stay on line 12.
+PTX_ASM_AFTER = """\
+\t.loc\t1 12 15                         // k.py:12:15
+\tld.global.nc.b32 \t%r88, [%rd13];
+\t// begin inline asm
+\t{
+\t.loc\t1 13 15                         // k.py:13:15
+\tmad.lo.cc.u32   %r87, %r88, %r89, %r427;
+\t.loc\t1 14 15                         // k.py:14:15
+\tmadc.hi.u32     %r427, %r88, %r89,  0;
+\t}
+\t// end inline asm
+\tst.local.b32 \t[%r426], %r87;
+\t.loc\t1 0 15                          // k.py:0:15
+\tmov.b32 \t%r109, 0f00000000;
+\t.file\t1 "/src/k.py"
+"""
+
+
+def test_ptx_inline_asm_lines_do_not_leak_past_the_block() -> None:
+    lines = {ir.text.strip().split()[0]: ir for ir in ptx_lines(PTX_ASM_AFTER)}
+    assert lines["mad.lo.cc.u32"].frames == (("/src/k.py", 12),)
+    assert lines["madc.hi.u32"].frames == (("/src/k.py", 12),)
+    assert lines["st.local.b32"].frames == (("/src/k.py", 12),)
+    assert lines["mov.b32"].frames == ()  # line 0: code LLVM merged from several lines
+
+
+def test_ptx_inlined_at_names_the_latest_call_site_of_that_location() -> None:
+    """Two calls of ``tl.sum`` (lines 15 and, through a helper on line 7, 17) both inline
+    standard.py:287 at standard.py:314: each instance follows the 314 printed just before it."""
+    ptx = (
+        "\t.loc\t1 15 9\n\tmov.u32 %r0, 0;\n"
+        "\t.loc\t2 314 12, function_name $L__info_string0, inlined_at 1 15 9\n\tbar.sync 0;\n"
+        "\t.loc\t2 287 12, function_name $L__info_string0, inlined_at 2 314 12\n\tadd.f32 %f1, %f2, %f3;\n"
+        "\t.loc\t1 7 12, function_name $L__info_string0, inlined_at 1 17 9\n\tmov.u32 %r1, 0;\n"
+        "\t.loc\t2 314 12, function_name $L__info_string0, inlined_at 1 7 12\n\tbar.sync 1;\n"
+        "\t.loc\t2 287 12, function_name $L__info_string0, inlined_at 2 314 12\n\tfma.rn.f32 %f4, %f5, %f6;\n"
+        '\t.file\t1 "/src/k.py"\n\t.file\t2 "/triton/language/standard.py"\n'
+    )
+    lines = {ir.text.strip().split()[0]: ir for ir in ptx_lines(ptx) if ir.frames}
+    assert lines["add.f32"].frames[-1] == ("/src/k.py", 15)
+    assert lines["fma.rn.f32"].frames == (
+        ("/triton/language/standard.py", 287),
+        ("/triton/language/standard.py", 314),
+        ("/src/k.py", 7),
+        ("/src/k.py", 17),
+    )
+
+
+def test_ptx_without_inlined_at_takes_the_chain_from_llvms_comment() -> None:
+    """Triton 3.6's PTX: the ``.loc`` names only the innermost line; the comment has the chain."""
+    ptx = (
+        "\t.loc\t2 263 15  // standard.py:263:15 @[ standard.py:293:36 @[ k.py:21:16 ] ]\n"
+        "\tadd.f32 %f1, %f2, %f3;\n"
+        '\t.file\t1 "/src/k.py"\n\t.file\t2 "/site-packages/triton/language/standard.py"\n'
+    )
+    add = next(ir for ir in ptx_lines(ptx) if ir.frames)
+    assert add.frames == (
+        ("/site-packages/triton/language/standard.py", 263),
+        ("/site-packages/triton/language/standard.py", 293),
+        ("/src/k.py", 21),
+    )
 
 
 MLIR = """\
@@ -142,6 +214,25 @@ def test_sass_with_ptx_lines_widths_and_mix() -> None:
     assert mix["local_stores"] == 1 and mix["total"] == 6
     rows = sass_lines(instrs, ptx_lines(PTX))
     assert source_line(rows[1], "k.py") == 27  # PTX line 10 is the inline-asm load of line 27
+
+
+NVDISASM_BLOCKS = """\
+k:
+.text.k:
+        /*0000*/                   ISETP.GE.AND P0, PT, R5, 105615, PT ;
+        /*0010*/              @!P0 BRA `(.L_x_1) ;
+        /*0020*/                   FMUL R4, RZ, R14 ;
+.L_x_1:
+        /*0030*/                   FFMA R2, R3, R4, R5 ;
+        /*0040*/                   EXIT ;
+        /*0050*/                   BRA `(.L_x_2);
+"""
+
+
+def test_sass_basic_blocks_split_at_labels_and_after_branches() -> None:
+    instrs = parse_nvdisasm(NVDISASM_BLOCKS)
+    assert [i.label for i in instrs] == [True, False, False, True, False, False]
+    assert basic_blocks(instrs) == [0, 0, 1, 2, 2, 3]
 
 
 def test_resource_usage_line() -> None:

@@ -28,7 +28,7 @@ from deuteron.collect.backends.cupti.sampling import (
     sampling_device,
 )
 from deuteron.collect.backends.port import BackendError
-from deuteron.explain.pc_lines import LineTable, line_rows
+from deuteron.explain.pc_lines import UNPLACED, LineTable, line_rows
 from deuteron.model.intra import ScopeRow
 from deuteron.triton.runtime.cubins import KernelAsm, compiled_kernels
 
@@ -144,8 +144,9 @@ class SampleCollector:
 
     def metadata(self) -> dict[str, Any]:
         """What the file says about the sampling: how, how much, and each kernel's hottest PCs as
-        columns (offset, samples, samples not issued, dominant stall, source line), and why a
-        kernel has no lines. Kept small: :data:`PCS_KEPT` PCs for a kernel with lines, a few for
+        columns (offset, samples, samples not issued, dominant stall, source line), how its
+        samples were placed on lines and the share left without one, and why a kernel has no
+        lines. Kept small: :data:`PCS_KEPT` PCs for a kernel with lines, a few for
         one without (its samples are on the kernel's node anyway)."""
         kernels: dict[str, Any] = {}
         for (name, crc), ks in sorted(self.kernels.items(), key=lambda kv: -kv[1].total):
@@ -173,6 +174,10 @@ class SampleCollector:
                 files = [s.source[0] for s in sites if s is not None and s.source is not None]
                 main = max(set(files), key=files.count) if files else ""
                 entry["file"] = main
+                # how the samples found their lines (pc_lines.PcSite.placed): on their own line, through
+                # an inlined call, from their basic block, or not at all (<no source line>)
+                entry["placement"] = table.placement(ks.pcs, ks.samples)
+                entry["no_line_share"] = round(entry["placement"][UNPLACED] / max(ks.total, 1), 4)
                 entry["pc_line"] = [
                     None
                     if s is None or s.source is None

@@ -94,7 +94,8 @@ def test_each_kernels_hot_line_and_stall() -> None:
     assert worst == store
     g = gather[store].metrics
     assert g["stalled_long_scoreboard"] > g["num_samples"] / 2  # type: ignore[operator]
-    assert NO_LINE in {c.name for c in _child(_child(root, "steps"), "gather_add").children.values()}
+    # its few PCs without a location (PTX line 0) sit in a basic block with located ones
+    assert NO_LINE not in {c.name for c in _child(_child(root, "steps"), "gather_add").children.values()}
 
 
 def test_a_kernel_run_from_two_places_is_shared_by_gpu_time() -> None:
