@@ -114,3 +114,64 @@ def max_bps(device_type: str, arch: str, bus_width: int, memory_clock_rate: floa
     the architecture); bus width in bits, memory clock in kHz."""
     spec = DeviceSpec(device_type, str(arch), 0, 0, memory_clock_rate, bus_width)  # type: ignore[arg-type]
     return spec.peak_bytes_per_s()
+
+
+# -- Links between GPUs: what a collective's bus bandwidth is compared with ------------------------
+# Per direction, per GPU, as nccl-tests compares its bus bandwidth ("busbw"): an all-reduce's busbw
+# approaches the slowest link's one-way bandwidth. The datasheets give NVLink's bidirectional total.
+
+
+@dataclass(frozen=True)
+class Link:
+    """One kind of link between GPUs, with its peak bandwidth per direction per GPU."""
+
+    name: str
+    bytes_per_s: float  # one direction, one GPU (or one port, for a network)
+    source: str  # where the figure comes from
+
+
+LINKS: dict[str, Link] = {
+    # NVIDIA H100 Tensor Core GPU datasheet (SXM): "NVLink: 900GB/s" (18 NVLink 4 links, both
+    # directions) -> 450 GB/s each way; the H200 datasheet (SXM) gives the same "NVIDIA NVLink:
+    # 900GB/s", and its device row (arch 90, 132 SMs) is an H100 SXM's.
+    "nvlink4": Link("NVLink 4", 450e9, "NVIDIA H100 and H200 datasheets: 900 GB/s both ways (SXM)"),
+    # NVIDIA A100 Tensor Core GPU datasheet (SXM): "NVLink: 600GB/s" (12 NVLink 3 links).
+    "nvlink3": Link("NVLink 3", 300e9, "NVIDIA A100 datasheet: 600 GB/s both ways (SXM)"),
+    # NVIDIA HGX B200 / DGX B200 datasheet: "1.8TB/s" NVLink 5 per GPU, both directions.
+    "nvlink5": Link("NVLink 5", 900e9, "NVIDIA B200 datasheet: 1.8 TB/s both ways"),
+    # NVIDIA A100 PCIe datasheet: "PCIe Gen4: 64GB/s" (x16, both directions).
+    "pcie4": Link("PCIe Gen4 x16", 32e9, "NVIDIA A100 PCIe datasheet: 64 GB/s both ways"),
+    # NVIDIA H100 PCIe datasheet: "PCIe Gen5: 128GB/s" (x16, both directions).
+    "pcie5": Link("PCIe Gen5 x16", 64e9, "NVIDIA H100 PCIe datasheet: 128 GB/s both ways"),
+    # NVIDIA ConnectX-7 datasheet: InfiniBand NDR, 400 Gb/s per port (one port per GPU, as DGX H100).
+    "ib-ndr": Link("InfiniBand NDR", 50e9, "NVIDIA ConnectX-7 datasheet: 400 Gb/s per port"),
+}
+
+# The link a part's GPUs most likely talk over within one host, by (arch, SMs) of the device table:
+# the SXM parts have NVLink; a PCIe part (114-SM H100 PCIe, the L40S) only PCIe.
+_HOST_LINKS = {("90", 132): "nvlink4", ("90", 114): "pcie5", ("80", 108): "nvlink3", ("89", 142): "pcie4"}
+_PARTS = {
+    ("90", 132): "H100/H200 SXM",
+    ("90", 114): "H100 PCIe",
+    ("80", 108): "A100 SXM",
+    ("89", 142): "L40S",
+}
+
+
+def assumed_link(
+    devices: Mapping[str, Mapping[str, Mapping[str, object]]], hosts: int
+) -> tuple[Link | None, str]:
+    """The link a job's collectives most likely ran over, and why it is assumed: a job over several
+    hosts is held to its network (InfiniBand NDR, a port per GPU, as on DGX systems); within one
+    host, the link of the part the device table names (NVLink on an H100 SXM, ...). (None, why)
+    where the table names no part we know: a profile says its GPUs, not how they are wired."""
+    if hosts > 1:
+        return LINKS["ib-ndr"], f"{hosts} hosts: their network"
+    for row in (devices.get("CUDA") or {}).values():
+        arch, sms = str(row.get("arch")), row.get("num_sms")
+        if arch == "100":
+            return LINKS["nvlink5"], "one host of B200s"
+        key = (arch, sms if isinstance(sms, int) else -1)
+        if key in _HOST_LINKS:
+            return LINKS[_HOST_LINKS[key]], f"one host of {_PARTS[key]}s"
+    return None, "no link known for these GPUs"

@@ -1,127 +1,120 @@
 """A job's collective calls across its ranks, from each rank's record of them (metadata
-``collectives``, torch's Flight Recorder: see :mod:`deuteron.collect.collectives`).
+``collectives``, torch's Flight Recorder: see :mod:`deuteron.collect.collectives`), matched call
+by call in :mod:`deuteron.view.collective_calls`, which says how a call's time splits into the
+ranks' waits and the transfer.
 
-- **Who waits for whom.** One call of a process group has the same sequence number on every rank
-  of that group, so the calls are matched across the rank files by (group, sequence number). The
-  last rank to arrive holds the others up by the difference. Where every rank timed the call
-  (NCCL with ``TORCH_NCCL_ENABLE_TIMING=1``: from when its GPU stream reached the call to the
-  end, which is the same moment on every rank), a rank's arrival is the end less its duration:
-  the rank with the shortest duration came last, whatever the hosts' clocks. Otherwise the
-  arrival is when the rank's CPU made the call (the recorder's ``time_created_ns``), compared
-  only when every rank ran on one host; for NCCL, whose calls the CPU only enqueues, that is
-  said to be a weaker sign (a CPU can run ahead of its GPU).
-- **What the collectives move.** Per operation, size and dtype: how many calls, the bytes each
-  (the tensors' elements times the dtype's size, as the recorder lists them; the larger of input
-  and output, as nccl-tests counts: an all-gather's whole output), and where the
-  recorder has durations (NCCL with ``TORCH_NCCL_ENABLE_TIMING=1``) the algorithm bandwidth
-  (bytes over time) and the bus bandwidth (times NCCL's factor for the operation: 2(n-1)/n for
-  all_reduce, (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 otherwise).
+- **Who waits for whom** (``[waits]``, ``[calls]``). The last rank to arrive at a call holds the
+  others up by the difference. A rank is named as holding the others up when their waits for it
+  are at least half of all the waiting and it comes last more often than chance; the calls the
+  ranks waited at longest follow, each with the median and the worst wait over the other ranks.
+- **What the collectives move** (``[collectives]``). Per operation, size and dtype, the largest
+  first: how many calls, the bytes each (the larger of input and output, as nccl-tests counts: an
+  all-gather's whole output), the transfer time and, from it, the algorithm bandwidth (bytes over
+  time) and the bus bandwidth (times NCCL's factor: 2(n-1)/n for all_reduce, (n-1)/n for
+  all_gather, reduce_scatter and all_to_all, 1 otherwise), as nccl-tests computes them. NCCL's
+  own duration is no measure of the link: it holds the rank's wait for the others, so a job held
+  up by a straggler would show a fraction of what the link did.
+- **The link** (``[link]``). The bus bandwidth is set against the peak of the link the ranks most
+  likely used, one direction (:func:`deuteron.model.devices.assumed_link`: NVLink within a host of
+  SXM parts, the network between hosts; said as assumed), and sizes of at least 1 MiB moving at
+  under a quarter of it once the waits are out are flagged.
+
+The output stays a few lines for any number of ranks: ranks and calls are summarised, and only
+the top ones listed.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass, field
 
+from deuteron.model.devices import Link, assumed_link
 from deuteron.model.tree import Profile
 from deuteron.view.advise import Advice
+from deuteron.view.collective_calls import Call, Matched, group_size, match, single_durations, world_size
 from deuteron.view.jobs import rank_of
 
 SOURCE = "torch's Flight Recorder (c10d)"
 HOLDS_UP = 0.5  # a rank is said to hold the others up when their waits for it are this share of all
+LOW_SHARE = 0.25  # a size moving at under this share of the link's peak is flagged ...
+LOW_MIN_BYTES = 1 << 20  # ... when its calls move at least this much (smaller ones are latency-bound)
+TOP_RANKS, TOP_CALLS, TOP_SIZES = 8, 5, 10  # rows shown, whatever the number of ranks and calls
 
 
-def _columns(profile: Profile) -> dict[str, list[Any]] | None:
-    cols = profile.metadata.get("collectives")
-    return cols if isinstance(cols, dict) and cols.get("seq") else None
+@dataclass
+class CollectiveReport:
+    """The advice on the job's collectives, and what the straggler's analysis reads of it: the
+    rank the others wait for (a profile's index), if one is named, and the calls matched."""
+
+    advice: list[Advice] = field(default_factory=list)
+    matched: Matched | None = None
+    holds_up: int | None = None
+    others_waited_ns: float = 0.0  # the others' waits for that rank, in all
 
 
 def collective_findings(profiles: Sequence[Profile]) -> list[Advice]:
     """The waits and the costs of the job's collectives; [] where no file has their record."""
-    recorded = [(i, c) for i, p in enumerate(profiles) if (c := _columns(p)) is not None]
-    if not recorded:
-        return []
-    out = []
-    hosts = {profiles[i].metadata.get("host") for i, _ in recorded}
-    waits = _waits(profiles, recorded, len(hosts) == 1) if len(recorded) > 1 else None
+    return collective_report(profiles).advice
+
+
+def collective_report(profiles: Sequence[Profile]) -> CollectiveReport:
+    matched = match(profiles)
+    out = CollectiveReport(matched=matched)
+    if matched is None:
+        return out
+    hosts = {p.metadata.get("host") for p in profiles} - {None}
+    link, why = assumed_link(profiles[matched.records[0].index].devices, max(len(hosts), 1))
+    if len(matched.records) == 1:
+        out.advice.append(_one_rank(profiles, matched))
+        return out
+    waits = _waits(profiles, matched, out)
     if waits is not None:
-        out.append(waits)
-    out.append(_costs(profiles[recorded[0][0]], recorded[0][1], _world(profiles)))
+        out.advice += [waits, _top_calls(profiles, matched)]
+    rows = _sizes(profiles, matched, link)
+    out.advice.append(Advice("collectives", _costs_title(profiles, matched, link, why), rows[:TOP_SIZES]))
+    low = [r for r in rows if r.pop("_low", False)]
+    for row in rows:
+        row.pop("_low", None)
+    if low and link is not None:
+        out.advice.append(_slow_link(low, link, why))
     return out
 
 
-def _world(profiles: Sequence[Profile]) -> int:
-    size = profiles[0].metadata.get("world_size")
-    return int(size) if isinstance(size, str) and size.isdigit() else len(profiles)
-
-
-Recorded = list[tuple[int, dict[str, list[Any]]]]  # (the profile's index, its collectives' columns)
-
-
-def _arrivals(
-    recorded: Recorded, timed: bool
-) -> tuple[dict[tuple[str, int], dict[int, int]], dict[Any, str]]:
-    """Each call's arrival per rank (ns): with ``timed``, minus its duration (the calls end together);
-    else the CPU's call time. Only calls that two or more ranks made, each with what is needed."""
-    arrivals: dict[tuple[str, int], dict[int, int]] = {}
-    ops: dict[tuple[str, int], str] = {}
-    for i, cols in recorded:
-        for group, seq, op, created, p2p, duration in zip(
-            cols["group"],
-            cols["seq"],
-            cols["op"],
-            cols["created_ns"],
-            cols["p2p"],
-            cols["duration_ms"],
-            strict=True,
-        ):
-            if p2p or seq < 0:
-                continue
-            if timed and isinstance(duration, (int, float)):
-                arrivals.setdefault((group, seq), {})[i] = -round(duration * 1e6)
-            elif not timed and created:
-                arrivals.setdefault((group, seq), {})[i] = created
-            ops[(group, seq)] = op
-    return {key: at for key, at in arrivals.items() if len(at) > 1}, ops
-
-
-def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> Advice | None:
-    calls, ops = _arrivals(recorded, timed=True)
-    timed = bool(calls)
-    if not timed:
-        if not one_host:
-            return None  # the hosts' clocks are not one: CPU call times cannot be compared
-        calls, ops = _arrivals(recorded, timed=False)
+def _waits(profiles: Sequence[Profile], matched: Matched, out: CollectiveReport) -> Advice | None:
+    """``[waits]``: the rank the others wait for, if one is, with each rank's waits."""
+    calls = [c for c in matched.calls if c.arrivals is not None]
     if not calls:
         return None
     last_at: dict[int, int] = {}
-    late_by: dict[int, list[int]] = {}
-    waited: dict[int, int] = {i: 0 for i, _ in recorded}
-    caused: dict[int, int] = {i: 0 for i, _ in recorded}  # the waits of the others while it came last
-    worst: tuple[int, tuple[str, int]] | None = None
-    for key, at in calls.items():
-        last = max(at, key=lambda i: at[i])
+    late_by: dict[int, list[float]] = {}
+    waited: dict[int, float] = {r.index: 0.0 for r in matched.records}
+    caused: dict[int, float] = {r.index: 0.0 for r in matched.records}  # others' waits while it came last
+    worst: tuple[float, Call] | None = None
+    for call in calls:
+        waits = call.waits()
+        last = call.ranks[call.last]
         last_at[last] = last_at.get(last, 0) + 1
-        lateness = at[last] - min(at.values())
+        lateness = max(waits)
         late_by.setdefault(last, []).append(lateness)
-        for i, t in at.items():
-            waited[i] += at[last] - t
-            caused[last] += at[last] - t
+        for i, w in zip(call.ranks, waits, strict=True):
+            waited[i] += w
+            caused[last] += w
         if worst is None or lateness > worst[0]:
-            worst = (lateness, key)
+            worst = (lateness, call)
     # The rank the others wait for longest in all is named as holding them up only when that is
     # most of all the waiting and it comes last more often than chance: a few long waits at set-up,
     # or many small calls (barriers, broadcasts), must not name a rank on their own.
     straggler = max(caused, key=lambda i: (caused[i], last_at.get(i, 0)))
     total = sum(caused.values())
-    if not total:
+    if not total or worst is None:
         return None
-    assert worst is not None
-    longest = f"{ops[worst[1]]} #{worst[1][1]} of group {worst[1][0] or 'default'}, {worst[0] / 1e6:.2f} ms"
+    longest = f"{worst[1].name()}, {worst[0] / 1e6:.2f} ms"
     share = caused[straggler] / total
     name = rank_of(profiles[straggler], straggler)
-    if share >= HOLDS_UP and last_at.get(straggler, 0) > len(calls) / len(recorded):
+    if share >= HOLDS_UP and last_at.get(straggler, 0) > len(calls) / len(matched.records):
+        out.holds_up, out.others_waited_ns = straggler, caused[straggler]
         median_late = statistics.median(late_by[straggler]) / 1e6
         title = (
             f"rank {name} holds the others up: it reaches {last_at[straggler]} of {len(calls)} calls "
@@ -137,12 +130,12 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> A
             f"calls); the ranks wait {total / 1e6:.2f} ms in all, {share:.0%} of it for rank {name} "
             f"(the longest wait: {longest}); "
         )
-    if timed:
+    if matched.timed:
         title += "arrivals are when each rank's GPU reached the call (its end less its duration), "
         title += f"from {SOURCE}"
     else:
         title += f"arrivals are when each rank's CPU made the call, from {SOURCE}"
-        if any(str(op).startswith("nccl:") for op in ops.values()):
+        if any(c.op.startswith("nccl:") for c in calls):
             title += (
                 " (NCCL's calls are only enqueued there, and a CPU can run ahead of its GPU: "
                 "TORCH_NCCL_ENABLE_TIMING=1 times them on the GPU)"
@@ -150,13 +143,175 @@ def _waits(profiles: Sequence[Profile], recorded: Recorded, one_host: bool) -> A
     evidence: list[dict[str, object]] = [
         {
             "path": f"rank {rank_of(profiles[i], i)}",
-            "others_waited_ms": round(caused[i] / 1e6, 3),
+            "others_waited_ms": _ms(caused[i]),
             "last_at": last_at.get(i, 0),
-            "waited_ms": round(waited[i] / 1e6, 3),
+            "waited_ms": _ms(waited[i]),
         }
-        for i in sorted(caused, key=lambda i: -caused[i])[:8]
+        for i in sorted(caused, key=lambda i: -caused[i])[:TOP_RANKS]
     ]
     return Advice("waits", title, evidence)
+
+
+def _others(call: Call) -> tuple[list[float], int]:
+    """The waits of the ranks other than the last (ns), and the profile index of the rank that
+    waited longest."""
+    waits = call.waits()
+    last = call.last
+    others = [w for k, w in enumerate(waits) if k != last]
+    longest = max(range(len(waits)), key=lambda k: waits[k])
+    return others, call.ranks[longest]
+
+
+def _top_calls(profiles: Sequence[Profile], matched: Matched) -> Advice:
+    """``[calls]``: the calls the ranks waited at longest, each summarised over the ranks."""
+    calls = [c for c in matched.calls if c.arrivals is not None]
+    ranked = sorted(calls, key=lambda c: -sum(c.waits()))[:TOP_CALLS]
+    rows: list[dict[str, object]] = []
+    for call in ranked:
+        others, longest = _others(call)
+        row: dict[str, object] = {"path": f"{call.name()} ({_size(call.size)} {call.dtype})".strip()}
+        if call.transfer_ns is not None:
+            row["transfer_ms"] = _ms(call.transfer_ns)
+        row["wait_ms_median"] = _ms(statistics.median(others))
+        row["wait_ms_worst"] = _ms(max(others))
+        row["waited_longest"] = f"rank {rank_of(profiles[longest], longest)}"
+        row["last"] = f"rank {rank_of(profiles[call.ranks[call.last]], call.ranks[call.last])}"
+        rows.append(row)
+    title = (
+        f"the {len(rows)} calls of {len(calls)} the ranks waited at longest (their waits summed): "
+        "each rank's wait is the last arrival less its own; median and worst over the ranks other "
+        "than the last"
+    )
+    return Advice("calls", title, rows)
+
+
+def _sizes(profiles: Sequence[Profile], matched: Matched, link: Link | None) -> list[dict[str, object]]:
+    """``[collectives]``' rows: per operation, size and dtype, the most bytes first."""
+    groups: dict[tuple[str, int, str], list[Call]] = {}
+    for call in matched.calls:
+        groups.setdefault((call.op, call.size, call.dtype), []).append(call)
+    rows: list[dict[str, object]] = []
+    for (op, size, dtype), calls in sorted(groups.items(), key=lambda kv: -kv[0][1] * len(kv[1])):
+        row: dict[str, object] = {"path": f"{op} {_size(size)} {dtype}".strip(), "calls": len(calls)}
+        row["total_bytes"] = size * len(calls)
+        transfers = [c.transfer_ns for c in calls if c.transfer_ns]
+        if transfers:
+            took = statistics.median(transfers)
+            algbw = size / took  # bytes per ns: GB/s
+            busbw = algbw * bus_factor(op, group_size(profiles, calls[0], matched))
+            row.update(transfer_ms=_ms(took), algbw_gbs=round(algbw, 2), busbw_gbs=round(busbw, 2))
+            if link is not None and size >= LOW_MIN_BYTES:  # a smaller call is latency-bound
+                share = busbw * 1e9 / link.bytes_per_s
+                row["link_peak"] = f"{math.floor(share * 100)}%"  # 24.7% is under 25%, and shown so
+                row["_low"] = share < LOW_SHARE
+        waited = [(c, _others(c)) for c in calls if c.arrivals is not None]
+        if waited:
+            worst_call, (worst, longest) = max(waited, key=lambda cw: max(cw[1][0]))
+            row["wait_ms_median"] = _ms(statistics.median(statistics.median(o) for _, (o, _) in waited))
+            row["wait_ms_worst"] = _ms(max(worst))
+            row["waited_longest"] = f"rank {rank_of(profiles[longest], longest)}"
+        rows.append(row)
+    return rows
+
+
+def _costs_title(profiles: Sequence[Profile], matched: Matched, link: Link | None, why: str) -> str:
+    calls = len(matched.calls)
+    ranks = len(matched.records)
+    title = (
+        f"{calls} collective calls of {ranks} ranks matched by process group and sequence number, "
+        f"from {SOURCE}, by operation, size and dtype, the most bytes first: "
+    )
+    if any(c.transfer_ns for c in matched.calls):
+        title += (
+            "the transfer runs from the last rank's arrival to the end (an arrival: the end less "
+            "that rank's NCCL duration; NCCL's duration itself holds the rank's wait), the waits "
+            "from each rank's arrival to the last's; bandwidth from the transfer (busbw: "
+            "nccl-tests' factor for the operation and the group's ranks)"
+        )
+        if link is not None:
+            title += (
+                f", set against {link.name}'s {link.bytes_per_s / 1e9:.0f} GB/s per direction "
+                f"(assumed: {why}) for calls of {_size(LOW_MIN_BYTES)} or more"
+            )
+        else:
+            title += f"; {why}, so no peak to set it against"
+    elif matched.comparable:
+        title += (
+            "no durations, so the transfer is not known (NCCL records them with "
+            "TORCH_NCCL_ENABLE_TIMING=1; gloo has none); waits from the CPUs' call times"
+        )
+    else:
+        title += (
+            "no durations, so neither the transfer nor the waits are known (NCCL records them with "
+            "TORCH_NCCL_ENABLE_TIMING=1), and the hosts' clocks are not one"
+        )
+    world = world_size(profiles)
+    if ranks < world:
+        title += (
+            f"; from {ranks} of the job's {world} ranks: a rank not given may have arrived later, "
+            "so the transfer is at most this and the bandwidth at least"
+        )
+    if not any(len(c.ranks) > 1 for c in matched.calls):
+        title += "; no call is in two ranks' records (records of different runs, or rings that wrapped)"
+    return title + _notes(matched)
+
+
+def _notes(matched: Matched) -> str:
+    notes = ""
+    if matched.unread:
+        notes += "; " + "; ".join(matched.unread[:3]) + (", ..." if len(matched.unread) > 3 else "")
+    if matched.mismatched_count:
+        notes += (
+            f"; {matched.mismatched_count} calls differ between the ranks' records and are left out: "
+            + "; ".join(matched.mismatched)
+        )
+    skipped = sum(r.skipped for r in matched.records)
+    if skipped:
+        notes += f"; {skipped} damaged rows of the records not read"
+    return notes
+
+
+def _one_rank(profiles: Sequence[Profile], matched: Matched) -> Advice:
+    """``[collectives]`` of one rank's file: NCCL's durations, which hold the rank's waits."""
+    record = matched.records[0]
+    rows: list[dict[str, object]] = []
+    world = world_size(profiles)
+    groups = single_durations(record)
+    for (op, size, dtype), durations in sorted(groups.items(), key=lambda kv: -kv[0][1] * len(kv[1])):
+        row: dict[str, object] = {"path": f"{op} {_size(size)} {dtype}".strip(), "calls": len(durations)}
+        row["total_bytes"] = size * len(durations)
+        timed = [d for d in durations if d]
+        if timed:
+            took = statistics.median(timed)
+            algbw = size / took
+            row["nccl_ms_with_wait"] = _ms(took)
+            row["busbw_gbs_with_wait"] = round(algbw * bus_factor(op, world), 2)
+        rows.append(row)
+    calls = sum(len(d) for d in groups.values())
+    title = f"rank {record.rank}'s {calls} collective calls by operation, size and dtype, from {SOURCE}: "
+    if any(d for ds in groups.values() for d in ds):
+        title += (
+            "one rank's file, so the transfer cannot be told from the wait: NCCL's duration runs from "
+            "when this rank's GPU reached the call and holds its wait for the others, and the bus "
+            "bandwidth from it is at most what the link gave; given every rank's file, the two are "
+            "told apart"
+        )
+    else:
+        title += "no durations (NCCL records them with TORCH_NCCL_ENABLE_TIMING=1)"
+    return Advice("collectives", title + _notes(matched), rows[:TOP_SIZES])
+
+
+def _slow_link(low: list[dict[str, object]], link: Link, why: str) -> Advice:
+    calls = sum(int(r["calls"]) for r in low)  # type: ignore[call-overload]
+    title = (
+        f"{len(low)} collective sizes of {_size(LOW_MIN_BYTES)} or more ({calls} calls) move at "
+        f"under {LOW_SHARE:.0%} of the link's peak with the waits taken out: {link.name} assumed "
+        f"({why}), {link.bytes_per_s / 1e9:.0f} GB/s per direction ({link.source}). A call beside "
+        "compute kernels shares the GPU with them, and NCCL's protocol and channels set what it "
+        "reaches: benchmarks/nccl_busbw.py times the same sizes alone, for what this link gives"
+    )
+    keys = ("calls", "transfer_ms", "busbw_gbs", "link_peak")
+    return Advice("link", title, [{"path": r["path"], **{k: r[k] for k in keys}} for r in low[:TOP_SIZES]])
 
 
 _ONE_WAY = ("all_gather", "allgather", "reduce_scatter", "all_to_all", "alltoall")
@@ -173,7 +328,8 @@ def _kind(op: str) -> str:
     return kind
 
 
-def _bus_factor(op: str, n: int) -> float:
+def bus_factor(op: str, n: int) -> float:
+    """nccl-tests' factor from algorithm to bus bandwidth for ``op`` over ``n`` ranks."""
     kind = _kind(op)
     if n < 2:
         return 1.0
@@ -184,34 +340,8 @@ def _bus_factor(op: str, n: int) -> float:
     return 1.0
 
 
-def _costs(profile: Profile, cols: dict[str, list[Any]], world: int) -> Advice:
-    groups: dict[tuple[str, int, str], list[float | None]] = {}
-    # A call's size as nccl-tests counts it: the larger of its input and output (an all-gather's
-    # whole output, a reduce-scatter's whole input), so that the bus factor applies to every kind.
-    for op, size_in, size_out, dtype, duration in zip(
-        cols["op"], cols["in_bytes"], cols["out_bytes"], cols["dtype"], cols["duration_ms"], strict=True
-    ):
-        groups.setdefault((op, max(int(size_in), int(size_out)), dtype), []).append(duration)
-    rows: list[dict[str, object]] = []
-    for (op, size, dtype), durations in sorted(groups.items(), key=lambda kv: -kv[0][1] * len(kv[1])):
-        row: dict[str, object] = {"path": f"{op} {_size(size)} {dtype}".strip(), "calls": len(durations)}
-        row["total_bytes"] = size * len(durations)
-        timed = [d for d in durations if d]
-        if timed:
-            median = statistics.median(timed)
-            algbw = size / (median / 1e3) / 1e9
-            row.update(median_ms=round(median, 3), algbw_gbs=round(algbw, 2))
-            row["busbw_gbs"] = round(algbw * _bus_factor(op, world), 2)
-        rows.append(row)
-    calls = sum(len(d) for d in groups.values())
-    any_timed = any(d for ds in groups.values() for d in ds)
-    untimed = "no durations (NCCL records them with TORCH_NCCL_ENABLE_TIMING=1)"
-    how = "with durations" if any_timed else untimed
-    title = (
-        f"rank {rank_of(profile, 0)}'s {calls} collective calls by operation, size and dtype, from "
-        f"{SOURCE}: {how}"
-    )
-    return Advice("collectives", title, rows[:12])
+def _ms(ns: float) -> float:
+    return round(ns / 1e6, 3)
 
 
 def _size(n: int) -> str:

@@ -25,8 +25,9 @@ from deuteron.model.names import display_name
 from deuteron.model.trace import COMM_KERNEL
 from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view.advise import Advice
-from deuteron.view.collectives import collective_findings
+from deuteron.view.collectives import CollectiveReport, collective_report
 from deuteron.view.jobs import rank_of
+from deuteron.view.rank_threads import host_cause
 from deuteron.view.steps import step_findings
 
 MIN_SPREAD = 0.10  # a straggler is named when the ranks' compute differs by at least this share
@@ -83,11 +84,12 @@ def rank_times(profile: Profile, source: str, index: int) -> RankTimes:
 def advise_ranks(profiles: Sequence[Profile], sources: Sequence[str]) -> list[Advice]:
     """The per-rank breakdown, and the straggler where the evidence is there (see the module)."""
     times = [rank_times(p, s, i) for i, (p, s) in enumerate(zip(profiles, sources, strict=True))]
-    findings = collective_findings(profiles)  # who waits for whom, call by call; what they move
+    report = collective_report(profiles)  # who waits for whom, call by call; what they move
+    findings = report.advice
     if not any(t.kernels_ns for t in times):
         return findings
     findings.insert(0, _breakdown(times))
-    straggler = _straggler(times, profiles)
+    straggler = _straggler(times, profiles, sources, report)
     if straggler is not None:
         findings.insert(1, straggler)
     at = 2 if straggler is not None else 1
@@ -133,28 +135,52 @@ def _breakdown(times: list[RankTimes]) -> Advice:
     return Advice("ranks", title, rows)
 
 
-def _straggler(times: list[RankTimes], profiles: Sequence[Profile]) -> Advice | None:
-    """The rank the others wait for, with what it did instead; None below :data:`MIN_SPREAD`."""
-    if len(times) < 2 or not any(t.comm_ns for t in times):
+def _straggler(
+    times: list[RankTimes], profiles: Sequence[Profile], sources: Sequence[str], report: CollectiveReport
+) -> Advice | None:
+    """The rank the others wait for, with what it did instead (see the module): the rank the
+    collectives' waits name, else the one computing :data:`MIN_SPREAD` more than the others' median
+    on the GPU; where the ranks' traces are beside their files, its GPU and host per step too."""
+    if len(times) < 2:
         return None
-    slow = max(range(len(times)), key=lambda i: (times[i].compute_ns, -times[i].comm_ns))
+    slow = report.holds_up
+    gpu_slow = max(range(len(times)), key=lambda i: (times[i].compute_ns, -times[i].comm_ns))
+    median = statistics.median(t.compute_ns for i, t in enumerate(times) if i != gpu_slow)
+    computes_more = (
+        any(t.comm_ns for t in times)
+        and median > 0
+        and times[gpu_slow].compute_ns >= (1 + MIN_SPREAD) * median
+    )
+    if slow is None:
+        if not computes_more:
+            return None
+        slow = gpu_slow
     s = times[slow]
     others = [t for t in times if t is not s]
     median = statistics.median(t.compute_ns for t in others)
-    if median <= 0 or s.compute_ns < (1 + MIN_SPREAD) * median:
-        return None
-    waits = max(others, key=lambda t: t.comm_ns)
-    # the other rank nearest the median: the slow rank's tree is compared with its tree
+    # the other rank nearest the median: the slow rank's tree and trace are compared with its own
     near = [i for i in range(len(times)) if i != slow]
     typical = min(near, key=lambda i: abs(times[i].compute_ns - median))
-    path, extra = _where_it_differs(profiles[slow].root, profiles[typical].root)
-    title = (
-        f"rank {s.rank} is the straggler: its compute {_ms(s.compute_ns)} is "
-        f"{s.compute_ns / median:.2f}x the other ranks' median {_ms(median)}, and they wait in "
-        f"communication (rank {waits.rank}: {_ms(waits.comm_ns)} against rank {s.rank}'s "
-        f"{_ms(s.comm_ns)}); most of the extra time is under {path} (+{_ms(extra)} against rank "
-        f"{times[typical].rank})"
-    )
+    t = times[typical]
+    if median > 0 and s.compute_ns >= (1 + MIN_SPREAD) * median:
+        waits = max(others, key=lambda o: o.comm_ns)
+        path, extra = _where_it_differs(profiles[slow].root, profiles[typical].root)
+        title = (
+            f"rank {s.rank} is the straggler: its compute {_ms(s.compute_ns)} is "
+            f"{s.compute_ns / median:.2f}x the other ranks' median {_ms(median)}, and they wait in "
+            f"communication (rank {waits.rank}: {_ms(waits.comm_ns)} against rank {s.rank}'s "
+            f"{_ms(s.comm_ns)}); most of the extra time is under {path} (+{_ms(extra)} against rank "
+            f"{t.rank})"
+        )
+    else:
+        title = (
+            f"rank {s.rank} is the straggler: the others wait {_ms(report.others_waited_ns)} in all "
+            f"for it at the collectives ([waits]), yet its GPU compute {_ms(s.compute_ns)} is not "
+            f"{MIN_SPREAD:.0%} over the other ranks' median {_ms(median)}"
+        )
+    host = host_cause(profiles, sources, slow, typical, report)
+    unseen = "the host's threads are not compared: no traces beside the files (deuteron run --trace)"
+    title += f"; {host.sentence if host is not None else unseen}"
     slowest = sorted(times, key=lambda t: -t.compute_ns)[:8]
     evidence: list[dict[str, object]] = [
         {
@@ -164,6 +190,8 @@ def _straggler(times: list[RankTimes], profiles: Sequence[Profile]) -> Advice | 
         }
         for t in slowest
     ]
+    if host is not None:
+        evidence += host.rows
     return Advice("straggler", title, evidence)
 
 
