@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from deuteron.formats import hatchet
+from deuteron.formats import chrome_trace, hatchet
 from deuteron.model.metrics import TIME
+from deuteron.model.trace import TraceEvent
 from deuteron.model.tree import KERNEL, Profile
 from deuteron.view.ranks import advise_ranks, rank_times
 from tests.helpers.cli import run_cli
@@ -87,3 +88,84 @@ def test_view_advise_of_many_rank_files_names_the_straggler_quickly(tmp_path: Pa
     assert took < 30, took  # a loaded CI machine; about 2 s on the development machine
     missing = run_cli("view", "job.rank0.hatchet", "job.rank5.hatchet", cwd=tmp_path)
     assert "2 of the job's 64 ranks given; missing: rank 1, 2, 3, 4, 6, 7, 8, 9, ..." in missing.stderr
+
+
+MS = 1_000_000
+ENDS = [10.0, 50.0, 90.0, 130.0]  # the optimizer step's ends: three steps of 40 ms
+
+
+def _host_bound_rank(
+    folder: Path, rank: int, backward_ms: float, arrive_ms: float, nccl_ms: float
+) -> Profile:
+    """A rank of a 2-rank job whose GPU computes 10 ms a step like the other's, and whose autograd
+    thread works ``backward_ms`` a step; its trace beside ``folder/job.rank<R>.hatchet``, its
+    Flight Recorder record (one all-reduce a step, made ``arrive_ms`` into it, ``nccl_ms`` long)."""
+    events = []
+    for a in ENDS[:-1]:
+
+        def at(ms: float, a: float = a) -> int:
+            return int((a + ms) * MS)
+
+        events += [
+            TraceEvent("scope", "DistributedDataParallel.forward", at(1), at(6), 1, ("ROOT",)),
+            TraceEvent("scope", "aten::mm", at(8), at(8 + backward_ms), 2, ("ROOT", "backward")),
+            TraceEvent("kernel", GEMM, at(2), at(12), 7),
+            TraceEvent("kernel", NCCL, at(arrive_ms), at(arrive_ms + nccl_ms), 8),
+        ]
+        if rank == 0:  # waits for rank 1 at a barrier on the CPU: a wait, not work
+            events.append(TraceEvent("scope", "c10d::barrier", at(20), at(31), 1, ("ROOT",)))
+    events += [TraceEvent("scope", "optimizer.step (AdamW)", int((e - 1) * MS), int(e * MS), 1) for e in ENDS]
+    other = {"rank": str(rank), "job_id": "j", "host": "h", "wall_minus_clock_ns": 0}
+    names = {1: "main thread", 2: f"thread {1000 + rank}"}
+    chrome_trace.write(
+        events, folder / f"job.rank{rank}.chrome_trace", pid=rank, lane_names=names, other=other
+    )
+    p = Profile()
+    p.metadata.update(rank=str(rank), world_size="2", job_id="j", host="h")
+    step = p.root.child("step")
+    p.add_metrics(step.child(GEMM, KERNEL), {TIME: 30 * MS, "count": 3})
+    p.add_metrics(
+        step.child("nccl:all_reduce").child(NCCL, KERNEL), {TIME: int(3 * nccl_ms * MS), "count": 3}
+    )
+    p.metadata["collectives"] = {
+        "group": ["0"] * 3, "seq": [1, 2, 3], "op": ["nccl:all_reduce"] * 3, "in_bytes": [64 << 20] * 3,
+        "out_bytes": [64 << 20] * 3, "dtype": ["Float"] * 3, "p2p": [False] * 3,
+        "created_ns": [int((a + arrive_ms) * MS) for a in ENDS[:-1]],  # the host's clock (wall = trace's)
+        "duration_ms": [nccl_ms] * 3,
+    }  # fmt: skip
+    return p
+
+
+def test_a_straggler_slow_on_the_host_is_found_on_its_autograd_thread(tmp_path: Path) -> None:
+    """Rank 1's GPU computes as much as rank 0's, but its autograd thread works 22 ms a step
+    against rank 0's 10: it reaches each all-reduce 12 ms later, and rank 0 waits that long."""
+    ranks = [
+        _host_bound_rank(tmp_path, 0, backward_ms=10, arrive_ms=18, nccl_ms=12.5),
+        _host_bound_rank(tmp_path, 1, backward_ms=22, arrive_ms=30, nccl_ms=0.5),
+    ]
+    found = {a.kind: a for a in advise_ranks(ranks, [str(tmp_path / f"job.rank{r}.hatchet") for r in (0, 1)])}
+    title = found["straggler"].title
+    assert title.startswith(
+        "rank 1 is the straggler: the others wait 36.00 ms in all for it at the collectives ([waits]), "
+        "yet its GPU compute 30.00 ms is not 10% over the other ranks' median 30.00 ms; per step "
+        "(medians of 3 steps in their traces): GPU compute 10.00 ms against 10.00 ms on rank 0 (+0.00 ms), "
+        "autograd thread 22.00 ms against 10.00 ms (+12.00 ms), main thread 6.00 ms against 6.00 ms "
+        "(+0.00 ms); rank 0 waits 12.00 ms a step at the collectives: the host's difference is the "
+        "larger: rank 1's autograd thread 22.00 ms a step against 10.00 ms on rank 0 (+12.00 ms), its "
+        "GPU +0.00 ms"
+    ), title  # rank 0's 11 ms at the barrier is a wait, not its main thread's work
+    rows = {row["path"]: row for row in found["straggler"].evidence}
+    assert rows["rank 1 per step"] == {
+        "path": "rank 1 per step", "gpu_compute_ms": 10.0, "autograd_thread_ms": 22.0,
+        "main_thread_ms": 6.0, "waits_ms": 0.0,
+    }  # fmt: skip
+    assert rows["rank 0 per step"]["waits_ms"] == 12.0
+    # without the traces, the host is not compared, and that is said
+    for r in (0, 1):
+        (tmp_path / f"job.rank{r}.chrome_trace").unlink()
+    (alone,) = [
+        a for a in advise_ranks(ranks, ["a.rank0.hatchet", "a.rank1.hatchet"]) if a.kind == "straggler"
+    ]
+    assert alone.title.endswith(
+        "the host's threads are not compared: no traces beside the files (deuteron run --trace)"
+    )
