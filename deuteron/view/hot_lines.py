@@ -9,6 +9,14 @@ kernel's; advice is given only with at least :data:`MIN_SAMPLES` samples behind 
 stall is named as a line's cause only when it holds :data:`DOMINANT_STALL_SHARE` of the line's
 samples. The advice per stall reason is NVIDIA's meaning of the reason (Nsight Compute's
 "Warp Stall Reasons") put in Triton's terms.
+
+**Kernels without lines.** A kernel whose samples have no source line (a library's kernel, one
+built without line info, or any kernel of Proton's own PC-sampling file, which keeps only kernel
+totals) still has its stall columns: :func:`kernel_stalls` names a hot one's dominant stall (at
+least :data:`DOMINANT_STALL_SHARE` of its samples) and what to change. There a kernel is any frame
+with samples of its own or under source-line frames: Proton's files mark no frame as a kernel.
+Shares are of the stall columns' sum, which counts each sample once in both files (Proton's
+``num_samples`` counts each twice: see ``deuteron.collect.backends.cupti.sampling``).
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from deuteron.model.names import parse_source_frame
-from deuteron.model.tree import KERNEL, Profile
+from deuteron.model.tree import KERNEL, Node, Profile
 
 SAMPLES = "num_samples"
 NOT_ISSUED = "num_stalled_samples"
@@ -67,6 +75,14 @@ STALL_ADVICE = {
         "use fewer, wider accesses (vectorized loads) and remove local-memory spills",
     ),
     "stalled_drain": ("waits for its stores to drain before exiting", "usually small; store less at the end"),
+    "stalled_membar": (
+        "waits at a memory barrier (a fence: atomics with acquire or release semantics, tl.debug_barrier)",
+        "use relaxed atomics (sem='relaxed') where no ordering is needed, and fewer fences",
+    ),
+    "stalled_tex_throttle": (
+        "waits because the texture (L1TEX) pipe is full: too many of its memory instructions in flight",
+        "use fewer, wider loads (vectorized), or spread them among more arithmetic",
+    ),
     "stalled_imc_miss": (
         "waits for a constant-cache miss",
         "read fewer distinct scalar arguments per program",
@@ -103,11 +119,13 @@ class SampledLine:
 
 @dataclass
 class SampledKernel:
-    """One kernel's samples: its total (lines and the PCs without one) and its lines."""
+    """One kernel's samples: its total (lines and the PCs without one), its lines, and its stall
+    columns summed over all of them."""
 
     name: str
     samples: int = 0
     lines: dict[tuple[str, int], SampledLine] = field(default_factory=dict)
+    stalls: dict[str, int] = field(default_factory=dict)
 
     def ranked(self) -> list[SampledLine]:
         return sorted(self.lines.values(), key=lambda ln: -ln.samples)
@@ -117,12 +135,40 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) else 0
 
 
+def _stall_word(metric: str) -> str | None:
+    """``stalled_mio_throttle`` for a stall column (Proton's ``stalled_not_Selected`` too), None for
+    any other metric."""
+    return metric.lower() if metric.startswith("stalled_") else None
+
+
+def _add_stalls(into: dict[str, int], metrics: dict[str, Any]) -> None:
+    for metric, value in metrics.items():
+        word = _stall_word(metric)
+        if word is not None and _int(value):
+            into[word] = into.get(word, 0) + _int(value)
+
+
+def _is_kernel(node: Node) -> bool:
+    """A kernel frame: typed so (Deuteron's files), or, in Proton's (every frame a function), a
+    frame that is no source line and holds samples itself or has source-line frames with them."""
+    if node.type == KERNEL:
+        return True
+    if parse_source_frame(node.name) is not None:
+        return False
+    if SAMPLES in node.metrics and _int(node.metrics[SAMPLES]):
+        return True
+    return any(SAMPLES in c.metrics and parse_source_frame(c.name) for c in node.children.values())
+
+
 def sampled_kernels(profile: Profile) -> dict[str, SampledKernel]:
     """Every kernel with PC samples, its lines summed over the places it ran (tree values are
     exclusive: a kernel node holds the samples of its PCs without a line)."""
     out: dict[str, SampledKernel] = {}
-    for node in profile.root.walk():
-        if node.type != KERNEL:
+    stack = list(profile.root.children.values())
+    while stack:
+        node = stack.pop()
+        if not _is_kernel(node):
+            stack.extend(node.children.values())
             continue
         own = _int(node.metrics.get(SAMPLES))
         below = list(node.children.values())
@@ -130,9 +176,11 @@ def sampled_kernels(profile: Profile) -> dict[str, SampledKernel]:
             continue
         kernel = out.setdefault(node.name, SampledKernel(node.name))
         kernel.samples += own
+        _add_stalls(kernel.stalls, node.metrics)
         for child in below:
             n = _int(child.metrics.get(SAMPLES))
             kernel.samples += n
+            _add_stalls(kernel.stalls, child.metrics)
             place = parse_source_frame(child.name)
             if place is None or not n:
                 continue
@@ -140,9 +188,7 @@ def sampled_kernels(profile: Profile) -> dict[str, SampledKernel]:
             line = kernel.lines.setdefault(key, SampledLine(*key))
             line.samples += n
             line.not_issued += _int(child.metrics.get(NOT_ISSUED))
-            for metric, value in child.metrics.items():
-                if metric.startswith("stalled_") and _int(value):
-                    line.stalls[metric] = line.stalls.get(metric, 0) + _int(value)
+            _add_stalls(line.stalls, child.metrics)
     return out
 
 
@@ -205,4 +251,50 @@ def hot_lines(profile: Profile, top: int = 5) -> tuple[list[tuple[SampledKernel,
             )
         if advice:
             out.append((kernel, advice))
+    return out, total
+
+
+@dataclass
+class KernelStall:
+    """The advice for one hot kernel without source lines: its samples (the stall columns' sum),
+    its share of the run's, its dominant stall and that stall's share, and the change."""
+
+    kernel: str
+    samples: int
+    share: float  # of the run's samples
+    stall: str
+    stall_share: float  # of the kernel's samples
+    meaning: str
+    change: str
+    stalls: list[tuple[str, int]]  # the kernel's stalls holding at least HOT_LINE_SHARE, most first
+
+    def sentence(self) -> str:
+        word = self.stall.removeprefix("stalled_")
+        text = f"{self.stall_share:.0%} of its samples {word}"
+        if self.meaning:
+            text += f": it {self.meaning}; try: {self.change}"
+        return text
+
+
+def kernel_stalls(profile: Profile, top: int = 5) -> tuple[list[KernelStall], int]:
+    """The hot kernels without source lines whose samples one stall dominates (most samples first,
+    at most ``top``), and the run's samples in all; the thresholds are :func:`hot_lines`' (see the
+    module)."""
+    kernels = sampled_kernels(profile)
+    total = sum(k.samples for k in kernels.values())
+    out = []
+    for kernel in sorted(kernels.values(), key=lambda k: -k.samples)[:top]:
+        counted = sum(kernel.stalls.values())
+        if kernel.lines or not counted or kernel.samples < HOT_KERNEL_SHARE * total:
+            continue
+        if counted < MIN_SAMPLES:
+            continue
+        stall, n = max(kernel.stalls.items(), key=lambda kv: kv[1])
+        if n < DOMINANT_STALL_SHARE * counted:
+            continue
+        meaning, change = STALL_ADVICE.get(stall, ("", ""))
+        ranked = sorted(kernel.stalls.items(), key=lambda kv: -kv[1])
+        shown = [(word, v) for word, v in ranked if v >= HOT_LINE_SHARE * counted]
+        share = kernel.samples / total
+        out.append(KernelStall(kernel.name, counted, share, stall, n / counted, meaning, change, shown))
     return out, total
