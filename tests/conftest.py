@@ -7,6 +7,10 @@ here, at conftest import time. GPU tests (``*_gpu.py`` files beside their CPU tw
 
 A run that leaves a file in the repository (every test writes under its own temporary folder)
 says so at its end, and fails where DEUTERON_REQUIRE_CLEAN_TREE=1 (CI sets it).
+
+Every profile and trace a test writes under its ``tmp_path`` is checked after the test against
+the rules of ``deuteron view --check`` (issue 39, ``tests/helpers/written_files.py``); a test that
+writes a broken one on purpose is marked ``broken_profile``.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import pytest
 
 from tests.helpers.clean_tree import uncommitted_entries
 from tests.helpers.paths import PROTON_FIXTURES
+from tests.helpers.written_files import broken_written_files, checking
 
 if os.environ.get("DEUTERON_TEST_GPU") != "1":
     os.environ["TRITON_INTERPRET"] = "1"
@@ -72,6 +77,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.gpu)
             if why is not None:
                 item.add_marker(pytest.mark.skip(reason=f"needs the CUPTI backend: {why}"))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """After a test that passed and used ``tmp_path``: the profiles and traces it wrote there keep
+    every rule (a failure of the test itself, naming each break), unless it is marked
+    ``broken_profile``."""
+    result = yield
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if isinstance(folder, Path) and checking() and not item.get_closest_marker("broken_profile"):
+        broken = broken_written_files(folder)
+        if broken:
+            pytest.fail(
+                "a file this test wrote breaks a rule of deuteron view --check (mark the test "
+                "broken_profile if on purpose):\n" + "\n".join(broken),
+                pytrace=False,
+            )
+    return result
 
 
 @pytest.fixture

@@ -51,6 +51,10 @@ class Violation:
     where: str
     metric: str
     detail: str
+    # A frame's value and what it should be at least (its children's sum), for a rule that compares
+    # the two: how far short it falls, for code that weighs breaks (the tests' known ones).
+    value: float | None = None
+    bound: float | None = None
 
     def __str__(self) -> str:
         return f"{self.rule}: {self.where}: {self.metric} {self.detail}"
@@ -190,7 +194,7 @@ def _spans(profile: Profile, walk: _Walk, audit: Audit) -> None:
     Children first: a node's inclusive value is its own, or its children's sum where it has none
     or (on a broken tree) where that is larger, as the views take it, so one break is named once
     and not again at every frame above it."""
-    spans = sorted(span_names(profile.kinds))
+    spans = sorted(span_names(profile.kinds) & profile.metric_names())
     if not spans:
         audit.rule(SPANS, False, "no span metric")
         audit.rule(ROOT_RULE, False, "no span metric")
@@ -210,7 +214,7 @@ def _spans(profile: Profile, walk: _Walk, audit: Audit) -> None:
                 text = f"{number_text(own)} is below its children's {number_text(kids)}"
                 text += f" ({_children_text(node, name, inc)})"
                 audit.violations.append(
-                    Violation(SPANS if index else ROOT_RULE, walk.path(index), name, text)
+                    Violation(SPANS if index else ROOT_RULE, walk.path(index), name, text, own, kids)
                 )
             value = own if kids is None else kids if own is None else max(own, kids)
             if value is None:
@@ -220,7 +224,7 @@ def _spans(profile: Profile, walk: _Walk, audit: Audit) -> None:
             if up >= 0:
                 below[up] = below.get(up, 0) + value
     audit.rule(SPANS)
-    audit.rule(ROOT_RULE, root_has, "ROOT has no span value of its own")
+    audit.rule(ROOT_RULE, root_has, "" if root_has else "ROOT has no span value of its own")
 
 
 def _covers(profile: Profile, walk: _Walk, audit: Audit) -> None:
@@ -241,7 +245,12 @@ def _covers(profile: Profile, walk: _Walk, audit: Audit) -> None:
                 shown = "missing" if own is None else number_text(own)
                 audit.violations.append(
                     Violation(
-                        COVERS, walk.path(index), name, f"{shown} is below its children's {number_text(kids)}"
+                        COVERS,
+                        walk.path(index),
+                        name,
+                        f"{shown} is below its children's {number_text(kids)}",
+                        own,
+                        kids,
                     )
                 )
     audit.rule(COVERS)

@@ -92,7 +92,7 @@ def audit_trace(events: Sequence[Any]) -> TraceAudit:
     audit.lanes = len(lanes)
     for key, spans in lanes.items():
         _nest(spans, _lane_text(key, labels), audit)
-    audit.rule(NESTING)
+    audit.rule(NESTING, True, f"tolerance {TOLERANCE_US:g} µs")
     audit.flows = len(starts.keys() | finishes.keys())
     for (cat, flow_id), count in starts.items():
         if (cat, flow_id) not in finishes:
