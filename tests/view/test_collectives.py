@@ -6,7 +6,10 @@ jobs below and in tests/view/test_rank_traces.py; the rest are rules on made rec
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +19,8 @@ from deuteron.model.devices import NAMED_DEVICES
 from deuteron.model.tree import Profile
 from deuteron.view.advise import Advice
 from deuteron.view.collectives import bus_factor, collective_findings, collective_report
+from tests.helpers.cli import free_port
+from tests.helpers.paths import REPO
 from tests.helpers.rank_traces import recorded_profiles
 
 MIB = 1 << 20
@@ -292,3 +297,23 @@ def test_the_recorder_is_turned_on_only_in_a_rank(monkeypatch: pytest.MonkeyPatc
     assert "TORCH_FR_BUFFER_SIZE" not in os.environ
     assert os.environ["TORCH_NCCL_TRACE_BUFFER_SIZE"] == "64"
     assert collectives._bytes([[2, 3], [4]], ["BFloat16", "Float"]) == 2 * 3 * 2 + 4 * 4
+
+
+@pytest.mark.slow
+def test_the_busbw_benchmark_prints_its_table_on_the_cpu(tmp_path: Path) -> None:
+    """benchmarks/nccl_busbw.py, run as on the GPU machine but over gloo: one row per size."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK", "WORLD_SIZE")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+         str(free_port()), str(REPO / "benchmarks" / "nccl_busbw.py"), "--backend", "gloo",
+         "--sizes", "1M,64K", "--iters", "3", "--warmup", "1"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "busbw = algbw x 2(n-1)/n = algbw x 1" in proc.stdout
+    rows = [line.split() for line in proc.stdout.splitlines() if "KiB" in line or "MiB" in line]
+    assert [row[:3] for row in rows] == [["1.0", "MiB", "1,048,576"], ["64.0", "KiB", "65,536"]]
+    for row in rows:  # busbw = algbw over 2 ranks, algbw = bytes / time
+        assert row[-1] == row[-2] and float(row[-2]) > 0
+        algbw = int(row[2].replace(",", "")) / float(row[3]) / 1e6  # bytes / ms, in GB/s
+        assert float(row[-2]) == pytest.approx(algbw, rel=0.02, abs=0.01)  # as printed, rounded
