@@ -7,7 +7,8 @@ In a rank of a job (see :mod:`deuteron.collect.job`) the recorder is turned on w
 starts (``TORCH_FR_BUFFER_SIZE``, and its older NCCL name, unless the program set them): it has to
 be on before the program creates its process groups, so ``deuteron run`` gets every call and a
 ``deuteron.start()`` made after ``init_process_group`` gets none. At the end its record goes into
-the rank's file (metadata ``collectives``, one column per field), where ``deuteron view
+the rank's file (metadata ``collectives``, one column per field, and ``collective_groups``: each
+process group's number of ranks, where the recorder lists them), where ``deuteron view
 NAME.rank*.hatchet --advise`` matches each call across the ranks by group and sequence number.
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from typing import Any
 
@@ -65,12 +67,15 @@ def read() -> dict[str, Any]:
     # Two recorders: NCCL's calls (CUDA events: their durations) in one, every other backend's
     # (gloo's) in the other; seen on torch 2.11, where each dump holds only its own.
     entries: list[Any] = []
+    groups: dict[str, int] = {}
     for name in ("_dump_nccl_trace_json", "_dump_fr_trace_json"):
         dump = getattr(c10d, name, None)
         if dump is None:
             continue
         try:
-            entries.extend(json.loads(dump(True, False)).get("entries") or [])
+            document = json.loads(dump(True, False))
+            entries.extend(document.get("entries") or [])
+            groups.update(group_sizes(document.get("pg_config")))
         except Exception:  # the recorder's own failure must not cost the profile
             continue
     if not entries:
@@ -89,7 +94,25 @@ def read() -> dict[str, Any]:
         duration = e.get("duration_ms")
         columns["duration_ms"].append(float(duration) if isinstance(duration, (int, float)) else None)
         columns["p2p"].append(bool(e.get("is_p2p", False)))
-    return {"collectives": columns} if entries else {}
+    out: dict[str, Any] = {"collectives": columns}
+    if groups:
+        out["collective_groups"] = groups
+    return out
+
+
+def group_sizes(config: Any) -> dict[str, int]:
+    """Each process group's number of ranks, from the recorder's ``pg_config`` (``{name: {"ranks":
+    "[0, 1]", ...}}``; NCCL's groups list their ranks, gloo's dump says none): the n of NCCL's bus
+    factor, which the job's world size is only for the default group."""
+    out: dict[str, int] = {}
+    for name, group in (config or {}).items() if isinstance(config, dict) else ():
+        ranks = group.get("ranks") if isinstance(group, dict) else None
+        count = len(re.findall(r"\d+", ranks)) if isinstance(ranks, str) else None
+        if isinstance(ranks, list):
+            count = len(ranks)
+        if count:
+            out[str(name)] = count
+    return out
 
 
 def _bytes(sizes: Any, dtypes: Any) -> int:

@@ -317,3 +317,19 @@ def test_the_busbw_benchmark_prints_its_table_on_the_cpu(tmp_path: Path) -> None
         assert row[-1] == row[-2] and float(row[-2]) > 0
         algbw = int(row[2].replace(",", "")) / float(row[3]) / 1e6  # bytes / ms, in GB/s
         assert float(row[-2]) == pytest.approx(algbw, rel=0.02, abs=0.01)  # as printed, rounded
+
+
+def test_a_subgroups_bus_factor_counts_its_own_ranks() -> None:
+    assert collectives.group_sizes(
+        {"0": {"ranks": "[0, 1]"}, "": {"ranks": "[]"}, "1": {"ranks": [0, 2, 4]}}
+    ) == {
+        "0": 2,
+        "1": 3,
+    }
+    assert collectives.group_sizes(None) == {} and collectives.group_sizes({"x": "junk"}) == {}
+    # 2 of a job's 8 ranks, in a group of 2 (their recorder says so): all_reduce's factor 2(2-1)/2 = 1
+    ranks = [_rank(r, [0], durations=[2.0 - r], size=64 * MIB) for r in (0, 1)]
+    for p in ranks:
+        p.metadata["collective_groups"] = {"0": 2}
+    row = _kinds(ranks)["collectives"].evidence[0]
+    assert row["busbw_gbs"] == row["algbw_gbs"] == 67.11  # 64 MiB in 1 ms
