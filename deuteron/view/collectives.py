@@ -291,10 +291,10 @@ def _one_rank(profiles: Sequence[Profile], matched: Matched) -> Advice:
     title = f"rank {record.rank}'s {calls} collective calls by operation, size and dtype, from {SOURCE}: "
     if any(d for ds in groups.values() for d in ds):
         title += (
-            "one rank's file, so the transfer cannot be told from the wait: NCCL's duration runs from "
-            "when this rank's GPU reached the call and holds its wait for the others, and the bus "
-            "bandwidth from it is at most what the link gave; given every rank's file, the two are "
-            "told apart"
+            "only one rank's record, so the transfer cannot be told from the wait: NCCL's duration runs "
+            "from when this rank's GPU reached the call and holds its wait for the others, and the "
+            "bus bandwidth from it is at most what the link gave; given every rank's file, the two "
+            "are told apart"
         )
     else:
         title += "no durations (NCCL records them with TORCH_NCCL_ENABLE_TIMING=1)"

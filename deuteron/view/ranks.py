@@ -4,14 +4,20 @@ and the straggler the others wait for (``deuteron view NAME.rank*.hatchet --advi
 Why communication time names the straggler: a collective's kernel (NCCL's, RCCL's) starts on each
 rank when that rank reaches it and ends when the last rank has; a rank that arrives early spends
 the difference inside the kernel, waiting. So over a step, the ranks' compute differs by what
-each did, and their communication by how long each waited: the rank with the most compute and the
-least communication is the one the others wait for (named when its compute is at least 10% over
-the other ranks' median). What it did instead is where its compute differs most from the rank
-nearest that median: followed from ROOT down the frames that hold most of the difference, as long
-as one frame holds more than half of it.
+each did, and their communication by how long each waited. Where the ranks' files hold their
+collectives' record, the calls say it directly: the rank the others wait for is the one
+:mod:`deuteron.view.collectives` names. Else it is the rank with the most compute and the least
+communication (named when its compute is at least 10% over the other ranks' median).
 
-Only the files are read (each rank's tree and its GPU busy time, and its collectives' record where
-torch kept one: see :mod:`deuteron.view.collectives`), so this holds for any number of ranks.
+What it did instead is looked for on the GPU and on the host. On the GPU: where its compute
+differs most from the rank nearest that median, followed from ROOT down the frames that hold
+most of the difference, as long as one frame holds more than half of it. On the host, where the
+ranks' traces are beside their files: the two ranks' median step, GPU compute and each thread's
+busy time (:mod:`deuteron.view.rank_threads`), with the waits it causes; the larger difference is
+named, since a rank slowed on its CPU keeps the others waiting as well as one slowed on its GPU.
+
+Only the files are read (each rank's tree and its GPU busy time, its collectives' record where
+torch kept one, and two ranks' traces), so this holds for any number of ranks.
 """
 
 from __future__ import annotations

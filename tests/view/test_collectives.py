@@ -193,7 +193,7 @@ def test_one_ranks_file_says_that_its_durations_hold_its_waits() -> None:
     # 256 MiB / 3 ms x 2(8-1)/8 = 89.48 GB/s x 1.75 = 156.59 GB/s; no share of the link's peak
     assert row["nccl_ms_with_wait"] == 3.0 and row["busbw_gbs_with_wait"] == 156.59
     assert "link_peak" not in row and "transfer_ms" not in row
-    assert "one rank's file, so the transfer cannot be told from the wait" in costs.title
+    assert "only one rank's record, so the transfer cannot be told from the wait" in costs.title
     (untimed,) = collective_findings([_rank(0, [0, 1])])
     assert "no durations (NCCL records them with TORCH_NCCL_ENABLE_TIMING=1)" in untimed.title
 
@@ -262,7 +262,7 @@ def test_the_recorded_ddp_jobs_all_reduces_move_far_faster_than_nccls_durations_
     }  # fmt: skip
     # rank 1's file alone cannot tell its transfers from its waits, and says so
     (alone,) = collective_findings(profiles[:1])
-    assert "one rank's file, so the transfer cannot be told from the wait" in alone.title
+    assert "only one rank's record, so the transfer cannot be told from the wait" in alone.title
     alone_rows = {row["path"]: row for row in alone.evidence}
     assert alone_rows["nccl:all_reduce 32.0 MiB Float"]["busbw_gbs_with_wait"] == 3.99  # as before
 
