@@ -9,5 +9,5 @@ from tests.check_corpus.patterns import warmed_up_grid
 
 if __name__ == "__main__":
     doubled, expected = warmed_up_grid()
-    torch.testing.assert_close(doubled, expected)
+    assert torch.allclose(doubled, expected, rtol=1.3e-6, atol=1e-5)
     print("doubled", doubled.numel(), "floats")
