@@ -167,7 +167,10 @@ def assumed_link(
     where the table names no part we know: a profile says its GPUs, not how they are wired."""
     if hosts > 1:
         return LINKS["ib-ndr"], f"{hosts} hosts: their network"
-    for row in (devices.get("CUDA") or {}).values():
+    rows = devices.get("CUDA")
+    for row in rows.values() if isinstance(rows, Mapping) else ():
+        if not isinstance(row, Mapping):
+            continue
         arch, sms = str(row.get("arch")), row.get("num_sms")
         if arch == "100":
             return LINKS["nvlink5"], "one host of B200s"
