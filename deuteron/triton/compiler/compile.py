@@ -131,8 +131,8 @@ def _located_in(ttir: object, file: str) -> bool:
     """Whether the TTIR's operations carry source locations, in this very file."""
     if not isinstance(ttir, str) or re.search(r"^\s+%\S+ = .* loc\(", ttir, re.M) is None:
         return False
-    want = os.path.abspath(file)
-    return any(os.path.abspath(f) == want for f in _FILE_LOC_RE.findall(ttir))
+    want = os.path.realpath(file)  # the same file reached through a link counts as this one
+    return any(os.path.realpath(f) == want for f in _FILE_LOC_RE.findall(ttir))
 
 
 def _failure(exc: Exception) -> CompileFailure:
