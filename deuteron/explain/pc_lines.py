@@ -126,40 +126,48 @@ def callee_frame(file: str, line: int) -> str:
     return where
 
 
+Split = tuple[Frame | None, tuple[Frame, ...]]  # an instruction's line and inlined callees
+
+
 def place(instructions: list[Instruction], chains: list[tuple[Frame, ...]]) -> list[PcSite]:
     """Each instruction placed on a line of the kernel (the module's text says how)."""
     kernel = kernel_file(chains)
     split = [split_frames(frames, kernel) for frames in chains]
-    blocks = basic_blocks(instructions)
+    near = _nearest_located(basic_blocks(instructions), [line is not None for line, _ in split])
     sites = []
     for i, ins in enumerate(instructions):
         line, callees = split[i]
         placed = (INLINED if callees else ON_LINE) if line is not None else UNPLACED
-        if line is None:
-            near = _nearest_located(i, blocks, split)
-            if near is not None:
-                line, placed = split[near][0], IN_BLOCK
-                callees = callees or split[near][1]
+        j = near[i]
+        if line is None and j is not None:
+            line, placed = split[j][0], IN_BLOCK
+            callees = callees or split[j][1]
         sites.append(PcSite(ins.offset, ins.text, ins.ptx_line, chains[i], line, callees, placed))
     return sites
 
 
-Split = tuple[Frame | None, tuple[Frame, ...]]  # an instruction's line and inlined callees
-
-
-def _nearest_located(i: int, blocks: list[int], split: list[Split]) -> int | None:
-    """The index of the nearest instruction of ``i``'s basic block with a line of its own
-    (the earlier one on a tie), or None when the block has none."""
-    for step in range(1, len(blocks)):
-        inside = False
-        for j in (i - step, i + step):
-            if 0 <= j < len(blocks) and blocks[j] == blocks[i]:
-                inside = True
-                if split[j][0] is not None:
-                    return j
-        if not inside:
-            return None
-    return None
+def _nearest_located(blocks: list[int], located: list[bool]) -> list[int | None]:
+    """For each instruction, the index of the nearest one of its basic block that has a line of
+    its own (the earlier one on a tie; itself when it has one), None when its block has none. Two
+    passes, so a kernel without line info (every block unlocated) costs no more than one with."""
+    n = len(blocks)
+    before: list[int | None] = [None] * n
+    after: list[int | None] = [None] * n
+    for i in range(n):
+        if located[i]:
+            before[i] = i
+        elif i and blocks[i - 1] == blocks[i]:
+            before[i] = before[i - 1]
+    for i in range(n - 1, -1, -1):
+        if located[i]:
+            after[i] = i
+        elif i + 1 < n and blocks[i + 1] == blocks[i]:
+            after[i] = after[i + 1]
+    out: list[int | None] = []
+    for i in range(n):
+        b, a = before[i], after[i]
+        out.append(a if b is None or (a is not None and a - i < i - b) else b)
+    return out
 
 
 @dataclass
