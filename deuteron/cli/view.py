@@ -19,6 +19,7 @@ from deuteron.render.console import render_flat, render_profile
 from deuteron.render.json_tree import render_json
 from deuteron.view import advise, doctor, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
+from deuteron.view.collectives import collective_findings
 from deuteron.view.flat import flat_rows
 from deuteron.view.jobs import check_one_job
 from deuteron.view.ranks import advise_ranks
@@ -269,7 +270,10 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
         say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
     if args.advise:  # several ranks: side by side, and the straggler
-        findings = advise_ranks(profiles, sources) if len(profiles) > 1 else advise.advise(profile)
+        if len(profiles) > 1:
+            findings = advise_ranks(profiles, sources)
+        else:  # one rank's file: its steps from the trace beside it, its calls said alone
+            findings = advise.advise(profile, source=sources[0]) + collective_findings([profile])
         if args.json:
             json.dump({"advice": [f.as_json() for f in findings]}, sys.stdout, indent=1)
             print()
@@ -280,7 +284,7 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         full = bool(getattr(args, "full_names", False))
         wanted = getattr(args, "summary", None)
         if (sys.stdout.isatty() if wanted is None else wanted) and base is None and len(profiles) == 1:
-            for line in summary_lines(profile, full_names=full):
+            for line in summary_lines(profile, full_names=full, source=sources[0]):
                 print(printable(line))
         render_profile(view.tree, view.columns, signed=view.signed, full_names=full)
         if args.print_sorted:

@@ -164,7 +164,7 @@ def profile_data(
         "total_nodes": total,
         "pruned_nodes": total - len(parent),
         "threshold": threshold,
-        "summary": summary_lines(profile),  # the lines deuteron view --summary prints
+        "summary": summary_lines(profile, source=source),  # the lines deuteron view --summary prints
         "warnings": [],
     }
     if base is not None:
