@@ -43,7 +43,9 @@ from deuteron.model.intra import ScopeRow
 from deuteron.model.names import source_frame
 
 NO_LINE = "<no source line>"  # PCs of a kernel with a line table whose instruction has no line
-_SOURCE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')  # nvdisasm -g's line markers
+# nvdisasm -gi's line markers, one per frame of an inlined chain, innermost first:
+# ``//## File "std.py", line 287 inlined at "std.py", line 314``, ..., ``//## File "k.py", line 21``
+_SOURCE_RE = re.compile(r'^\s*//## File "([^"]*)", line (\d+)')
 _OFFSET_RE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/")
 # Triton's own package (its language, libraries and runtime, installed or from a checkout) and
 # libdevice: code there is not the user's, so a line there is a callee, never the sampled line.
@@ -88,10 +90,12 @@ def is_library_file(path: str) -> bool:
 
 
 def kernel_file(chains: list[tuple[Frame, ...]]) -> str:
-    """The kernel's own file: the commonest outermost frame's file (the kernel's body is the
-    outermost function of every complete chain). It counts as the user's even inside Triton's
+    """The kernel's own file: the commonest outermost frame's file outside Triton's package (the
+    kernel's body is the outermost function of every complete chain), or inside it when every
+    chain ends there (Triton's own kernels). It counts as the user's even inside Triton's
     package, so Triton's own kernels get lines too."""
-    files = Counter(frames[-1][0] for frames in chains if frames)
+    outer = [frames[-1][0] for frames in chains if frames]
+    files = Counter(f for f in outer if not is_library_file(f)) or Counter(outer)
     return files.most_common(1)[0][0] if files else ""
 
 
@@ -214,20 +218,24 @@ class LineTable:
 
 
 def _debug_lines(cubin: bytes) -> dict[int, tuple[Frame, ...]]:
-    """Each instruction's source line from the cubin's ``.debug_line`` (``nvdisasm -g``), for a
-    kernel whose PTX is not at hand. Less exact than the PTX route (:mod:`.sass` says why: an
-    inline-asm block's lines), so used only then."""
+    """Each instruction's source line from the cubin's ``.debug_line`` (``nvdisasm -gi``), for a
+    kernel whose PTX is not at hand: an inlined chain is one marker per frame. Less exact than the
+    PTX route (:mod:`.sass` says why: an inline-asm block's lines), so used only then."""
     try:
-        text = run_tool("nvdisasm", ["-c", "-g"], cubin)
+        text = run_tool("nvdisasm", ["-c", "-gi"], cubin)
     except ExplainError:
         return {}
     out: dict[int, tuple[Frame, ...]] = {}
     current: tuple[Frame, ...] = ()
+    chained = False  # the marker before was one too: this one is the next frame out
     for raw in text.splitlines():
         m = _SOURCE_RE.match(raw)
         if m:
-            current = ((m.group(1), int(m.group(2))),)
+            frame = (m.group(1), int(m.group(2)))
+            current = (*current, frame) if chained else (frame,)
+            chained = True
             continue
+        chained = False
         m = _OFFSET_RE.match(raw)
         if m:
             out[int(m.group(1), 16)] = current

@@ -76,9 +76,9 @@ def _hot_lines() -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LineTable]:
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[bytes, str]]:
     """The benchmark's two kernels compiled for cuda:90 once (in a fresh process: the test
-    session runs Triton's interpreter), their line tables built here."""
+    session runs Triton's interpreter): each one's cubin and PTX."""
     out = tmp_path_factory.mktemp("hot_line_cubins")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
@@ -92,10 +92,12 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, LineTable]:
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     names = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {
-        name: LineTable.build((out / f"{name}.cubin").read_bytes(), (out / f"{name}.ptx").read_text())
-        for name in names
-    }
+    return {name: ((out / f"{name}.cubin").read_bytes(), (out / f"{name}.ptx").read_text()) for name in names}
+
+
+@pytest.fixture(scope="module")
+def tables(compiled: dict[str, tuple[bytes, str]]) -> dict[str, LineTable]:
+    return {name: LineTable.build(cubin, ptx) for name, (cubin, ptx) in compiled.items()}
 
 
 def _lines(table: LineTable) -> Counter[int | None]:
@@ -138,6 +140,22 @@ def test_an_inlined_tl_sum_is_on_the_calling_line_with_the_callee_below(tables: 
     rows = line_rows("row_sum_loop", np.array(sorted(table.sites)), {"num_samples": np.ones(total)}, table)
     below = [r for r in rows if len(r.path) > 1]
     assert below and all(r.path[0].endswith(f":{hot}@row_sum_loop") for r in below)
+
+
+@pytest.mark.slow
+def test_without_the_ptx_the_cubins_own_inlined_chains_give_the_same_callees(
+    compiled: dict[str, tuple[bytes, str]], tables: dict[str, LineTable]
+) -> None:
+    """A kernel found as a cubin alone: ``nvdisasm -gi`` prints each chain one frame per marker.
+    Where the PTX had ``inlined_at`` (ptxas then keeps the chain), it gives the PTX's callees."""
+    cubin, ptx = compiled["row_sum_loop"]
+    alone, hot = LineTable.build(cubin, None), _hot_lines()["row_sum_loop"]
+    assert not any(s.line and is_library_file(s.line[0]) for s in alone.sites.values())
+    assert alone.placement()[UNPLACED] == 0 and _lines(alone)[hot] / len(alone.sites) >= 0.8
+    if "inlined_at" in ptx:
+        via_ptx = tables["row_sum_loop"].sites
+        same = sum(site.callees == via_ptx[offset].callees for offset, site in alone.sites.items())
+        assert same / len(alone.sites) > 0.98 and alone.placement()[INLINED] > 0
 
 
 def _instr(offset: int, text: str = "FADD R0, R1, R2", label: bool = False) -> Instruction:
