@@ -38,7 +38,7 @@ import numpy as np
 
 from deuteron.explain.errors import ExplainError
 from deuteron.explain.sass import Instruction, basic_blocks, disassemble, run_tool
-from deuteron.explain.stages import Frame, ptx_lines, same_file, sass_lines
+from deuteron.explain.stages import Frame, ptx_lines, sass_lines
 from deuteron.model.intra import ScopeRow
 from deuteron.model.names import source_frame
 
@@ -105,7 +105,7 @@ def split_frames(frames: tuple[Frame, ...], kernel: str) -> tuple[Frame | None, 
     none (a location only in Triton's code, whose call site the PTX did not give)."""
     for i in range(len(frames) - 1, -1, -1):
         file = frames[i][0]
-        if (kernel and same_file(file, kernel)) or not is_library_file(file):
+        if file == kernel or not is_library_file(file):
             return frames[i], tuple(reversed(frames[:i]))
     return None, tuple(reversed(frames))
 
