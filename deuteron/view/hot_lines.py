@@ -178,17 +178,21 @@ def sampled_kernels(profile: Profile) -> dict[str, SampledKernel]:
         kernel.samples += own
         _add_stalls(kernel.stalls, node.metrics)
         for child in below:
-            n = _int(child.metrics.get(SAMPLES))
-            kernel.samples += n
-            _add_stalls(kernel.stalls, child.metrics)
+            # A line's samples with those of the callees inlined into it (frames below the line:
+            # ``tl.sum (standard.py:314)``), so the line holds everything its code cost.
             place = parse_source_frame(child.name)
-            if place is None or not n:
-                continue
-            key = (place[0], place[1])
-            line = kernel.lines.setdefault(key, SampledLine(*key))
-            line.samples += n
-            line.not_issued += _int(child.metrics.get(NOT_ISSUED))
-            _add_stalls(line.stalls, child.metrics)
+            key = (place[0], place[1]) if place else None
+            line = kernel.lines.setdefault(key, SampledLine(*key)) if key else None
+            for part in child.walk():
+                n = _int(part.metrics.get(SAMPLES))
+                kernel.samples += n
+                _add_stalls(kernel.stalls, part.metrics)
+                if line is not None and n:
+                    line.samples += n
+                    line.not_issued += _int(part.metrics.get(NOT_ISSUED))
+                    _add_stalls(line.stalls, part.metrics)
+            if key is not None and line is not None and not line.samples:
+                del kernel.lines[key]
     return out
 
 

@@ -52,7 +52,9 @@ def test_records_survive_to_ttgir_and_the_hoisted_work_is_named(tmp_path: Path) 
     script = tmp_path / "tiled.py"
     script.write_text(PROGRAM)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(PYTHONPATH=str(REPO), TRITON_DEFAULT_FP_FUSION="1", TRITON_CACHE_DIR=str(tmp_path / "cache"))
+    # REPO first, and whatever PYTHONPATH already holds after it (CI's Triton 3.6 folders)
+    path = os.pathsep.join(filter(None, (str(REPO), os.environ.get("PYTHONPATH"))))
+    env.update(PYTHONPATH=path, TRITON_DEFAULT_FP_FUSION="1", TRITON_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])

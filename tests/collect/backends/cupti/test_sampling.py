@@ -153,6 +153,22 @@ def test_thin_evidence_gives_no_advice() -> None:
     assert total == 1800 and kernels[0][1][0].stall == "stalled_long_scoreboard"
 
 
+def test_a_lines_inlined_callees_count_on_the_line() -> None:
+    """Samples filed below a line (``tl.sum (standard.py:314)``, inlined into it) are the line's."""
+    profile = Profile()
+    line = profile.root.child("k", KERNEL).child("/a/k.py:21@k")
+    profile.add_metrics(line, {"num_samples": 350, "stalled_wait": 350})
+    callee = line.child("tl.sum (standard.py:314)")
+    profile.add_metrics(callee, {"num_samples": 600, "stalled_long_scoreboard": 600})
+    profile.add_metrics(callee.child("_sum_combine (standard.py:287)"), {"num_samples": 50})
+    kernel = sampled_kernels(profile)["k"]
+    assert kernel.samples == 1000
+    assert kernel.lines[("/a/k.py", 21)].samples == 1000
+    assert set(kernel.lines) == {("/a/k.py", 21)}  # the callees are not lines of their own
+    kernels, _total = hot_lines(profile)
+    assert kernels[0][1][0].stall == "stalled_long_scoreboard"
+
+
 @pytest.mark.slow
 def test_explain_joins_a_sampled_profile_to_its_kernels(tmp_path: Path) -> None:
     hatchet.write(_replayed().profile, tmp_path / "sampled.hatchet")
