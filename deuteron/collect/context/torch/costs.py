@@ -19,20 +19,38 @@ from deuteron.model.metrics import CALLS, CPU_TIME, EXC, FLOPS
 from deuteron.model.tree import Profile
 
 
-def _cover_marks(ns: np.ndarray, parent: np.ndarray, kind: np.ndarray, marks: np.ndarray) -> None:
-    """Each module call's time covers the ``backward`` filed under it: a mark's time is added to
-    every frame above it up to its base (the module, the modules around it, an op or scope that
+def cover_backward(
+    ns: np.ndarray, parent: np.ndarray, kind: np.ndarray, marks: np.ndarray, untimed: np.ndarray
+) -> None:
+    """Each module call's time covers the ``backward`` filed under it: what a mark covers is added
+    to every frame above it up to its base (the module, the modules around it, an op or scope that
     called them), whose own spans timed the forward only. So a module's ``cpu_time`` is its forward
     and its backward, the ``backward`` child shows the backward part, and every frame covers its
-    children (docs/profiling.md, "CPU time")."""
-    for mark in np.flatnonzero(marks).tolist():
-        spent = int(ns[mark])
+    children (docs/viewing.md, "One rule for every number").
+
+    What a mark covers is its own time, or what the frames below it cover where that is more: on
+    a GPU run the backward nodes are read at launches and left untimed (``untimed``), while the
+    ops they ran are timed. Trie ids grow from parent to child, so one pass from the last id up
+    sums every node's children before the node itself."""
+    mark_ids = np.flatnonzero(marks)
+    if not len(mark_ids):
+        return
+    timed = np.where(untimed, 0, ns)
+    covered = timed.copy()
+    below = np.zeros_like(ns)
+    parents = parent.tolist()
+    for node in range(len(ns) - 1, int(mark_ids.min()) - 1, -1):  # nothing above the first mark is below one
+        value = max(int(timed[node]), int(below[node]))
+        covered[node] = value
+        below[parents[node]] += value
+    for mark in mark_ids.tolist():
+        spent = int(covered[mark])
         if not spent:
             continue
-        above = int(parent[mark])
+        above = parents[mark]
         while above and kind[above] != BASE:
             ns[above] += spent
-            above = int(parent[above])
+            above = parents[above]
 
 
 class CostFiling:
@@ -63,7 +81,12 @@ class CostFiling:
         backward = (kind == BACKWARD) & marks[parent]
         ns = ns.astype(np.int64)
         np.add.at(ns, parent[backward].astype(np.int64), ns[backward])  # a mark: its nodes' sum
-        _cover_marks(ns, parent, kind, marks)
+        untimed = np.zeros(count, bool)
+        if ops_untimed:
+            untimed |= kind == OP
+        if nodes_untimed:
+            untimed |= (kind == BACKWARD) | marks
+        cover_backward(ns, parent, kind, marks, untimed)
         totals = {"ns": ns, "calls": calls.astype(np.int64), "flops": flops.astype(np.int64)}
         deltas = {}
         for key, value in totals.items():
@@ -81,10 +104,7 @@ class CostFiling:
             if kind[place_id] == BASE:
                 continue
             metrics: dict[str, int] = {}
-            untimed = (ops_untimed and kind[place_id] == OP) or (
-                nodes_untimed and kind[place_id] in (BACKWARD, MARK)
-            )
-            if not untimed:
+            if not untimed[place_id]:
                 metrics[CPU_TIME] = int(deltas["ns"][place_id])
             if deltas["calls"][place_id]:
                 metrics[CALLS] = int(deltas["calls"][place_id])
