@@ -333,3 +333,16 @@ def test_a_subgroups_bus_factor_counts_its_own_ranks() -> None:
         p.metadata["collective_groups"] = {"0": 2}
     row = _kinds(ranks)["collectives"].evidence[0]
     assert row["busbw_gbs"] == row["algbw_gbs"] == 67.11  # 64 MiB in 1 ms
+
+
+def test_a_long_wait_at_set_up_does_not_hide_the_straggler() -> None:
+    """Two H200s, a planted straggler: rank 0 came 180 ms late to the first all-reduce (set-up),
+    rank 1 last at every call after it by 7 ms. The first call of an operation is set-up: it is
+    shown in the totals, and rank 1 is still named."""
+    arrivals_0 = [180.0] + [100.0 * k for k in range(1, 9)]
+    arrivals_1 = [0.0] + [100.0 * k + 7 for k in range(1, 9)]
+    found = _kinds([_rank(0, arrivals_0), _rank(1, arrivals_1)])
+    title = found["waits"].title
+    assert title.startswith("rank 1 holds the others up: it reaches 8 of 9 calls last"), title
+    # the share of all the waiting, set-up included, is what it is: 56 of 236 ms
+    assert "the others wait 56.00 ms in all for it (24% of all the waiting, 100% after each operation" in title
