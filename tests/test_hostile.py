@@ -149,6 +149,7 @@ def test_names_cannot_drive_the_terminal(tmp_path: Path):
     ],
     ids=["infinite-ts", "negative-dur"],
 )
+@pytest.mark.broken_profile  # a negative duration on purpose
 def test_hostile_traces(tmp_path: Path, text: str):
     path = tmp_path / "t.chrome_trace"
     path.write_text(text)

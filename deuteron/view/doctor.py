@@ -11,6 +11,7 @@ hook (``tests/conftest.py``) checks every file a test writes through :func:`chec
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +118,8 @@ def is_checkable(path: str | os.PathLike[str]) -> bool:
     """Whether a file's first bytes look like a profile or a trace (JSON that holds a frame or
     trace events, or msgpack), so that the tests' hook leaves other JSON alone unread."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO would block the read, a device never end
         with open(path, "rb") as f:
             head = f.read(4096)
     except OSError:

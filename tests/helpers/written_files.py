@@ -16,9 +16,11 @@ turns the check off (to measure what it costs).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import os
+import stat
 from pathlib import Path
 
 from deuteron.model.errors import DeuteronError
@@ -70,14 +72,16 @@ def checking() -> bool:
 
 
 def written(folder: Path) -> list[Path]:
-    """The candidate files under ``folder``, symlinks (the docs test's ``examples/``) not followed."""
+    """The candidate files under ``folder``: regular files only, symlinks (the docs test's
+    ``examples/``) not followed."""
     out = []
     for top, _dirs, files in os.walk(folder):
         for name in files:
             if name.endswith(SUFFIXES):
                 path = Path(top) / name
-                if not path.is_symlink():
-                    out.append(path)
+                with contextlib.suppress(OSError):
+                    if stat.S_ISREG(path.lstat().st_mode):  # no link, FIFO (the hostile tests') or device
+                        out.append(path)
     return sorted(out)
 
 
