@@ -103,20 +103,17 @@ def test_the_fixtures_checked_include_protons_and_the_recorded_ranks() -> None:
     assert set(BROKEN) <= keys
 
 
-@pytest.mark.parametrize(
-    ("folder", "context"),
-    [
-        ("cupti_sampling", "shadow"),
-        ("cupti_torch", "torch"),
-        ("cupti_python", "python"),
-        ("cupti_shadow", "shadow"),
-        ("cupti_native", "native"),
-        ("cupti_jax", "jax"),
-    ],
-)
+CUPTI_RUNS = sorted(p.name for p in FIXTURES_DIR.glob("cupti_*") if (p / "drain000.json").is_file())
+SAMPLED = {name for name in CUPTI_RUNS if (FIXTURES_DIR / name / "samples_000.json").is_file()}
+
+
+@pytest.mark.parametrize("folder", CUPTI_RUNS)
 def test_every_recorded_cupti_run_replays_into_a_profile_that_keeps_the_rules(
-    folder: str, context: str, tmp_path: Path
+    folder: str, tmp_path: Path
 ) -> None:
+    """Each recorded run filed with the context it was recorded with (named by its folder)."""
+    context = folder.removeprefix("cupti_")
+    context = context if context in ("torch", "python", "native", "jax") else "shadow"
     session = Session(0, "fixture", backend="interpreter", context=context)
     replay(FIXTURES_DIR / folder, session)
     path = hatchet.write(session.profile, tmp_path / f"{folder}.hatchet")  # the conftest hook checks it too
@@ -124,7 +121,11 @@ def test_every_recorded_cupti_run_replays_into_a_profile_that_keeps_the_rules(
     assert [str(v) for v in check.audit.violations] == []
     rules = [str(r) for r in check.audit.rules]
     # the sampled run's kernels hold what its metadata says was sampled of each
-    assert ("samples" if folder == "cupti_sampling" else "samples n/a (not a sampled profile)") in rules
+    assert ("samples" if folder in SAMPLED else "samples n/a (not a sampled profile)") in rules
+
+
+def test_the_recorded_cupti_runs_include_the_sampled_ones() -> None:
+    assert {"cupti_sampling", "cupti_torch", "cupti_jax"} <= set(CUPTI_RUNS) and "cupti_sampling" in SAMPLED
 
 
 def test_the_report_lists_twenty_violations_then_counts_the_rest(tmp_path: Path) -> None:
