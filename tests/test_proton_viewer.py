@@ -91,7 +91,6 @@ def _values(text: str) -> dict[str, str]:
         ["-m", "count", "-i", ".*elementwise.*"],
         ["-m", "avg_time/us", "-d", "2"],
         ["-m", "time/%", "-t", "1"],
-        ["-m", "util"],
     ],
 )
 def test_deuteron_view_shows_proton_viewers_numbers(proton_fixtures: Path, options: list[str]) -> None:
@@ -116,3 +115,17 @@ def test_deuteron_view_shows_proton_viewers_numbers(proton_fixtures: Path, optio
                 assert (value, mine) == ("nan", "-"), (name, options, frame)
                 continue
             assert float(mine) == pytest.approx(float(value), rel=2e-3, abs=1e-3), (name, options, frame)
+
+
+def test_util_without_bytes_or_flops_is_unknown_where_proton_viewer_prints_0(proton_fixtures: Path) -> None:
+    """Proton's files from an H200 count no bytes or flops on their kernels: proton-viewer's ``util``
+    is 0 on every kernel, ``deuteron view`` says in one line that no frame has it (issue 39: a number
+    that cannot be computed is not 0)."""
+    from tests.helpers.cli import run_cli
+
+    path = str(proton_fixtures / "proton_python.hatchet")
+    theirs = proton_viewer("-m", "util", path)
+    assert theirs.returncode == 0 and set(_values(theirs.stdout).values()) <= {"0.000", "nan"}, theirs.stdout
+    ours = run_cli("view", "-m", "util", path, cwd=proton_fixtures.parent)
+    assert ours.returncode == 2 and "Traceback" not in ours.stderr
+    assert ours.stderr.startswith("deuteron: error: no frame has util"), ours.stderr
