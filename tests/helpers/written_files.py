@@ -24,7 +24,6 @@ import stat
 from pathlib import Path
 
 from deuteron.model.errors import DeuteronError
-from deuteron.model.invariants import SPANS, Violation
 from deuteron.view import doctor
 from tests.helpers.paths import FIXTURES_DIR
 
@@ -85,36 +84,9 @@ def written(folder: Path) -> list[Path]:
     return sorted(out)
 
 
-def _short(v: Violation) -> float:
-    return (v.bound or 0) - (v.value or 0)
-
-
-def unexplained(violations: list[Violation]) -> list[Violation]:
-    """The violations but those of one known break of ``-c torch``'s CPU trees, not fixed yet.
-
-    Autograd's engine runs work after a backward node (a bias gradient summed to its shape:
-    ``aten::sum``, ``aten::view``) inside its ``evaluate_function``, and ``-c torch`` files that work
-    under the node (``_torch_ops.cpp``, ``on_enter``: "it belongs to the same node") while the
-    node's ``cpu_time`` is its own span, which ended before. So a node below a ``backward`` frame
-    can fall short of its children, and each frame above it (the ``backward`` mark, its module,
-    theirs) by at most as much: such a node's break, and a frame's that the breaks below it
-    explain, pass here. ``deuteron view --check`` and every other rule stay strict."""
-    nodes = [v for v in violations if v.rule == SPANS and " > backward > " in v.where and v.value is not None]
-    out = []
-    for v in violations:
-        if v in nodes:
-            continue
-        if v.rule == SPANS and v.value is not None:
-            below = sum(_short(n) for n in nodes if n.where.startswith(v.where + " > "))
-            if below and _short(v) <= below:
-                continue
-        out.append(v)
-    return out
-
-
 def broken_written_files(folder: Path) -> list[str]:
-    """The report lines of every profile or trace under ``folder`` that breaks a rule (but for the
-    known break :func:`unexplained` lets pass); empty when all keep them."""
+    """The report lines of every profile or trace under ``folder`` that breaks a rule; empty when
+    all keep them."""
     lines: list[str] = []
     for path in written(folder):
         try:
@@ -124,9 +96,7 @@ def broken_written_files(folder: Path) -> list[str]:
             check = doctor.check_file(path)
         except (DeuteronError, OSError):
             continue  # not a profile or trace, or damaged on purpose: the readers' tests judge those
-        left = unexplained(check.audit.violations)
-        if left:
-            check.audit.violations = left
+        if check.audit.violations:
             shown, _ok = doctor.report([check], limit=5)
             lines.extend(shown)
     return lines

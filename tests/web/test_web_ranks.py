@@ -63,6 +63,14 @@ def _many_ranks(folder: Path, ranks: int) -> list[Path]:
     for doc in recorded:
         last = max(e["ts"] for e in doc["traceEvents"] if "ts" in e)
         doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("ph") == "M" or e["ts"] >= last - 60_000]
+        # a flow whose start the cut left out goes whole (a file keeps every flow's two ends)
+        starts = {(e.get("cat"), e["id"]) for e in doc["traceEvents"] if e.get("ph") == "s"}
+        ends = {(e.get("cat"), e["id"]) for e in doc["traceEvents"] if e.get("ph") in ("f", "t")}
+        doc["traceEvents"] = [
+            e
+            for e in doc["traceEvents"]
+            if e.get("ph") not in ("s", "f", "t") or (e.get("cat"), e["id"]) in starts & ends
+        ]
     rng = random.Random(7)
     out = []
     for r in range(ranks):
@@ -80,6 +88,7 @@ def _many_ranks(folder: Path, ranks: int) -> list[Path]:
     return out
 
 
+@pytest.mark.broken_profile  # rank 37's kernels stretched 1.5x overlap in their stream's lane, on purpose
 def test_64_ranks_start_folded_and_draw_within_the_frame_budget(tmp_path: Path, watched: Watched) -> None:
     folder = unpacked("ddp", tmp_path)
     paths = _many_ranks(folder, 64)

@@ -19,38 +19,39 @@ from deuteron.model.metrics import CALLS, CPU_TIME, EXC, FLOPS
 from deuteron.model.tree import Profile
 
 
-def cover_backward(
-    ns: np.ndarray, parent: np.ndarray, kind: np.ndarray, marks: np.ndarray, untimed: np.ndarray
-) -> None:
-    """Each module call's time covers the ``backward`` filed under it: what a mark covers is added
-    to every frame above it up to its base (the module, the modules around it, an op or scope that
-    called them), whose own spans timed the forward only. So a module's ``cpu_time`` is its forward
-    and its backward, the ``backward`` child shows the backward part, and every frame covers its
-    children (docs/viewing.md, "One rule for every number").
+def cover_backward(ns: np.ndarray, parent: np.ndarray, kind: np.ndarray, untimed: np.ndarray) -> None:
+    """Every frame's time covers its children, as every view reads it (docs/viewing.md, "One rule
+    for every number"), made so in the totals filed:
 
-    What a mark covers is its own time, or what the frames below it cover where that is more: on
-    a GPU run the backward nodes are read at launches and left untimed (``untimed``), while the
-    ops they ran are timed. Trie ids grow from parent to child, so one pass from the last id up
-    sums every node's children before the node itself."""
-    mark_ids = np.flatnonzero(marks)
-    if not len(mark_ids):
+    - a module call's time covers the ``backward`` filed under it: what each mark covers is added
+      to every frame above it (the module, the modules around it, an op or scope that called them),
+      whose own spans timed the forward only. So a module's ``cpu_time`` is its forward and its
+      backward, and the ``backward`` child shows the backward part;
+    - a frame covers its children where they add up to more than its own span: autograd runs the
+      engine's work for a node (the bias gradient's ``aten::sum``) after the node's span ended, and
+      it is filed under the node; on a GPU run the backward nodes are read at launches and left
+      untimed (``untimed``) while the ops they ran are timed.
+
+    Trie ids grow from parent to child, so one pass from the last id up has every node's children
+    done before the node itself. Bases (contexts, not timed frames) keep their own."""
+    count = len(ns)
+    if count < 2:
         return
-    timed = np.where(untimed, 0, ns)
-    covered = timed.copy()
-    below = np.zeros_like(ns)
+    timed = np.where(untimed, 0, ns).tolist()
     parents = parent.tolist()
-    for node in range(len(ns) - 1, int(mark_ids.min()) - 1, -1):  # nothing above the first mark is below one
-        value = max(int(timed[node]), int(below[node]))
-        covered[node] = value
-        below[parents[node]] += value
-    for mark in mark_ids.tolist():
-        spent = int(covered[mark])
-        if not spent:
-            continue
-        above = parents[mark]
-        while above and kind[above] != BASE:
-            ns[above] += spent
-            above = parents[above]
+    kinds = kind.tolist()
+    below = [0] * count  # the children's covered times
+    marked = [0] * count  # the marks' covered times under a node (its backward, outside its span)
+    for node in range(count - 1, 0, -1):
+        value = max(timed[node] + marked[node], below[node])
+        up = parents[node]
+        below[up] += value
+        if kinds[node] == MARK:
+            marked[up] += value
+        elif kinds[node] != BASE:
+            marked[up] += marked[node]
+        if kinds[node] != BASE:
+            ns[node] = value
 
 
 class CostFiling:
@@ -86,7 +87,7 @@ class CostFiling:
             untimed |= kind == OP
         if nodes_untimed:
             untimed |= (kind == BACKWARD) | marks
-        cover_backward(ns, parent, kind, marks, untimed)
+        cover_backward(ns, parent, kind, untimed)
         totals = {"ns": ns, "calls": calls.astype(np.int64), "flops": flops.astype(np.int64)}
         deltas = {}
         for key, value in totals.items():

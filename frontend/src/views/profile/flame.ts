@@ -40,7 +40,7 @@ export class Flame {
     this.column = m.data.primary;
     this.canvas = h("canvas", { class: "flame-canvas", "data-zoom": "ROOT", "data-zoom-node": 0, "data-selected": -1, "data-drawn": 0 });
     this.tip = h("div", { class: "tip", hidden: true });
-    this.note = h("p", { class: "flame-note flame-rule", role: "status", hidden: true });
+    this.note = h("p", { class: "flame-rule", role: "status", hidden: true });
     this.el = h("div", { class: "flame-box" }, this.note, this.canvas, this.tip);
     this.canvas.addEventListener("mousemove", (e) => this.hover(e));
     this.canvas.addEventListener("mouseleave", () => this.unhover());

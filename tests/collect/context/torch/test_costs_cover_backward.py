@@ -15,10 +15,11 @@ PARENT = np.array([0, 0, 1, 2, 3, 3, 5, 6], np.uint32)
 KIND = np.array([0, BASE, MODULE, MODULE, OP, MARK, BACKWARD, OP], np.uint8)
 
 
-def _covered(ns: list[int], untimed_kinds: tuple[int, ...]) -> np.ndarray:
+def _covered(ns: list[int], untimed_kinds: tuple[int, ...], parent: np.ndarray = PARENT,
+             kind: np.ndarray = KIND) -> np.ndarray:  # fmt: skip
     out = np.array(ns, np.int64)
-    untimed = np.isin(KIND, untimed_kinds)
-    cover_backward(out, PARENT, KIND, KIND == MARK, untimed)
+    untimed = np.isin(kind, untimed_kinds)
+    cover_backward(out, parent, kind, untimed)
     return out
 
 
@@ -39,3 +40,13 @@ def test_untimed_backward_nodes_are_covered_by_the_ops_they_ran() -> None:
 def test_with_ops_untimed_too_nothing_is_known_below_the_mark() -> None:
     ns = _covered([0, 0, 10, 6, 5, 0, 0, 11], (MARK, BACKWARD, OP))
     assert ns[3] == 6 and ns[2] == 10
+
+
+def test_engine_work_after_a_node_is_covered_by_the_node() -> None:
+    """Autograd sums the bias gradient (``aten::sum``, 8) after ``AddmmBackward0``'s span (12)
+    ended, under the node: the node covers its ops (11 + 8), the mark and the module follow."""
+    parent = np.append(PARENT, 6).astype(np.uint32)  # 8: aten::sum under the backward node
+    kind = np.append(KIND, OP).astype(np.uint8)
+    ns = _covered([0, 0, 10, 6, 5, 12, 12, 11, 8], (), parent, kind)
+    assert ns[6] == 19 and ns[5] == 19
+    assert ns[3] == 6 + 19 and ns[2] == 10 + 19
