@@ -68,7 +68,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Every test in a ``*_gpu.py`` file is a GPU test: marked ``gpu``, and skipped, with the
-    reason, where the CUPTI backend cannot run; files with a slow test run first."""
+    reason, where the CUPTI backend cannot run."""
     from deuteron.collect.backends.cupti import unavailable_reason
 
     why = unavailable_reason()
@@ -77,11 +77,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.gpu)
             if why is not None:
                 item.add_marker(pytest.mark.skip(reason=f"needs the CUPTI backend: {why}"))
-    # Files with a slow test first, each file's tests together and in their order: pytest-xdist
-    # hands tests out in this order, so the long ones start early and no worker is left alone with
-    # one at the end (a 47 s torchrun test last held CI up by most of a minute).
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_files)
 
 
 @pytest.hookimpl(wrapper=True)
