@@ -143,7 +143,10 @@ ALIKE_NS = 20_000  # moves whose ends' spread is within this of the tightest are
 
 
 def _renumber(
-    traces: Sequence[TraceColumns], calls: list[dict[tuple[str, int], int]], shift: list[float]
+    traces: Sequence[TraceColumns],
+    calls: list[dict[tuple[str, int], int]],
+    shift: list[float],
+    shared_clock: bool = False,
 ) -> dict[int, int]:
     """Number each rank's collectives as the reference rank's are, in place.
 
@@ -156,6 +159,11 @@ def _renumber(
     them the one whose offset is smallest on the clock as placed so far (``shift``). Both matter:
     calls come at uneven gaps, so a wrong move spreads the differences; but a training job repeats
     its calls step after step, so a move by one step's calls lines them up as well, a step away.
+    On one clock (``shared_clock``: the ranks of one host) the right move is the one whose
+    offset is smallest, whatever the spreads: a call ends at one moment on every rank, and the
+    spread only measures how late each rank's thread saw it (on a busy host, milliseconds), which
+    can exceed that of a wrong move when the calls come at even gaps (a loop of four all-reduces
+    30 ms apart was renumbered by one call).
     Returns the ranks matched with a move, and the largest move of each: worth saying, as hosts'
     clocks a step or more apart would give the same."""
     ref = max(range(len(traces)), key=lambda r: len(calls[r]))
@@ -186,7 +194,7 @@ def _renumber(
             best = 0
             if tried:
                 tightest = min(spread for spread, _, _ in tried)
-                alike = [t for t in tried if t[0] <= 2 * tightest + ALIKE_NS]
+                alike = tried if shared_clock else [t for t in tried if t[0] <= 2 * tightest + ALIKE_NS]
                 best = min(alike, key=lambda t: (t[1], abs(t[2])))[2]
             for k, i in rows:
                 renumbered[(name, k + best)] = i
@@ -247,7 +255,7 @@ def join(traces: Sequence[TraceColumns], sources: Sequence[str]) -> JobTrace:
         calls = [_collectives(c, kernels=False) for c in traces]
     base = min(places)
     shift = [p - base for p in places]
-    moved = _renumber(traces, calls, shift)
+    moved = _renumber(traces, calls, shift, shared_clock=not refine)
     corrections, agreement = _align(traces, shift, calls, refine)
     shift = [s + k for s, k in zip(shift, corrections, strict=True)]
     low = (

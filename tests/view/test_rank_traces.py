@@ -100,6 +100,23 @@ def test_a_trace_cut_after_its_first_calls_is_still_matched_call_for_call(tmp_pa
     )
 
 
+def test_on_one_busy_host_calls_at_even_gaps_are_matched_call_for_call(tmp_path: Path) -> None:
+    """Four all-reduces 30 ms apart, one host: rank 1's thread saw each end up to 2.5 ms late or
+    early (a loaded machine). Moving its calls by one lines them up with a smaller spread than the
+    right match, but on one clock the right match is the one with no offset (a torchrun test
+    failed on this)."""
+    ends = [100.0, 130.0, 160.0, 190.0]
+    seen = [102.0, 128.5, 162.5, 188.0]
+    common = {"host": "h", "job_id": "j", "world_size": "2", "wall_minus_clock_ns": 0}
+    paths = [
+        _rank_trace(tmp_path, 0, ends, 0.0, {**common, "rank": "0"}),
+        _rank_trace(tmp_path, 1, seen, 0.0, {**common, "rank": "1"}),
+    ]
+    job = rank_traces.join([chrome_trace.read_columns(p) for p in paths], [str(p) for p in paths])
+    assert job.clock.startswith("one host (h): the ranks share its monotonic clock; checked against 4")
+    assert "begins" not in job.clock and job.links == 4
+
+
 def test_traces_without_a_clock_but_ranked_by_name_are_aligned_on_collectives(tmp_path: Path) -> None:
     ends = [50.0, 90.0]
     paths = [_rank_trace(tmp_path, r, ends, float(r), None) for r in (0, 1)]
