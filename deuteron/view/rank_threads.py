@@ -30,16 +30,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from deuteron.formats import FormatError, chrome_trace
 from deuteron.formats.chrome_trace import TraceColumns
 from deuteron.model.tree import Profile
 from deuteron.view.collectives import CollectiveReport
 from deuteron.view.jobs import rank_of
-from deuteron.view.steps import rank_steps, trace_beside
+from deuteron.view.step_window import KERNEL_CATS, STEP_END, rank_steps, trace_of_run
 
 # The steps' ends and the kernels' categories as deuteron.view.steps reads them
-STEP_END = re.compile(r"^(optimizer\.step \(.*\)|step)$")
-KERNEL_CATS = ("kernel", "gpu", "cuda", "gpu_kernel", "kernel_nccl")
 MAIN, AUTOGRAD, OTHER = "main thread", "autograd thread", "other threads"
 WAIT_SPAN = re.compile(
     r"^(aten::(item|_local_scalar_dense|nonzero|equal|is_nonzero)|c10d::(barrier|wait)|"
@@ -161,18 +158,7 @@ class HostCause:
 
 def _trace(source: str, profile: Profile) -> TraceColumns | None:
     """The trace beside a rank's file, where it is there, readable and of the same run."""
-    path = trace_beside(source)
-    if path is None:
-        return None
-    try:
-        columns = chrome_trace.read_columns(path)
-    except (FormatError, OSError):
-        return None
-    for key in ("job_id", "rank", "pid"):
-        mine, said = profile.metadata.get(key), columns.info.get(key)
-        if mine is not None and said is not None and str(mine) != str(said):
-            return None
-    return columns
+    return trace_of_run(source, profile.metadata)
 
 
 def _rank_step(c: TraceColumns, index: int, report: CollectiveReport) -> RankStep | None:

@@ -140,10 +140,9 @@ def steps_busy(c: TraceColumns) -> StepsBusy | None:
     return StepsBusy(steps, busy, int(e.max() - s.min()))
 
 
-def steps_busy_beside(source: str | None, metadata: Mapping[str, object] | None = None) -> StepsBusy | None:
-    """:func:`steps_busy` of the trace beside the profile ``source``; None where there is none, it
-    is damaged, it has no steps, or it says another run than the profile's ``metadata`` (its job,
-    rank or process)."""
+def trace_of_run(source: str | None, metadata: Mapping[str, object] | None = None) -> TraceColumns | None:
+    """The trace beside the profile ``source``; None where there is none, it is damaged, or it
+    says another run than the profile's ``metadata`` (its job, rank or process)."""
     path = trace_beside(source) if source else None
     if path is None:
         return None
@@ -155,4 +154,11 @@ def steps_busy_beside(source: str | None, metadata: Mapping[str, object] | None 
         mine, said = (metadata or {}).get(key), columns.info.get(key)
         if mine is not None and said is not None and str(mine) != str(said):
             return None
-    return steps_busy(columns)
+    return columns
+
+
+def steps_busy_beside(source: str | None, metadata: Mapping[str, object] | None = None) -> StepsBusy | None:
+    """:func:`steps_busy` of the trace of the same run beside the profile ``source`` (None where
+    there is none, or it has no steps)."""
+    columns = trace_of_run(source, metadata)
+    return steps_busy(columns) if columns is not None else None

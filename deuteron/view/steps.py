@@ -36,9 +36,7 @@ from deuteron.formats import FormatError, chrome_trace
 from deuteron.formats.chrome_trace import TraceColumns
 from deuteron.view.advise import Advice
 from deuteron.view.rank_traces import clock_places
-from deuteron.view.step_window import StepTimes
-from deuteron.view.step_window import rank_steps as rank_steps  # here too (view.rank_threads reads them here)
-from deuteron.view.step_window import trace_beside as trace_beside
+from deuteron.view.step_window import StepTimes, rank_steps, trace_beside
 
 LISTED_RANKS = 5  # ranks listed in the [steps] advice, most compute per step first
 
