@@ -96,13 +96,15 @@ def _waits(profiles: Sequence[Profile], matched: Matched, out: CollectiveReport)
     # the first step loads and compiles at its own pace on each rank): its waits count in every
     # number shown, but not in the share that names a straggler (on two H200s a 180 ms wait at the
     # first all-reduce, rank 0 last, outweighed the planted straggler's 26 of 36 calls).
-    setup = {min(calls, key=lambda c: c.seq if c.group == g and c.op == o else math.inf).seq: (g, o)
-             for g, o in {(c.group, c.op) for c in calls}}  # fmt: skip
+    first: dict[tuple[str, str], int] = {}  # each operation's first sequence number on its group
+    for call in calls:
+        key = (call.group, call.op)
+        first[key] = min(first.get(key, call.seq), call.seq)
     steady: dict[int, float] = {r.index: 0.0 for r in matched.records}  # caused, set-up left out
     for call in calls:
         waits = call.waits()
         last = call.ranks[call.last]
-        if setup.get(call.seq) != (call.group, call.op):
+        if call.seq != first[(call.group, call.op)]:
             steady[last] += sum(waits)
         last_at[last] = last_at.get(last, 0) + 1
         lateness = max(waits)
