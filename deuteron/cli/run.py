@@ -30,6 +30,7 @@ from deuteron.collect.backends import NAMES as BACKENDS
 from deuteron.collect.backends import resolve
 from deuteron.collect.context import ContextSpecError, parse_context
 from deuteron.collect.flags import flags
+from deuteron.collect.flushing import FlushEvery, parse_every
 from deuteron.collect.session import SessionError
 from deuteron.collect.start_options import disabled_by
 from deuteron.formats.files import OutputError
@@ -127,6 +128,15 @@ def add_parser(sub: Any) -> None:
         help="cycles between samples with --sample, rounded to a power of two from 32 to 2^31 (default 1024)",
     )
     p.add_argument("--trace", action="store_true", help="also write a Chrome trace of scopes and launches")
+    p.add_argument(
+        "--flush-every",
+        type=_flush_every,
+        default=None,
+        metavar="SECONDS|STEPS",
+        help="append the profile to NAME.hatchet_stream every so often while the program runs (30s, 5m, "
+        "100steps: a 'step' scope or torch's optimizer.step), so a killed run keeps what it recorded; "
+        "NAME.hatchet is written from it at the end",
+    )
     add_device_argument(p)
     add_program_arguments(p)
     p.set_defaults(handler=run_command)
@@ -141,6 +151,13 @@ def _sampling_mode(args: argparse.Namespace) -> None:
     if args.mode:
         raise SessionError("--sample is a mode of its own (pcsampling); drop --mode")
     args.mode = "pcsampling" + (f":interval={args.interval}" if args.interval is not None else "")
+
+
+def _flush_every(value: str) -> FlushEvery:
+    try:
+        return parse_every(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--flush-every ")) from None
 
 
 def _context(value: str) -> str:
@@ -185,6 +202,7 @@ def run_command(args: argparse.Namespace) -> int:
         outputs=formats,
         for_command=True,
         mode=args.mode,
+        flush_every=args.flush_every,
     )
     failure = ""
     files: list[Path] = []
@@ -290,7 +308,7 @@ def _hint(program: Program, code: int, ended_by: str, context: str, stderr: str)
 # (-m and -h are left out: after the script they are far more likely the script's own).
 OWN_OPTIONS = {
     "-n": True, "--name": True, "-b": True, "--backend": True, "-c": True, "--context": True,
-    "-k": True, "--hook": True, "--device": True, "--trace": False,
+    "-k": True, "--hook": True, "--device": True, "--trace": False, "--flush-every": True,
 }  # fmt: skip
 _USAGE_ERROR = re.compile(r"^\S.*: error: (.*)$", re.MULTILINE)
 

@@ -6,10 +6,11 @@ import argparse
 import gc
 import json
 import sys
+import time
 from typing import Any
 
 from deuteron.cli.arguments import add_command, number_in
-from deuteron.formats import hatchet
+from deuteron.formats import profile_stream
 from deuteron.model.devices import NAMED_DEVICES
 from deuteron.model.errors import DeuteronError, MetricError
 from deuteron.model.metrics import DERIVED_HELP, PROPERTY_METRICS
@@ -231,7 +232,11 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         return 0 if ok else 1
     if len(sources) > 1 and diff_path:
         raise DeuteronError("--diff compares one profile with another: give one profile, not several")
-    profiles = [hatchet.read(path) for path in sources]
+    profiles = [profile_stream.read_profile(path) for path in sources]
+    for path, read in zip(sources, profiles, strict=True):
+        stream = read.metadata.get("stream")
+        if isinstance(stream, dict):
+            say(f"deuteron view: {_stream_note(path, stream)}")
     if len(profiles) > 1:
         for note in check_one_job(profiles, sources):
             say(f"deuteron view: {note}")
@@ -239,7 +244,7 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if args.list_metrics:
         print(list_metrics(processors.merge(profiles) if len(profiles) > 1 else profile))
         return 0
-    base = hatchet.read(diff_path) if diff_path else None
+    base = profile_stream.read_profile(diff_path) if diff_path else None
     if base is not None:
         _warn_if_contexts_differ(base, diff_path or "", profile, sources[0])
         _warn_if_unrelated(base, diff_path or "", profile, sources[0])
@@ -294,6 +299,19 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
             for line in advise.render(findings, full_names=full).splitlines():
                 print(printable(line))
     return 0
+
+
+def _stream_note(path: str, stream: dict[str, Any]) -> str:
+    """What a run's stream (``deuteron run --flush-every``) holds: its run did not write its
+    profile, so it was stopped (killed, or still running); a record cut mid-write is left out."""
+    flushes = stream.get("flushes", 0)
+    last = stream.get("last_flush_time")
+    when = f", the last at {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(last))}" if last else ""
+    note = f"{path} holds {flushes:,} flush{'es' if flushes != 1 else ''} of a run that has not ended{when}"
+    cut = stream.get("cut_bytes", 0)
+    if cut:
+        note += f"; the record after it was cut mid-write ({cut:,} bytes) and is left out"
+    return note
 
 
 def _flat(profile: Any, options: ViewOptions, args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ from typing import Any, cast
 from deuteron.collect import registry
 from deuteron.collect.context import nvtx
 from deuteron.collect.flags import flags
+from deuteron.collect.flushing import FlushEvery, begin_flushing
 from deuteron.collect.hook_manager import HookManager
 from deuteron.collect.launch_hook import LaunchHook
 from deuteron.collect.registry import SessionError
@@ -84,10 +85,12 @@ def start_session(
     flush_format: str | None = None,
     trace_shape: str = "deuteron",
     mode: Any = None,
+    flush_every: FlushEvery | None = None,
 ) -> int | None:
     """Open a session and make it active; the engine behind ``start()``, ``profile`` and
     ``deuteron run`` (``for_command``: the session is the command's own, numbered apart from the
-    program's, so a program's ``activate(0)`` still means its first session)."""
+    program's, so a program's ``activate(0)`` still means its first session; ``flush_every``:
+    ``deuteron run --flush-every``, its stream opened before the program runs)."""
     global _next_id
     if disabled():
         return None
@@ -114,9 +117,17 @@ def start_session(
             registry.command_sessions.add(session_id)
             session.value_types.enforced = False  # it merges the program's sessions (scope_metrics)
     try:
+        if flush_every is not None:
+            if flush_format is not None:
+                raise SessionError("--flush-every and periodic_flushing both flush: choose one")
+            begin_flushing(session, flush_every)
         session.start_frameworks()
         session.backend.start(session)
     except BaseException:
+        if session.flusher is not None:
+            session.flusher.stop()
+        if session.phases.stream is not None:
+            session.phases.stream.close(remove=True)  # nothing ran: no stream left behind
         session.stop_frameworks()
         with registry.lock:
             sessions.pop(session_id, None)
@@ -188,6 +199,8 @@ def finalize(session: int | None = None, output_format: str | None = "") -> list
     failure: BaseException | None = None
     for s in _select(session):
         registry.command_sessions.discard(s.id)
+        if s.flusher is not None:
+            s.flusher.stop()  # no flush from here on: the end is written below
         deactivate(s.id)
         HookManager.unregister(s.id)
         if s.id in _nvtx_sessions:

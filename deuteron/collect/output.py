@@ -73,8 +73,10 @@ def write(
     formats: list[str],
     base: Path,
     trace: Callable[[], tuple[list[TraceEvent], dict[int, str]]],
+    ready_trace: str | None = None,
 ) -> list[Path]:
-    """Write ``base.hatchet`` and/or ``base.chrome_trace``; the trace's events are made only if asked.
+    """Write ``base.hatchet`` and/or ``base.chrome_trace``; the trace's events are made only if asked
+    (``ready_trace``: the trace's text made already, from a run's flushes).
 
     Inside :func:`keeping_earlier`, an empty profile leaves existing files alone and writes
     nothing. SIGINT and SIGTERM wait until the files are on disk (then take effect). A file whose folder
@@ -94,14 +96,19 @@ def write(
                 text = "".join(hatchet.chunks(profile))
             elif f == "hatchet_msgpack":
                 text = hatchet.to_msgpack(profile)
+            elif ready_trace is not None:
+                text = ready_trace
             else:
-                events, lane_names = trace()
-                other = trace_other(profile.metadata)
-                text = chrome_trace.text(events, pid=os.getpid(), lane_names=lane_names, other=other)
+                text = trace_text(*trace(), profile.metadata)
             written.append(_write_or_rescue(target, text))
         if "chrome_trace" not in formats:
             _remove_stale_trace(paths(base, ["chrome_trace"])[0])
     return written
+
+
+def trace_text(events: list[TraceEvent], lane_names: dict[int, str], metadata: dict[str, Any]) -> str:
+    """A session's Chrome trace: its events, its lanes' names, and its run beside them."""
+    return chrome_trace.text(events, pid=os.getpid(), lane_names=lane_names, other=trace_other(metadata))
 
 
 def _remove_stale_trace(path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast
 from deuteron.collect import output, registry
 from deuteron.collect.registry import SessionError
 from deuteron.collect.trace_buffer import TraceBuffer
-from deuteron.formats import hatchet, jsonio
+from deuteron.formats import hatchet, jsonio, profile_stream
 from deuteron.model.trace import TraceEvent
 from deuteron.model.tree import Profile, on_paths_to
 from deuteron.model.tree_ops import copy, merge, prune
@@ -54,10 +54,16 @@ class Phases:
         self.completed: dict[int, Profile] = {}
         self.flush_format = flush_format  # periodic flushing: each closed phase written, not kept
         self.parts_written: list[Path] = []
+        # deuteron run --flush-every: each closed phase appended to the run's stream, not kept
+        self.stream: profile_stream.StreamWriter | None = None
+        self.stream_trace: Callable[[list[TraceEvent], dict[int, str]], str] | None = None
 
     def advance(self, base: Path, trace: TraceBuffer, trace_events: TraceSource) -> int:
-        """Close the current phase (kept, or written as a part) and start the next."""
-        if self.flush_format is not None:
+        """Close the current phase (kept, appended to the stream, or written as a part) and start
+        the next."""
+        if self.stream is not None:
+            self.append_to_stream(self.stream, trace, trace_events)
+        elif self.flush_format is not None:
             self.write_part(self.flush_format, base, trace, trace_events)
         else:
             self.completed[self.current] = self.tree(detached=True)
@@ -90,6 +96,20 @@ class Phases:
         part.metadata = {**self.profile.metadata, "phase": self.current, "end_time": time.time()}
         named = base.with_name(f"{base.name}.part_{self.current}")
         self.parts_written += output.write(part, [fmt], named, trace_events)
+        trace.clear()
+
+    def append_to_stream(
+        self, stream: profile_stream.StreamWriter, trace: TraceBuffer, trace_events: TraceSource
+    ) -> None:
+        """Append the current phase to the run's stream (its trace too, when the run writes one)
+        and drop its trace spans (the tree is cleared by the caller)."""
+        part = self.tree(detached=True)
+        now = time.time()
+        part.metadata = {**self.profile.metadata, "phase": self.current, "end_time": now}
+        text = None
+        if self.stream_trace is not None:
+            text = self.stream_trace(*trace_events()).encode()
+        stream.append(self.current, now, hatchet.to_msgpack(part), text)
         trace.clear()
 
     def profile_of(self, phase: int) -> Profile | None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from deuteron.collect import collectives, output
+from deuteron.collect import collectives, flushing, output
 from deuteron.collect.backends import Backend, resolve
 from deuteron.collect.backends.port import (
     ContextListener,
@@ -115,6 +115,7 @@ class Session:
         )
         self.setup = RecorderSetup(session_id, base_context, hook, tree.frameworks)
         self.phases = Phases(self.profile, tree, self.lock, flush_format)
+        self.flusher: flushing.Flusher | None = None  # deuteron run --flush-every
         self.open_scope, self.close_scope = tree.open_scope, tree.close_scope  # the scopes' hot path
         self.abandon_scope, self.record_kernel = tree.abandon_scope, tree.record_kernel
         self.file_kernels, self.file_samples = tree.file_kernels, tree.file_samples
@@ -197,6 +198,8 @@ class Session:
         base = Path(path) if path is not None else self.base
         self.settle()
         phases = self.phases
+        if phases.stream is not None and path is None:  # the whole run, from what was flushed
+            return [self._as_named(p) for p in flushing.write_whole(self, formats, base)]
         if phases.flush_format is not None and path is None:  # the last phase, as one more part
             with self.lock:
                 if not phases.parts_written or any(n.metrics for n in self.profile.root.walk()):

@@ -38,6 +38,8 @@ class TraceBuffer:
         self.kernel_spans: list[KernelSpans] = []
         self.intra_spans: list[IntraSpans] = []  # kernels' scopes per CTA and unit (pl.scope)
         self.dropped = 0
+        self.framework_spans_cleared = 0  # a framework's spans before this were in a written part
+        self.framework_spans_read = 0
 
     def add_event(self, event: lanes.RawEvent) -> None:
         """Keep a span of a scope or an interpreted launch; the caller holds the lock."""
@@ -71,6 +73,7 @@ class TraceBuffer:
         self.events = []
         self.kernel_spans = []
         self.intra_spans = []
+        self.framework_spans_cleared = self.framework_spans_read
 
     def gpu_metadata(self) -> dict[str, Any]:
         """What ``deuteron view --advise`` needs of the kernels' spans: the GPU's busy share, and
@@ -94,6 +97,8 @@ class TraceBuffer:
         raw = self.events
         if framework is not None:
             spans, left_out = framework.spans()
+            self.framework_spans_read = len(spans)  # torch's buffer holds the run's: skip those written
+            spans = spans[self.framework_spans_cleared :]
             raw = [("scope", node, t0, t1, ident, None) for node, t0, t1, ident in spans] + raw
             if left_out:
                 profile.metadata["torch_spans_left_out"] = left_out

@@ -14,6 +14,7 @@ arrive later (device tensors, CUDA-graph replays). A kernel record becomes a tre
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from deuteron.collect.backends.port import ContextListener, Frameworks, InterpretedKernel, KernelGroup
@@ -87,6 +88,7 @@ class TreeBuilder:
             s for s in (self.jax, self.native, self.torch) if s is not None
         ]
         self.listener: ContextListener | None = None
+        self.on_step: Callable[[], None] | None = None  # a step scope closed (deuteron run --flush-every)
         self.entered_frames: set[int] | None = None
         # the metrics each open scope was given on entry, by (thread, depth): its trace event's
         self.given: dict[tuple[int, int], dict[str, Any]] = {}
@@ -169,6 +171,8 @@ class TreeBuilder:
             self.trace.add_event(
                 ("scope", node, start_ns, end_ns, ident, {"metrics": given} if given else None)
             )
+        if self.on_step is not None and node.name == "step":
+            self.on_step()
 
     def abandon_scope(self, name: str) -> None:
         """Undo an ``open_scope`` whose scope never opened in a session after this one (one of them

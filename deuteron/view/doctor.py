@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from deuteron.formats import hatchet, msgpack_tree, parse_json
+from deuteron.formats import hatchet, msgpack_tree, parse_json, profile_stream
 from deuteron.formats.files import read_bytes
 from deuteron.model.invariants import Audit, audit_job, audit_profile
 from deuteron.model.trace_invariants import audit_trace
@@ -50,10 +50,12 @@ def trace_events(document: Any) -> list[Any] | None:
 
 
 def check_file(path: str | os.PathLike[str]) -> FileCheck:
-    """Read one file (a hatchet profile in JSON or msgpack, or a Chrome trace) and check it;
+    """Read one file (a hatchet profile in JSON or msgpack, a run's stream, or a Chrome trace) and check it;
     FormatError (one line) for a file that is neither, or cannot be read."""
     data = read_bytes(path, "profile or trace")
     shown = str(path)
+    if profile_stream.is_stream(data):  # a run's flushes: the tree they add up to
+        return _profile_check(shown, profile_stream.parse(data, shown).profile())
     if msgpack_tree.is_msgpack_array(data):
         return _profile_check(shown, hatchet.from_json(msgpack_tree.loads(data, shown), shown))
     document = parse_json(data, path)

@@ -28,7 +28,7 @@ from deuteron.view import doctor
 from tests.helpers.paths import FIXTURES_DIR
 
 MAX_BYTES = 4 << 20  # a profile a test writes is small; a bigger file is a benchmark's, not checked
-SUFFIXES = (".hatchet", ".hatchet_msgpack", ".chrome_trace", ".json")
+SUFFIXES = (".hatchet", ".hatchet_msgpack", ".hatchet_stream", ".chrome_trace", ".json")
 SWITCH = "DEUTERON_CHECK_WRITTEN"
 
 

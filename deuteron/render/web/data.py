@@ -14,8 +14,9 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json, hatchet
+from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json
 from deuteron.formats.files import regular_file
+from deuteron.formats.profile_stream import read_profile
 from deuteron.model.finding import CheckReport
 from deuteron.model.tree import Profile
 from deuteron.render.web.accesses import RecordView, empty_cells
@@ -93,7 +94,7 @@ class WebData:
         """Read one file (FormatError, one line, if it is not one we show); returns its kind."""
         kind = sniff(path)
         if kind == "profile":
-            self.add_profile(hatchet.read(path), path, hatchet.read(base) if base else None, base or "")
+            self.add_profile(read_profile(path), path, read_profile(base) if base else None, base or "")
         elif kind == "trace":
             self.add_trace(chrome_trace.read_columns(path), path)
         elif kind == "record":

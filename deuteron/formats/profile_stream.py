@@ -1,0 +1,210 @@
+"""A profile written while its run goes on: ``NAME.hatchet_stream``, one record per flush.
+
+A run of hours, or a serving process that ends with SIGKILL, must not lose its profile at the end.
+So with ``deuteron run --flush-every`` each completed stretch of the run (a phase: so many steps or
+seconds) is appended to this file as one record and dropped from memory; a run that finishes
+writes its usual ``NAME.hatchet`` from the records and removes the stream; a run that is killed
+leaves the stream, and ``deuteron view NAME.hatchet_stream`` reads every complete record, the
+last one cut mid-write left out and said.
+
+The file is a sequence of msgpack maps, each appended whole and followed by ``fsync``:
+
+- the header, first: ``{"format": "deuteron-profile-stream", "version": 1, "metadata": {...}}``
+  (the run's metadata as it started);
+- then one record per flush: ``{"phase": N, "end_time": seconds since the epoch, "tree": bytes,
+  "trace": bytes or nil}``. ``tree`` is the phase's hatchet document in msgpack (the tree of that
+  stretch only, values from zero), ``trace`` its Chrome trace text when the run writes a trace.
+
+msgpack frames itself, so a reader needs no index and a record cut anywhere is recognised as
+incomplete. Appending never rewrites what is on disk: a flush costs the phase's size, not the run's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from deuteron.formats import hatchet, jsonio, msgpack_tree
+from deuteron.formats.files import FormatError, read_bytes
+from deuteron.model.tree import Profile
+from deuteron.model.tree_ops import merge
+
+FORMAT = "deuteron-profile-stream"
+VERSION = 1
+SUFFIX = ".hatchet_stream"
+# msgpack of a map whose first key is "format": what the file's first bytes look like
+_HEAD = b"\x83\xa6format"
+
+
+def is_stream(data: bytes) -> bool:
+    """Whether ``data`` starts as a profile stream does."""
+    return data.startswith(_HEAD)
+
+
+class StreamWriter:
+    """Appends a run's flushes to its stream file; the header is written when the file is opened.
+
+    Each record is written whole with one ``write`` and made durable with ``fsync`` before the next
+    stretch of the run, so a SIGKILL (or a power cut) costs at most the record being written."""
+
+    def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
+        import msgpack
+
+        self.path = path
+        self.records = 0
+        self._pack = msgpack.Packer(use_bin_type=True, default=str).pack
+        self._file: IO[bytes] | None = open(path, "wb")  # noqa: SIM115 - open for the run's length
+        self._append({"format": FORMAT, "version": VERSION, "metadata": metadata})
+
+    def append(self, phase: int, end_time: float, tree: bytes, trace: bytes | None) -> None:
+        """One flushed phase: its tree (hatchet msgpack) and, if the run writes one, its trace."""
+        self._append({"phase": phase, "end_time": end_time, "tree": tree, "trace": trace})
+        self.records += 1
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self._file is None:
+            raise ValueError(f"{self.path}: the stream is closed")
+        self._file.write(self._pack(record))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self, remove: bool = False) -> None:
+        """Close the file (and remove it when the run's whole profile was written from it)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if remove:
+            self.path.unlink(missing_ok=True)
+
+
+@dataclass
+class Flush:
+    """One record read back: the phase's number, when it was flushed, its tree and its trace."""
+
+    phase: int
+    end_time: float
+    tree: Profile
+    trace: bytes | None
+
+
+@dataclass
+class Stream:
+    """A stream file read back: the run's metadata, every complete record, and the bytes at the end
+    that did not make a whole record (a flush cut mid-write: the run was killed while writing)."""
+
+    metadata: dict[str, Any]
+    flushes: list[Flush] = field(default_factory=list)
+    cut_bytes: int = 0
+
+    def profile(self) -> Profile:
+        """Every flushed phase as one tree (values summed on the same frames), with the run's
+        metadata and how the stream ended (``stream``: flushes, the last flush's time, bytes cut)."""
+        whole = merge(f.tree for f in self.flushes) if self.flushes else Profile()
+        if self.flushes:
+            whole.kinds = {**self.flushes[0].tree.kinds, **whole.kinds}
+        last = self.flushes[-1].end_time if self.flushes else None
+        whole.metadata = {
+            **self.metadata,
+            "stream": {"flushes": len(self.flushes), "last_flush_time": last, "cut_bytes": self.cut_bytes},
+        }
+        return whole
+
+    def traces(self) -> list[bytes]:
+        return [f.trace for f in self.flushes if f.trace]
+
+
+def read_profile(path: str | os.PathLike[str]) -> Profile:
+    """A profile file of any kind a run writes: hatchet JSON or msgpack, or a run's stream (the
+    tree its flushes add up to, see :meth:`Stream.profile`)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_HEAD))
+    except OSError:  # hatchet's reader says why, in one line
+        head = b""
+    if is_stream(head):
+        return read(path).profile()
+    return hatchet.read(path)
+
+
+def read(path: str | os.PathLike[str]) -> Stream:
+    """Read a stream file; hostile or foreign input fails in one FormatError line, a record cut at
+    the end is counted in ``cut_bytes``, never an error."""
+    return parse(read_bytes(path, "profile"), str(path))
+
+
+def parse(data: bytes, where: str) -> Stream:
+    """A stream from its bytes (see :func:`read`)."""
+    import msgpack
+
+    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1))
+    unpacker.feed(data)
+    try:
+        header = unpacker.unpack()
+    except msgpack.OutOfData:
+        raise FormatError(f"{where}: a profile stream cut before its header ended") from None
+    except (ValueError, msgpack.ExtraData, TypeError) as exc:
+        raise FormatError(f"{where}: not a profile stream ({exc})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise FormatError(f"{where}: not a profile stream (no {FORMAT} header)")
+    if header.get("version") != VERSION:
+        raise FormatError(f"{where}: profile stream version {header.get('version')!r}; this reads {VERSION}")
+    metadata = header.get("metadata")
+    stream = Stream(metadata if isinstance(metadata, dict) else {})
+    while True:
+        start = unpacker.tell()
+        try:
+            record = unpacker.unpack()
+        except msgpack.OutOfData:
+            stream.cut_bytes = len(data) - start
+            return stream
+        except (ValueError, TypeError) as exc:
+            raise FormatError(f"{where}: record {len(stream.flushes) + 1} is damaged ({exc})") from None
+        stream.flushes.append(_flush(record, where, len(stream.flushes) + 1))
+
+
+def _flush(record: Any, where: str, number: int) -> Flush:
+    """One record checked: a map with a whole number phase, a time, a tree and maybe a trace."""
+    if not isinstance(record, dict):
+        raise FormatError(f"{where}: record {number} is not a map")
+    phase, end_time, tree, trace = (record.get(k) for k in ("phase", "end_time", "tree", "trace"))
+    if not isinstance(phase, int) or isinstance(phase, bool) or not isinstance(end_time, (int, float)):
+        raise FormatError(f"{where}: record {number} has no phase number or time")
+    if not isinstance(tree, bytes) or (trace is not None and not isinstance(trace, bytes)):
+        raise FormatError(f"{where}: record {number} holds no tree")
+    named = f"{where} record {number}"
+    profile = hatchet.from_json(msgpack_tree.loads(tree, named), named)
+    return Flush(phase, float(end_time), profile, trace)
+
+
+def combined_trace(texts: list[bytes]) -> str:
+    """The flushed phases' Chrome traces as one: their events in order on the first phase's time
+    origin (each phase's ``otherData.zero_ns`` says where its ``ts`` 0 lies), each lane's name
+    once, and the first phase's ``otherData`` and base time (the run's clock and job)."""
+    events: list[Any] = []
+    seen_meta: set[str] = set()
+    head: dict[str, Any] | None = None
+    zero: int | None = None
+    for text in texts:
+        doc = jsonio.loads(text)
+        if not isinstance(doc, dict):
+            continue
+        other = doc.get("otherData")
+        here = other.get("zero_ns") if isinstance(other, dict) else None
+        if head is None:
+            head, zero = {k: v for k, v in doc.items() if k != "traceEvents"}, here
+        shift = (here - zero) / 1e3 if isinstance(here, int) and isinstance(zero, int) else 0.0
+        for event in doc.get("traceEvents", []):
+            if not isinstance(event, dict):
+                continue
+            if event.get("ph") == "M":
+                key = json.dumps(event, sort_keys=True)
+                if key in seen_meta:
+                    continue
+                seen_meta.add(key)
+            elif shift and isinstance(event.get("ts"), (int, float)):
+                event["ts"] = event["ts"] + shift
+            events.append(event)
+    return json.dumps({**(head or {}), "traceEvents": events}, separators=(",", ":"))
