@@ -47,6 +47,10 @@ def paths(base: Path, formats: list[str]) -> list[Path]:
     return [base.with_name(base.name + "." + f) for f in formats]
 
 
+# What a framework context does to a profile before it is written (torch.compile's kernels placed
+# under their modules: context/torch/inductor.py), each once, in the order added.
+finishers: list[Callable[[Profile], object]] = []
+
 _keeping: ContextVar[list[Path] | None] = ContextVar("keeping_earlier", default=None)
 
 
@@ -88,6 +92,8 @@ def write(
         if earlier:
             kept.extend(earlier)
             return []
+    for finish in finishers:
+        finish(profile)
     written = []
     with Deferred(note="finishing the profile first"):
         for target, f in zip(paths(base, formats), formats, strict=True):

@@ -28,6 +28,7 @@ from deuteron.collect.backends.port import (
     RecorderSetup,
 )
 from deuteron.collect.context import ContextSpecError, parse_context
+from deuteron.collect.context.torch import inductor
 from deuteron.collect.phases import Phases
 from deuteron.collect.placement import ContextTable, StateTable
 from deuteron.collect.registry import SessionError as SessionError  # its home; the session API's error
@@ -133,6 +134,9 @@ class Session:
                 f"(a machine with an NVIDIA GPU), not {self.backend.name}"
             )
         if tree.torch is not None:
+            inductor.watch()  # torch.compile's kernels: placed under their modules when written
+            if inductor.place not in output.finishers:
+                output.finishers.append(inductor.place)
             spans = "chrome_trace" in self.outputs  # module/op/backward spans on the thread lanes
             tree.torch.start(tree.contexts.id_of(tree.shadow.current()), on_gpu=on_gpu, spans=spans)
         if tree.jax is not None:

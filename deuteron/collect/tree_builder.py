@@ -273,13 +273,21 @@ class TreeBuilder:
 
     def kernel_parent(self, group: KernelGroup) -> Node:
         """Where a group's kernels go: its framework's place (module and op, JAX scopes, C/C++
-        frames) or its context, then the frames of another thread or a CUDA-graph capture."""
+        frames) or its context, then the frames of another thread or a CUDA-graph capture. A kernel
+        replayed from a graph goes where the replay was launched, then ``<captured_at>`` and the
+        whole place it was captured in (scopes, modules and op): each replay's time sits under the
+        replaying scope, broken down as the capture was."""
         contexts = self.contexts
         other_thread = group.other_thread
         captured_in = contexts.node(group.captured_context_id) if group.captured_context_id else None
         place_id = group.place_id
         source = next((s for s in self.place_sources if s.owns(place_id)), None) if place_id else None
         if source is not None:
+            if captured_in is not None:  # a graph replay: where the replay was, then the capture's place
+                place = source.launch_place(place_id, group.captured_context_id)
+                if not place.outside_capture:
+                    replay = contexts.node(group.context_id)
+                    return contexts.kernel_parent(replay, other_thread=other_thread, captured_in=place.node)
             place = source.launch_place(place_id, group.context_id)
             base = place.node
             other_thread = other_thread and not place.any_thread
