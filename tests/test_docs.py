@@ -21,7 +21,7 @@ Each page's commands run in order, in a fresh folder that has the repository's `
 (``CUDA_VISIBLE_DEVICES=""``), so a page's output is the same on any machine. A command must exit
 with 0, or with 1 where the docs say a finding makes it so (``deuteron check`` of
 ``examples/check_me.py`` without ``--fixed``, or one that writes ``report.json``), and print no
-traceback and no ``deuteron: error``. ``deuteron serve`` without ``--html`` is started with
+traceback and no ``deuteron: error``. ``deuteron serve`` without ``--html`` or ``--perfetto`` is started with
 ``--no-browser --port 0``, asked for its page and its index, which must list something, and stopped.
 
 Keep CI time in mind: the same slow command on two pages runs twice. Show it on one page and link
@@ -191,7 +191,7 @@ def run_page(page: str, gpu: bool, tmp_path: Path) -> None:
         if not gpu:
             env["CUDA_VISIBLE_DEVICES"] = ""
         words = _expand(command.words, tmp_path)
-        if words[0] == "serve" and "--html" not in words:
+        if words[0] == "serve" and not {"--html", "--perfetto"} & set(words):
             stdout, stderr = _serve_once(words[1:], tmp_path, env)
             assert_shown(command, stdout, stderr)
             continue

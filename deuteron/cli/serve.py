@@ -24,6 +24,7 @@ examples:
   deuteron check --record acc.npz --json rep.json k.py && deuteron serve acc.npz rep.json
   deuteron explain --json ex.json k.py && deuteron serve ex.json
   deuteron serve --html report.html run.hatchet acc.npz rep.json ex.json   one file, no server
+  deuteron serve --perfetto job.pftrace run.rank0.chrome_trace run.rank1.chrome_trace   for Perfetto
 """
 DEFAULT_PORT = 8707
 
@@ -51,6 +52,12 @@ def add_parser(sub: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="files to show (their kind is read from them)")
     p.add_argument("--base", metavar="PROFILE", help="compare the profile(s) with this one (the diff view)")
     p.add_argument("--html", metavar="OUT", help="write one self-contained page to OUT instead of serving")
+    p.add_argument(
+        "--perfetto",
+        metavar="OUT",
+        help="write the Chrome traces given (several ranks of one job: joined on one clock) as one "
+        "Perfetto trace to OUT instead of serving; ui.perfetto.dev and trace_processor open it",
+    )
     p.add_argument("--port", type=_port, default=None, help=f"port (default {DEFAULT_PORT}, or a free one)")
     p.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
@@ -85,6 +92,11 @@ def load(args: argparse.Namespace) -> Any:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    if args.perfetto:
+        if args.html:
+            raise DeuteronError("--perfetto and --html each write a file instead of serving: give one")
+        check_writable(args.perfetto, "--perfetto")
+        return _write_perfetto(args.files, args.perfetto)
     out = check_writable(args.html, "--html") if args.html else None
     data = load(args)
     if out is not None:
@@ -101,6 +113,36 @@ def _write_html(data: Any, out: str) -> int:
     size = os.path.getsize(path)
     took = time.perf_counter() - started
     say(f"deuteron serve: wrote {path} ({size / 1e6:.1f} MB, {took:.1f} s); open it in a browser, no server")
+    return 0
+
+
+def _write_perfetto(files: list[str], out: str) -> int:
+    """The traces as Perfetto's own format (protobuf): read as a stream, several ranks of one job
+    joined on one clock, as ``deuteron serve`` shows them."""
+    from deuteron.formats import chrome_trace, perfetto_trace
+    from deuteron.render.web.data import sniff
+    from deuteron.view import rank_traces
+
+    started = time.perf_counter()
+    for path in files:
+        kind = sniff(path)
+        if kind != "trace":
+            raise DeuteronError(f"{path}: a {kind}, not a Chrome trace; --perfetto writes traces")
+    traces = [chrome_trace.read_columns(path) for path in files]
+    lanes = None
+    columns = traces[0]
+    if len(traces) > 1:
+        apart = rank_traces.not_one_job(traces, files) if rank_traces.is_job(traces, files) else "not ranks"
+        if apart is not None:
+            raise DeuteronError(f"--perfetto joins the traces of one job's ranks; these are {apart}")
+        job = rank_traces.join(traces, files)
+        columns, lanes = job.columns, job.lane_ranks
+    stats = perfetto_trace.write(columns, out, lanes)
+    took = time.perf_counter() - started
+    say(
+        f"deuteron serve: wrote {out} ({stats.slices:,} slices, {stats.flows:,} arrows, {took:.1f} s); "
+        "open it in ui.perfetto.dev or with trace_processor"
+    )
     return 0
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from deuteron.formats import hatchet, jsonio, msgpack_tree
-from deuteron.formats.files import FormatError, read_bytes
+from deuteron.formats.files import FormatError, read_bytes, regular_file
 from deuteron.model.tree import Profile
 from deuteron.model.tree_ops import merge
 
@@ -119,6 +119,7 @@ class Stream:
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """A profile file of any kind a run writes: hatchet JSON or msgpack, or a run's stream (the
     tree its flushes add up to, see :meth:`Stream.profile`)."""
+    regular_file(path, "profile")  # never open a FIFO or a device to sniff it: it may block
     try:
         with open(path, "rb") as f:
             head = f.read(len(_HEAD))

@@ -13,8 +13,10 @@ of a host shares, and onto which CUPTI's kernel times are calibrated; see
   has arrived, whenever each rank started it; each rank is moved by the median difference between
   its collectives' ends and the reference rank's, and the residual (the median distance left) is
   said as how exact the alignment is;
-- traces without a clock (Proton's, other tools') are aligned on the collectives' ends alone, or,
-  without collectives, start together (and the page says so).
+- traces that say only a base time (``baseTimeNanoseconds``: Kineto's, Proton's) are placed by it
+  (wall clocks), then aligned on the collectives' ends as hosts' traces are;
+- traces without a clock (other tools') are aligned on the collectives' ends alone, or, without
+  collectives, start together (and the page says so).
 
 **The links.** Collectives are matched across ranks by kernel name and occurrence (the n-th
 ``ncclDevKernel_AllReduce_...`` of each rank is one call: every rank of a communicator issues its
@@ -115,6 +117,9 @@ def clock_places(traces: Sequence[TraceColumns]) -> tuple[list[float], str, bool
     if all(z is not None for z in zero) and all(w is not None for w in wall):
         places = [float((z or 0) + (w or 0)) for z, w in zip(zero, wall, strict=True)]
         return places, f"{len(hosts)} hosts: placed by their wall clocks", True
+    base = [_int(c.info.get("baseTimeNanoseconds")) for c in traces]  # Kineto's and Proton's
+    if all(b is not None for b in base):
+        return [float(b or 0) for b in base], "placed by their base times (baseTimeNanoseconds)", True
     return [0.0] * len(traces), "the traces say no clock: each starts at its own zero", True
 
 
@@ -268,7 +273,7 @@ def join(traces: Sequence[TraceColumns], sources: Sequence[str]) -> JobTrace:
     lane_ranks = [ranks[r] for r, lanes in enumerate(lane_of) for _ in lanes]
     columns, links = _link(columns, traces, calls, shift, lane_of)
     size = {str(c.info.get("world_size")) for c in traces} - {"None"}
-    notes = []
+    notes = [note for c in traces for note in c.notes]  # what each rank's reader left out
     if len(size) == 1 and next(iter(size)).isdigit():
         missing = sorted(set(range(int(next(iter(size))))) - {int(r) for r in ranks if r.isdigit()})
         if missing:
@@ -349,6 +354,7 @@ def _concatenate(traces: Sequence[TraceColumns], shift: list[float]) -> tuple[Tr
         stacks=list(stacks),
         args=col["args"][order].astype(np.uint32),
         arg_sets=list(arg_sets),
+        notes=[note for c in traces for note in c.notes],
     )
     return columns, lane_of
 

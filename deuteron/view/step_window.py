@@ -147,7 +147,7 @@ def trace_of_run(source: str | None, metadata: Mapping[str, object] | None = Non
     if path is None:
         return None
     try:
-        columns = chrome_trace.read_columns(path)
+        columns = chrome_trace.read_columns(path, args=False)  # streamed; steps need no args
     except (FormatError, OSError):
         return None
     for key in ("job_id", "rank", "pid"):

@@ -244,3 +244,21 @@ def test_recorded_ranks_told_apart_by_host_are_aligned_back_onto_one_clock(
     assert apart.clock.startswith("2 hosts: placed by their wall clocks; aligned on ")
     offset = lambda job: job.ranks[1]["shift_ns"] - job.ranks[0]["shift_ns"]  # noqa: E731
     assert abs(offset(apart) - offset(same)) < 50_000  # ns: the error is gone to within 50 µs
+
+
+def test_traces_that_say_only_a_base_time_are_placed_by_it(tmp_path: Path) -> None:
+    """Kineto's and Proton's traces say no ``zero_ns``, only ``baseTimeNanoseconds`` (ts 0 on the
+    wall clock): two ranks whose first events are 7 ms apart on it land 7 ms apart, before the
+    collectives refine it."""
+    paths = []
+    for rank, base_ms in ((0, 1000.0), (1, 1007.0)):
+        doc = {
+            "baseTimeNanoseconds": int(base_ms * 1e6),
+            "traceEvents": [{"ph": "X", "name": "init", "ts": 0, "dur": 10, "pid": rank, "tid": 1}],
+        }
+        path = tmp_path / f"kineto.rank{rank}.json"
+        path.write_text(json.dumps(doc))
+        paths.append(str(path))
+    job = rank_traces.join([chrome_trace.read_columns(p) for p in paths], paths)
+    assert job.clock.startswith("placed by their base times (baseTimeNanoseconds)")
+    assert [r["shift_ns"] for r in job.ranks] == [0, 7_000_000]

@@ -155,6 +155,7 @@ class WebData:
     def add_trace(
         self, columns: chrome_trace.TraceColumns, source: str, lane_ranks: list[str] | None = None
     ) -> None:
+        self.notes.extend(columns.notes)  # args left out of a trace past the budget: said
         url = f"/api/trace/{len(self.traces)}.bin"
         ref, order = trace_ref(columns, source, url, lane_ranks)
         cached: list[bytes] = []
