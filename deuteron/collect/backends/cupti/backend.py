@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from deuteron.collect.backends.cupti import records
+from deuteron.collect.backends.cupti import others, records
 from deuteron.collect.backends.cupti.filing import NO_PYTHON_CTX, ROOT_CTX, file_batch
 from deuteron.collect.backends.cupti.join import UNMATCHED, Join
 from deuteron.collect.backends.cupti.late import late_placement
@@ -162,6 +162,7 @@ class CuptiBackend:
                 f"the cupti backend could not start: {what} failed: {text} (CUPTI error {code})"
             ) from None
         CuptiBackend._active = self
+        others.watch(lambda: CuptiBackend._active is not None)  # a torch.profiler started now is told
         if self.sampling is not None:
             self._start_sampling()
         torch_context, native_context = session.setup.frameworks.torch, session.setup.frameworks.native
