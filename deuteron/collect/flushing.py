@@ -30,9 +30,10 @@ from deuteron.collect.registry import SessionError
 from deuteron.collect.trace_buffer import TraceBuffer
 from deuteron.collect.tree_builder import TreeBuilder
 from deuteron.formats import profile_stream
-from deuteron.formats.files import OutputError, check_writable
+from deuteron.formats.files import OutputError, atomic_open, check_writable
 from deuteron.model.trace import TraceEvent
 from deuteron.model.tree import Profile
+from deuteron.process.signals import Deferred
 
 STREAM_FORMAT = profile_stream.SUFFIX.lstrip(".")  # NAME.hatchet_stream
 
@@ -214,8 +215,13 @@ def write_whole(session: FlushingSession, formats: list[str], base: Path) -> lis
             "seconds_spent": round(session.flusher.seconds_spent, 6),
         },
     }
-    ready = profile_stream.combined_trace(flushed.traces()) if "chrome_trace" in formats else None
-    written = output.write(whole, formats, base, session.trace_events, ready_trace=ready)
+    tree_formats = [f for f in formats if f != "chrome_trace"]
+    written = output.write(whole, tree_formats, base, session.trace_events) if tree_formats else []
+    if "chrome_trace" in formats:  # phase by phase from the stream: never the whole trace in memory
+        target = output.paths(base, ["chrome_trace"])[0]
+        with Deferred(note="finishing the profile first"), atomic_open(target, "w") as out:
+            profile_stream.write_combined_trace(stream.path, out)
+        written.append(target)
     stream.close(remove=True)
     session.profile.root, session.profile.kinds = whole.root, whole.kinds
     return written

@@ -77,10 +77,8 @@ def write(
     formats: list[str],
     base: Path,
     trace: Callable[[], tuple[list[TraceEvent], dict[int, str]]],
-    ready_trace: str | None = None,
 ) -> list[Path]:
-    """Write ``base.hatchet`` and/or ``base.chrome_trace``; the trace's events are made only if asked
-    (``ready_trace``: the trace's text made already, from a run's flushes).
+    """Write ``base.hatchet`` and/or ``base.chrome_trace``; the trace's events are made only if asked.
 
     Inside :func:`keeping_earlier`, an empty profile leaves existing files alone and writes
     nothing. SIGINT and SIGTERM wait until the files are on disk (then take effect). A file whose folder
@@ -102,8 +100,6 @@ def write(
                 text = "".join(hatchet.chunks(profile))
             elif f == "hatchet_msgpack":
                 text = hatchet.to_msgpack(profile)
-            elif ready_trace is not None:
-                text = ready_trace
             else:
                 text = trace_text(*trace(), profile.metadata)
             written.append(_write_or_rescue(target, text))

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from deuteron.formats import hatchet, jsonio, msgpack_tree
-from deuteron.formats.files import FormatError, read_bytes, regular_file
+from deuteron.formats.files import FormatError, regular_file
 from deuteron.model.tree import Profile
 from deuteron.model.tree_ops import merge
 
@@ -112,9 +113,6 @@ class Stream:
         }
         return whole
 
-    def traces(self) -> list[bytes]:
-        return [f.trace for f in self.flushes if f.trace]
-
 
 def read_profile(path: str | os.PathLike[str]) -> Profile:
     """A profile file of any kind a run writes: hatchet JSON or msgpack, or a run's stream (the
@@ -130,40 +128,80 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     return hatchet.read(path)
 
 
-def read(path: str | os.PathLike[str]) -> Stream:
-    """Read a stream file; hostile or foreign input fails in one FormatError line, a record cut at
-    the end is counted in ``cut_bytes``, never an error."""
-    return parse(read_bytes(path, "profile"), str(path))
+def read(path: str | os.PathLike[str], with_traces: bool = False) -> Stream:
+    """Read a stream file, a record at a time (memory: the trees, not the file); hostile or foreign
+    input fails in one FormatError line, a record cut at the end is counted in ``cut_bytes``, never
+    an error. Each record's trace is kept only ``with_traces`` (see :func:`write_combined_trace`,
+    which reads them one at a time instead)."""
+    regular_file(path, "profile")
+    where = str(path)
+    with open(path, "rb") as f:
+        stream: Stream | None = None
+        for number, record, cut in _records(f, where):
+            if stream is None:
+                stream = _header(record, where)
+                continue
+            if record is None:
+                stream.cut_bytes = cut
+                break
+            flush = _flush(record, where, number)
+            if not with_traces:
+                flush.trace = None
+            stream.flushes.append(flush)
+    if stream is None:
+        raise FormatError(f"{where}: a profile stream cut before its header ended")
+    return stream
 
 
 def parse(data: bytes, where: str) -> Stream:
     """A stream from its bytes (see :func:`read`)."""
+    import io
+
+    stream: Stream | None = None
+    for number, record, cut in _records(io.BytesIO(data), where):
+        if stream is None:
+            stream = _header(record, where)
+        elif record is None:
+            stream.cut_bytes = cut
+        else:
+            stream.flushes.append(_flush(record, where, number))
+    if stream is None:
+        raise FormatError(f"{where}: a profile stream cut before its header ended")
+    return stream
+
+
+def _records(f: IO[bytes], where: str) -> Iterator[tuple[int, Any, int]]:
+    """(number, record, 0) for each whole record (the header is number 0), then (number, None,
+    bytes left) if the file ends inside a record."""
     import msgpack
 
-    unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, max_buffer_size=max(len(data), 1))
-    unpacker.feed(data)
-    try:
-        header = unpacker.unpack()
-    except msgpack.OutOfData:
-        raise FormatError(f"{where}: a profile stream cut before its header ended") from None
-    except (ValueError, msgpack.ExtraData, TypeError) as exc:
-        raise FormatError(f"{where}: not a profile stream ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise FormatError(f"{where}: not a profile stream (no {FORMAT} header)")
-    if header.get("version") != VERSION:
-        raise FormatError(f"{where}: profile stream version {header.get('version')!r}; this reads {VERSION}")
-    metadata = header.get("metadata")
-    stream = Stream(metadata if isinstance(metadata, dict) else {})
+    unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=False, max_buffer_size=1 << 31)
+    number = 0
     while True:
         start = unpacker.tell()
         try:
             record = unpacker.unpack()
         except msgpack.OutOfData:
-            stream.cut_bytes = len(data) - start
-            return stream
-        except (ValueError, TypeError) as exc:
-            raise FormatError(f"{where}: record {len(stream.flushes) + 1} is damaged ({exc})") from None
-        stream.flushes.append(_flush(record, where, len(stream.flushes) + 1))
+            end = f.seek(0, os.SEEK_END)
+            if end > start:
+                if number == 0:
+                    raise FormatError(f"{where}: a profile stream cut before its header ended") from None
+                yield number, None, end - start
+            return
+        except (ValueError, TypeError, msgpack.ExtraData) as exc:
+            what = "not a profile stream" if number == 0 else f"record {number} is damaged"
+            raise FormatError(f"{where}: {what} ({exc})") from None
+        yield number, record, 0
+        number += 1
+
+
+def _header(header: Any, where: str) -> Stream:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise FormatError(f"{where}: not a profile stream (no {FORMAT} header)")
+    if header.get("version") != VERSION:
+        raise FormatError(f"{where}: profile stream version {header.get('version')!r}; this reads {VERSION}")
+    metadata = header.get("metadata")
+    return Stream(metadata if isinstance(metadata, dict) else {})
 
 
 def _flush(record: Any, where: str, number: int) -> Flush:
@@ -180,32 +218,45 @@ def _flush(record: Any, where: str, number: int) -> Flush:
     return Flush(phase, float(end_time), profile, trace)
 
 
-def combined_trace(texts: list[bytes]) -> str:
-    """The flushed phases' Chrome traces as one: their events in order on the first phase's time
-    origin (each phase's ``otherData.zero_ns`` says where its ``ts`` 0 lies), each lane's name
-    once, and the first phase's ``otherData`` and base time (the run's clock and job)."""
-    events: list[Any] = []
+def write_combined_trace(path: str | os.PathLike[str], out: IO[str]) -> int:
+    """The stream's flushed Chrome traces as one, written to ``out`` a phase at a time (memory: one
+    phase's events): their events in order on the first phase's time origin (each phase's
+    ``otherData.zero_ns`` says where its ``ts`` 0 lies), each lane's name once, and the first
+    phase's ``otherData`` and base time (the run's clock and job). Returns the events written."""
     seen_meta: set[str] = set()
     head: dict[str, Any] | None = None
     zero: int | None = None
-    for text in texts:
-        doc = jsonio.loads(text)
-        if not isinstance(doc, dict):
-            continue
-        other = doc.get("otherData")
-        here = other.get("zero_ns") if isinstance(other, dict) else None
-        if head is None:
-            head, zero = {k: v for k, v in doc.items() if k != "traceEvents"}, here
-        shift = (here - zero) / 1e3 if isinstance(here, int) and isinstance(zero, int) else 0.0
-        for event in doc.get("traceEvents", []):
-            if not isinstance(event, dict):
+    written = 0
+    with open(path, "rb") as f:
+        for number, record, _ in _records(f, str(path)):
+            text = record.get("trace") if number and isinstance(record, dict) else None
+            if not isinstance(text, bytes):
                 continue
-            if event.get("ph") == "M":
-                key = json.dumps(event, sort_keys=True)
-                if key in seen_meta:
+            doc = jsonio.loads(text)
+            if not isinstance(doc, dict):
+                continue
+            other = doc.get("otherData")
+            here = other.get("zero_ns") if isinstance(other, dict) else None
+            if head is None:
+                head, zero = {k: v for k, v in doc.items() if k != "traceEvents"}, here
+                out.write(
+                    json.dumps(head, separators=(",", ":"))[:-1]
+                    + (',"traceEvents":[' if head else '"traceEvents":[')
+                )
+            shift = (here - zero) / 1e3 if isinstance(here, int) and isinstance(zero, int) else 0.0
+            for event in doc.get("traceEvents", []):
+                if not isinstance(event, dict):
                     continue
-                seen_meta.add(key)
-            elif shift and isinstance(event.get("ts"), (int, float)):
-                event["ts"] = event["ts"] + shift
-            events.append(event)
-    return json.dumps({**(head or {}), "traceEvents": events}, separators=(",", ":"))
+                if event.get("ph") == "M":
+                    key = json.dumps(event, sort_keys=True)
+                    if key in seen_meta:
+                        continue
+                    seen_meta.add(key)
+                elif shift and isinstance(event.get("ts"), (int, float)):
+                    event["ts"] = event["ts"] + shift
+                out.write(("," if written else "") + json.dumps(event, separators=(",", ":")))
+                written += 1
+    if head is None:
+        out.write('{"traceEvents":[')
+    out.write("]}")
+    return written
