@@ -88,22 +88,27 @@ std::atomic<int> g_nodes_at_launch{0};  // backward nodes read from autograd at 
 std::atomic<uint64_t> g_dropped{0};     // places not made (tables full)
 
 template <typename T>
-T* chunk_of(std::atomic<T*>* table, uint32_t id, bool make) {
+__attribute__((noinline)) T* make_chunk(std::atomic<T*>* table, uint32_t c) {
+  T* chunk = new T[CHUNK]();
+  T* expected = nullptr;
+  if (!table[c].compare_exchange_strong(expected, chunk)) {
+    delete[] chunk;
+    chunk = expected;
+  }
+  return chunk;
+}
+
+// Inline, as every op's close reads its node's totals through it; making a chunk is out of line.
+template <typename T>
+inline T* chunk_of(std::atomic<T*>* table, uint32_t id, bool make) {
   uint32_t c = id / CHUNK;
   if (c >= MAX_CHUNKS) return nullptr;
   T* chunk = table[c].load(std::memory_order_acquire);
-  if (!chunk && make) {
-    chunk = new T[CHUNK]();
-    T* expected = nullptr;
-    if (!table[c].compare_exchange_strong(expected, chunk)) {
-      delete[] chunk;
-      chunk = expected;
-    }
-  }
+  if (!chunk && make) chunk = make_chunk(table, c);
   return chunk ? chunk + id % CHUNK : nullptr;
 }
 
-Stat* stat(uint32_t node) { return chunk_of(g_stat, node, false); }
+inline Stat* stat(uint32_t node) { return chunk_of(g_stat, node, false); }
 
 uint8_t flop_kind(const char* s) {
   if (std::strncmp(s, "aten::", 6) != 0) return F_NONE;
@@ -212,6 +217,17 @@ struct PlaceSlot {
   uint64_t key;
   uint32_t id;
 };
+// An op's place under its parent, its name's interned text and its flop kind, found with one probe
+// and one comparison of the name (see op_enter): the name and place caches above take two probes,
+// and the name's check a look-up of its interned text.
+constexpr size_t OP_SLOTS = 4096;
+struct OpSlot {
+  const char* text;      // the RecordFunction's name pointer
+  const char* interned;  // the same text, interned (the pointer may later hold another string)
+  uint32_t parent;
+  uint32_t node;
+  uint8_t flop;
+};
 
 // The autograd node this thread runs now, when backward nodes are read from autograd instead of a
 // callback per node (see "Backward nodes without a callback"): an anchor like a pushed backward
@@ -242,25 +258,52 @@ struct ThreadState {
   std::unordered_map<const char*, uint32_t> names;
   std::unique_ptr<NameSlot[]> name_slots{new NameSlot[NAME_SLOTS]()};
   std::unique_ptr<PlaceSlot[]> place_slots{new PlaceSlot[PLACE_SLOTS]()};
+  std::unique_ptr<OpSlot[]> op_slots{new OpSlot[OP_SLOTS]()};
   Ranges* ranges = nullptr;
   uint32_t anchors = 0;       // anchor frames on the stack
   uint32_t last_top = 0;      // the last outermost anchor that closed on this thread
   uint32_t top_launches = 0;  // launches since then with no anchor open
   uint32_t last_place = 0;    // the place given to this thread's last launch
+  std::vector<uint32_t> opened;  // launch_place's scratch list (first_launches)
 };
 
-thread_local ThreadState t;
+// The calling thread's state, reached through a plain pointer: a thread_local of a class type goes
+// through an initialization guard and a __tls_get_addr call at every use (five to ten of them per
+// callback, measured), a trivial pointer through one lookup per function. Its owner frees it
+// when the thread ends.
+thread_local ThreadState* t_state = nullptr;
+struct ThreadOwner {
+  ~ThreadOwner() {
+    delete t_state;
+    t_state = nullptr;
+  }
+};
+thread_local ThreadOwner t_owner;
+
+ThreadState& new_state() {
+  (void)&t_owner;  // constructed here, so its destructor runs at the thread's end
+  t_state = new ThreadState();
+  return *t_state;
+}
+
+inline ThreadState& raw_state() {
+  ThreadState* p = t_state;
+  return p ? *p : new_state();
+}
+
+void restart(ThreadState& s, uint64_t epoch) {  // a stack from before the last install: its exits will never come
+  s.stack.clear();
+  s.anchors = 0;
+  s.last_top = s.top_launches = s.last_place = 0;
+  s.node.on = false;
+  s.epoch = epoch;
+}
 
 inline ThreadState& state() {
+  ThreadState& s = raw_state();
   uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
-  if (t.epoch != epoch) {  // a stack from before the last install: its exits will never come
-    t.stack.clear();
-    t.anchors = 0;
-    t.last_top = t.top_launches = t.last_place = 0;
-    t.node.on = false;
-    t.epoch = epoch;
-  }
-  return t;
+  if (s.epoch != epoch) restart(s, epoch);
+  return s;
 }
 
 inline uint64_t now_ns() {
@@ -483,8 +526,7 @@ void begin_node(ThreadState& s, const torch::autograd::Node& n, int task) {
 }
 
 // The thread's NodeRun brought up to date with the node autograd runs on it now.
-void sync_node(ThreadState& s) {
-  if (!g_nodes_at_launch.load(std::memory_order_relaxed)) return;
+void read_node(ThreadState& s) {
   auto held = torch::autograd::get_current_node();  // keeps the node alive while it is read
   const torch::autograd::Node* n = held.get();
   int task = n ? torch::autograd::get_current_graph_task_id() : -1;
@@ -495,6 +537,11 @@ void sync_node(ThreadState& s) {
     end_node(s);
   }
   if (n) begin_node(s, *n, task);
+}
+
+// The same, at every event: inline, as every op of a run that does not read nodes asks it.
+inline void sync_node(ThreadState& s) {
+  if (g_nodes_at_launch.load(std::memory_order_relaxed)) read_node(s);
 }
 
 // The first launch of a node's run counts one call of it.
@@ -614,7 +661,8 @@ int64_t flops_of(uint8_t kind, const at::RecordFunction& fn) {
 inline bool scope_is_anchor(at::RecordScope scope) { return scope != at::RecordScope::FUNCTION; }
 
 bool engine_frame(const char* name) {  // the engine's wrapper around each backward node
-  return name[0] == 'a' && !std::strncmp(name, "autograd::engine::evaluate_function", 35);
+  // two characters first: every aten op starts with 'a' too
+  return name[0] == 'a' && name[1] == 'u' && !std::strncmp(name, "autograd::engine::evaluate_function", 35);
 }
 
 // With -c python,torch: the calling thread's Python call path (the session's id of it), for a user
@@ -623,6 +671,32 @@ bool engine_frame(const char* name) {  // the engine's wrapper around each backw
 std::atomic<uint32_t (*)()> g_scope_base{nullptr};
 
 void set_base(uint32_t name, bool origin);
+
+// An aten op (or another FUNCTION-scope record) opens under the current place: the most frequent
+// event by far, so its place, interned name and flop kind come from one probe of the thread's op
+// cache; a miss takes the name and place caches (intern, child) and fills the slot.
+void op_enter(ThreadState& s, const at::RecordFunction& fn, const char* name) {
+  uint32_t parent = current(s);
+  if (engine_frame(name)) {
+    push(s, parent, 0, 0, 1, 0);
+    return;
+  }
+  uintptr_t h = (uintptr_t(name) >> 3) ^ (uintptr_t(parent) * 0x9E3779B1u);
+  OpSlot& slot = s.op_slots[(h ^ (h >> 12)) & (OP_SLOTS - 1)];
+  if (slot.text != name || slot.parent != parent || !slot.node || std::strcmp(slot.interned, name)) {
+    uint32_t id = intern(s, name);
+    Name* n = chunk_of(g_names, id, false);
+    slot = OpSlot{name, n && n->text ? n->text : "", parent, child(s, parent, K_OP, id), n ? n->flop : uint8_t(F_NONE)};
+    if (!n || !n->text) slot.node = 0;  // the tables were full: asked again next time
+  }
+  uint32_t node = slot.node ? slot.node : child(s, parent, K_OP, intern(s, name));
+  if (slot.flop && g_flops_on.load(std::memory_order_relaxed) && fn.needsInputs()) {
+    int64_t f = flops_of(slot.flop, fn);
+    Stat* st = stat(node);
+    if (f > 0 && st) st->flops.fetch_add(uint64_t(f), std::memory_order_relaxed);
+  }
+  push(s, node, 1, 0, 0, 0);
+}
 
 std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
   ThreadState& s = state();
@@ -636,6 +710,10 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     if (context_id) set_base(context_id, false);  // never where backward work of no module is filed
     based = context_id != 0;
   }
+  if (scope == at::RecordScope::FUNCTION) {
+    op_enter(s, fn, name);
+    return nullptr;
+  }
   uint32_t parent = scope_is_anchor(scope) ? anchor_parent(s) : current(s);
   uint32_t node;
   if (scope == at::RecordScope::BACKWARD_FUNCTION) {
@@ -643,19 +721,6 @@ std::unique_ptr<at::ObserverContext> on_enter(const at::RecordFunction& fn) {
     // The engine's work around the node (summing gradients to shape, accumulating them) runs
     // after it, inside evaluate_function: it belongs to the same node.
     if (!s.stack.empty() && s.stack.back().engine) s.stack.back().node = node;
-  } else if (scope == at::RecordScope::FUNCTION) {
-    if (engine_frame(name)) {
-      push(s, parent, 0, 0, 1, 0);
-      return nullptr;
-    }
-    uint32_t id = intern(s, name);
-    node = child(s, parent, K_OP, id);
-    Name* n = chunk_of(g_names, id, false);
-    if (n && n->flop && g_flops_on.load(std::memory_order_relaxed) && fn.needsInputs()) {
-      int64_t f = flops_of(n->flop, fn);
-      Stat* st = stat(node);
-      if (f > 0 && st) st->flops.fetch_add(uint64_t(f), std::memory_order_relaxed);
-    }
   } else {
     node = child(s, parent, K_SCOPE, intern(s, name));
   }
@@ -734,9 +799,11 @@ void count_calls(const std::vector<uint32_t>& nodes) {
     if (Stat* st = chunk_of(g_stat, node, false)) st->calls.fetch_add(1, std::memory_order_relaxed);
 }
 
-// The observed op calls (between the innermost anchor and the top) that had launched nothing yet.
-std::vector<uint32_t> first_launches(ThreadState& s) {
-  std::vector<uint32_t> opened;
+// The observed op calls (between the innermost anchor and the top) that had launched nothing yet,
+// into the thread's scratch list (kept between launches: no allocation per launch).
+const std::vector<uint32_t>& first_launches(ThreadState& s) {
+  std::vector<uint32_t>& opened = s.opened;
+  opened.clear();
   for (size_t i = s.stack.size(); i-- > 0;) {
     Frame& f = s.stack[i];
     if (f.anchor || node_above(s, i)) break;
@@ -749,12 +816,19 @@ std::vector<uint32_t> first_launches(ThreadState& s) {
 
 constexpr uint64_t MIN_STABLE = 64;
 constexpr size_t MAX_LEARNED = 1u << 20;
-std::mutex g_lmu;  // the table, g_stable and the op callback's switching
+// Launches past this position in one anchor's call (or, outside every anchor, since the last
+// outermost anchor closed) are never learned. A loop of launches outside any module keeps counting
+// up, so its keys never repeat: learning each one cost a table entry (a lock, three allocations,
+// a table that grew to MAX_LEARNED) at every launch, 1 to 2 us on a 2-core CPU (benchmarks/
+// tiny_ops.py's loop, its launches simulated), for nothing: they could never be inferred. Past the cap a launch costs none of that, and it keeps ops observed (or turns them on
+// again) exactly as an unlearned launch did, so every launch lands where it did.
+constexpr uint32_t MAX_POSITION = 1u << 16;
+std::mutex g_lmu;  // the table and the op callback's switching
 std::unordered_map<LaunchKey, Learned, LaunchKeyHash> g_learned;
-uint64_t g_stable = 0;
+std::atomic<uint64_t> g_stable{0};  // launches in a row that repeated what was learned
 std::atomic<int> g_observing{1};  // the op callback is enabled
 at::CallbackHandle g_ops_handle = 0;
-std::atomic<uint64_t> g_inferred{0}, g_missed{0}, g_switches{0};
+std::atomic<uint64_t> g_inferred{0}, g_missed{0}, g_switches{0}, g_unlearned{0};
 
 void set_observing(bool on) {  // under g_lmu
   if (on == bool(g_observing.load(std::memory_order_relaxed)) || !g_ops_handle) return;
@@ -764,6 +838,22 @@ void set_observing(bool on) {  // under g_lmu
     at::disableCallback(g_ops_handle);
   g_observing.store(on ? 1 : 0, std::memory_order_relaxed);
   g_switches.fetch_add(1, std::memory_order_relaxed);
+}
+
+// A launch past MAX_POSITION: what an unlearned launch did, without the table. While ops are
+// observed it breaks the run of repeats (no lock: one relaxed store, and only when the run was
+// not broken already); while they are inferred it is a miss and turns them on again.
+uint32_t unlearned_place(uint32_t here) {
+  g_unlearned.fetch_add(1, std::memory_order_relaxed);
+  if (g_observing.load(std::memory_order_relaxed)) {
+    if (g_stable.load(std::memory_order_relaxed)) g_stable.store(0, std::memory_order_relaxed);
+    return here;
+  }
+  std::lock_guard<std::mutex> lock(g_lmu);
+  g_missed.fetch_add(1, std::memory_order_relaxed);
+  g_stable.store(0, std::memory_order_relaxed);
+  set_observing(true);
+  return here;
 }
 
 uint32_t launch_place(ThreadState& s, const char* symbol) {
@@ -776,18 +866,20 @@ uint32_t launch_place(ThreadState& s, const char* symbol) {
   const char* name = symbol ? symbol : "";
   uint32_t place = here;
   count_node_launch(s);
-  std::vector<uint32_t> opened = first_launches(s);  // empty while ops are not observed
+  const std::vector<uint32_t>& opened = first_launches(s);  // empty while ops are not observed
   count_calls(opened);
+  if (key.index >= MAX_POSITION) return unlearned_place(here);
   std::lock_guard<std::mutex> lock(g_lmu);
   auto it = g_learned.find(key);
   if (g_observing.load(std::memory_order_relaxed)) {
     if (it != g_learned.end() && it->second.place == here && it->second.symbol == name &&
         it->second.opened == opened) {
-      if (++g_stable >= std::max<uint64_t>(MIN_STABLE, 2 * g_learned.size())) set_observing(false);
+      uint64_t stable = g_stable.fetch_add(1, std::memory_order_relaxed) + 1;
+      if (stable >= std::max<uint64_t>(MIN_STABLE, 2 * g_learned.size())) set_observing(false);
     } else {
       if (it == g_learned.end() && g_learned.size() >= MAX_LEARNED) g_learned.clear();
-      g_learned[key] = Learned{here, name, std::move(opened)};
-      g_stable = 0;
+      g_learned[key] = Learned{here, name, opened};
+      g_stable.store(0, std::memory_order_relaxed);
     }
   } else if (it != g_learned.end() && it->second.symbol == name) {
     place = it->second.place;
@@ -795,7 +887,7 @@ uint32_t launch_place(ThreadState& s, const char* symbol) {
     g_inferred.fetch_add(1, std::memory_order_relaxed);
   } else {
     g_missed.fetch_add(1, std::memory_order_relaxed);
-    g_stable = 0;
+    g_stable.store(0, std::memory_order_relaxed);
     set_observing(true);
   }
   return place;
@@ -839,7 +931,7 @@ int deut_install(int flags) {
   {
     std::lock_guard<std::mutex> lock(g_lmu);
     g_learned.clear();
-    g_stable = 0;
+    g_stable.store(0);
     g_observing.store(1);
   }
   g_infer.store(infer ? 1 : 0);
@@ -847,6 +939,7 @@ int deut_install(int flags) {
   g_inferred.store(0);
   g_missed.store(0);
   g_switches.store(0);
+  g_unlearned.store(0);
   // backward nodes pass their sequence number whether ids are asked or not
   auto anchors = at::RecordFunctionCallback(on_enter, on_exit).needsIds(false);
   if (nodes_at_launch)
@@ -875,13 +968,15 @@ void deut_remove(void) {
 // with is_launch 0 for a graph node made by a captured launch, which is not a launch of its own):
 // the current place while ops are observed, else the place learned for this launch's position.
 uint32_t deut_launch(const char* symbol, int is_launch) {
-  if (t.epoch != g_epoch.load(std::memory_order_relaxed)) {
+  ThreadState& s = raw_state();
+  uint64_t epoch = g_epoch.load(std::memory_order_relaxed);
+  if (s.epoch != epoch) {
     // a thread with no event this session yet: its base, unless it runs autograd's nodes (its
     // threads may see no callback at all before their first launch when nodes are read here)
-    if (!g_nodes_at_launch.load(std::memory_order_relaxed) || !torch::autograd::get_current_node()) return t.base;
+    if (!g_nodes_at_launch.load(std::memory_order_relaxed) || !torch::autograd::get_current_node()) return s.base;
+    restart(s, epoch);
   }
-  sync_node(state());
-  ThreadState& s = t;
+  sync_node(s);
   if (!g_infer.load(std::memory_order_relaxed)) return current(s);
   if (!is_launch) return g_observing.load(std::memory_order_relaxed) || !s.last_place ? current(s) : s.last_place;
   s.last_place = launch_place(s, symbol);
@@ -889,7 +984,8 @@ uint32_t deut_launch(const char* symbol, int is_launch) {
 }
 
 // How inference went: launches given a learned place, launches that missed (and so re-enabled
-// the op callback), switches of the op callback, whether ops are observed now, places learned.
+// the op callback), switches of the op callback, whether ops are observed now, places learned,
+// launches past MAX_POSITION (never learned). `out` holds 6 values.
 void deut_infer_stats(uint64_t* out) {
   std::lock_guard<std::mutex> lock(g_lmu);
   out[0] = g_inferred.load();
@@ -897,6 +993,7 @@ void deut_infer_stats(uint64_t* out) {
   out[2] = g_switches.load();
   out[3] = uint64_t(g_observing.load());
   out[4] = g_learned.size();
+  out[5] = g_unlearned.load();
 }
 
 // Totals start again from zero (a new session).
@@ -915,7 +1012,7 @@ uint32_t deut_intern(const char* text) { return intern(state(), text); }
 
 // The calling thread's place now (the CUPTI shim calls this at each launch).
 uint32_t deut_current(void) {
-  ThreadState& s = t;
+  ThreadState& s = raw_state();
   if (s.epoch != g_epoch.load(std::memory_order_relaxed)) return s.base;
   sync_node(s);
   return current(s);

@@ -62,7 +62,8 @@ def watch() -> None:
     config = sys.modules.get("torch._inductor.config")
     if config is not None:
         for variable, attribute in CACHES.items():
-            if os.environ[variable] == "0":
+            # a torch without that cache (torch 2.13 on the CPU has no autograd_cache) refuses the name
+            if os.environ[variable] == "0" and hasattr(config, attribute):
                 setattr(config, attribute, False)
 
     for name in GENERATORS:

@@ -142,12 +142,14 @@ class TorchContext:
     def infer_stats(self) -> dict[str, int]:
         """How op inference went so far: launches given a learned op (``inferred``), launches
         that did not match what was learned (``missed``: they land under their module, and ops
-        are observed again), switches of the op callback, whether ops are observed now."""
+        are observed again), switches of the op callback, whether ops are observed now, places
+        learned, and launches too far into their anchor's call to be learned (``unlearned``: a loop
+        of launches outside any module, whose positions never repeat)."""
         if self._lib is None:
             return {}
-        out = (ctypes.c_uint64 * 5)()
+        out = (ctypes.c_uint64 * 6)()
         self._lib.deut_infer_stats(out)
-        keys = ("inferred", "missed", "switches", "observing", "learned")
+        keys = ("inferred", "missed", "switches", "observing", "learned", "unlearned")
         return dict(zip(keys, map(int, out), strict=True))
 
     def set_base(self, context_id: int) -> None:
