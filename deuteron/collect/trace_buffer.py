@@ -24,7 +24,7 @@ TRACE_LIMIT = int(os.environ.get("DEUTERON_TRACE_LIMIT", "1000000"))
 class FrameworkSpans(Protocol):
     """A framework context with CPU spans of its own (torch's modules, ops and backward nodes)."""
 
-    def spans(self) -> tuple[list[tuple[Node, int, int, int]], int]: ...
+    def spans(self, start: int = 0) -> tuple[list[tuple[Node, int, int, int]], int]: ...
 
 
 class TraceBuffer:
@@ -96,9 +96,9 @@ class TraceBuffer:
         any), kernels with their call stacks and an arrow from each launch, and no lane names."""
         raw = self.events
         if framework is not None:
-            spans, left_out = framework.spans()
-            self.framework_spans_read = len(spans)  # torch's buffer holds the run's: skip those written
-            spans = spans[self.framework_spans_cleared :]
+            # torch's buffer holds the whole run's: only those not written with an earlier part
+            spans, left_out = framework.spans(self.framework_spans_cleared)
+            self.framework_spans_read = self.framework_spans_cleared + len(spans)
             raw = [("scope", node, t0, t1, ident, None) for node, t0, t1, ident in spans] + raw
             if left_out:
                 profile.metadata["torch_spans_left_out"] = left_out

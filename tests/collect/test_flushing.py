@@ -7,6 +7,7 @@ and removes the stream."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -214,8 +215,14 @@ def test_torch_optimizer_steps_flush_and_the_tree_is_unchanged(tmp_path: Path) -
     of every module, op and backward node are those of the same run without flushing."""
     (tmp_path / "opt.py").write_text(OPTIMIZER)
     for name, extra in (("plain", []), ("flushed", ["--flush-every", "1step"])):
-        proc = run_cli("run", "-c", "torch", "-n", name, *extra, "opt.py", cwd=tmp_path)
+        proc = run_cli("run", "-c", "torch", "--trace", "-n", name, *extra, "opt.py", cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr
     flushed = hatchet.read(tmp_path / "flushed.hatchet")
     assert flushed.metadata["flushes"]["records"] == 5  # four steps, then the end
     assert _counts(flushed) == _counts(hatchet.read(tmp_path / "plain.hatchet"))
+    # torch's module and op spans: each in the trace once, though torch's buffer holds the run's
+    spans = {}
+    for name in ("plain", "flushed"):
+        events = json.loads((tmp_path / f"{name}.chrome_trace").read_text())["traceEvents"]
+        spans[name] = collections.Counter(e["name"] for e in events if e.get("ph") == "X")
+    assert spans["flushed"] == spans["plain"] and spans["plain"]["aten::addmm"] == 4

@@ -125,14 +125,14 @@ class TorchContext:
         if _active is self:
             _active = None
 
-    def spans(self) -> tuple[list[tuple[Node, int, int, int]], int]:
-        """The kept module/op/backward spans as (node, start ns, end ns, thread ident), and how many
-        were not kept (see :mod:`.spans`)."""
+    def spans(self, start: int = 0) -> tuple[list[tuple[Node, int, int, int]], int]:
+        """The kept module/op/backward spans from the ``start``-th on as (node, start ns, end ns,
+        thread ident), and how many were not kept (see :mod:`.spans`)."""
         if self._lib is None:
             return [], 0
         self.sync()
         root = self.contexts.root
-        return torch_spans.read(self._lib, lambda place_id: self.placer.place(place_id, root)[0])
+        return torch_spans.read(self._lib, lambda place_id: self.placer.place(place_id, root)[0], start)
 
     def probe_address(self) -> int:
         """The C address of ``deut_launch`` (the CUPTI shim calls it at each launch)."""

@@ -21,15 +21,19 @@ LIMIT = 1_000_000  # spans kept (32 bytes each)
 DTYPE = np.dtype([("place_id", "<u4"), ("pad", "<u4"), ("thread", "<u8"), ("t0", "<u8"), ("t1", "<u8")])
 
 
-def read(lib: Any, place: Callable[[int], Node]) -> tuple[list[tuple[Node, int, int, int]], int]:
-    """The kept spans as (node, start ns, end ns, thread ident), ``place`` turning a place id (a
-    trie node) into the profile's node, and how many spans were not kept."""
+def read(
+    lib: Any, place: Callable[[int], Node], start: int = 0
+) -> tuple[list[tuple[Node, int, int, int]], int]:
+    """The kept spans from the ``start``-th on (those before were written with an earlier part of
+    a flushed run) as (node, start ns, end ns, thread ident), ``place`` turning a place id (a trie
+    node) into the profile's node, and how many spans were not kept."""
     count = int(lib.deut_span_count())
     address = lib.deut_span_data()
     kept = min(count, LIMIT)
-    if not address or not kept:
+    if not address or kept <= start:
         return [], count - kept
-    raw = (ctypes.c_char * (kept * DTYPE.itemsize)).from_address(address)
+    size = DTYPE.itemsize
+    raw = (ctypes.c_char * ((kept - start) * size)).from_address(address + start * size)
     table = np.frombuffer(bytes(raw), dtype=DTYPE)
     nodes: dict[int, Node] = {}
     out = []
