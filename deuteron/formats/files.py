@@ -138,6 +138,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except OSError as exc:
         raise OutputError(f"could not write {target}: {_reason(exc)}") from None
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600: a profile is as readable as any file
         with os.fdopen(
             fd, mode + ("" if "b" in mode else ""), encoding=None if "b" in mode else "utf-8"
         ) as f:
@@ -149,6 +150,13 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
         if isinstance(exc, OSError):
             raise OutputError(f"could not write {target}: {_reason(exc)}") from None
         raise
+
+
+def _umask() -> int:
+    """The process's umask (read by setting it, so set back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: str | os.PathLike[str], data: str | bytes) -> Path:

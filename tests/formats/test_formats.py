@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -246,3 +248,15 @@ def test_protons_exclusive_metrics_are_not_summed_up_the_tree(tmp_path: Path):
     view = build(prof, ViewOptions(metrics=["cpu_time/ns", "time/ns"]))
     outer = find(view.tree, "outer").metrics
     assert outer["cpu_time/ns"] == 100 and outer["time/ns"] == 5  # not 140; time still adds up
+
+
+def test_written_files_are_as_readable_as_any_file_the_user_makes(tmp_path: Path) -> None:
+    """Files go through a temporary file (mkstemp makes it 0600): renamed, they keep the umask's mode."""
+    from deuteron.formats.files import atomic_write
+
+    mask = os.umask(0o022)
+    try:
+        written = atomic_write(tmp_path / "p.hatchet", "[]")
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(written.stat().st_mode) == 0o644

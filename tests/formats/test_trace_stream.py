@@ -190,3 +190,4 @@ def test_memory_does_not_follow_the_file(tmp_path: Path) -> None:
     more = grew[30_000_000] - grew[5_000_000]
     assert more < 25_000_000 / 4, f"25 MB more file cost {more / 1e6:.0f} MB more ({grew})"
     assert grew[30_000_000] < 30_000_000, f"peak grew {grew[30_000_000] / 1e6:.0f} MB reading 30 MB"
+
