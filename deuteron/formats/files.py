@@ -49,8 +49,9 @@ def _reason(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
-    """The size of ``path`` after checking it is a regular file within the size limit."""
+def regular_file(path: str | os.PathLike[str], what: str = "file", limited: bool = True) -> int:
+    """The size of ``path`` after checking it is a regular file within the size limit (no limit
+    when not ``limited``: a reader whose memory does not grow with the file)."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -63,7 +64,7 @@ def regular_file(path: str | os.PathLike[str], what: str = "file") -> int:
         kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
         raise FormatError(f"{path}: is {kind}, not a regular file; give a {what} file")
     limit = max_bytes()
-    if info.st_size > limit:
+    if limited and info.st_size > limit:
         raise FormatError(
             f"{path}: {info.st_size:,} bytes is more than the limit of {limit:,} "
             f"(raise it with {MAX_BYTES_ENV}=BYTES)"

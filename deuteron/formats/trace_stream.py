@@ -33,12 +33,11 @@ import gzip
 import json
 import os
 import re
-import stat
 from collections.abc import Iterator
 from typing import IO, Any
 
 from deuteron.formats import jsonio
-from deuteron.formats.files import FormatError
+from deuteron.formats.files import FormatError, regular_file
 
 CHUNK = 1 << 20  # bytes parsed at a time: as fast as 4 MiB (measured), a quarter of the dicts alive
 MAX_EVENT_BYTES = 64 << 20  # one event (or header value) larger than this is damage, not data
@@ -51,17 +50,7 @@ _INFO_SCALARS = ("baseTimeNanoseconds", "displayTimeUnit")  # top-level scalars 
 
 def _open(path: str | os.PathLike[str]) -> IO[bytes]:
     """The file's bytes (gunzipped when it is gzip), after checking it is a regular file."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise FormatError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise FormatError(f"{path}: is a directory, not a Chrome trace")
-    if not stat.S_ISREG(info.st_mode):
-        raise FormatError(f"{path}: is not a regular file; give a Chrome trace file")
-    if info.st_size == 0:
+    if regular_file(path, "Chrome trace", limited=False) == 0:
         raise FormatError(f"{path}: the file is empty")
     try:
         raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed by TraceStream.close
