@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,13 @@ def _one_line_error(proc, *expected: str) -> None:
         assert text in lines[0], lines[0]
 
 
-@pytest.mark.slow
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    env = {"DEUTERON_DATA_DIR": str(tmp_path / "data")}
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each case through ``deuteron.cli.main`` in this process (what ``python -m deuteron`` runs,
+    without a fresh interpreter per case); one case in a real process below, as a user runs it."""
+    monkeypatch.setenv("DEUTERON_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "syntax.py").write_text("import triton\n@triton.jit\ndef add_kernel(:\n")
     (tmp_path / "empty.py").write_text("x = 1\n")
     cases = [
@@ -56,7 +61,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         (["learn", "--notebook", "no/such/folder/x.ipynb"], ["does not exist"]),
     ]
     for words, expected in cases:
-        _one_line_error(run_cli(*words, cwd=tmp_path, env=env), *expected)
+        try:
+            code = main(words)
+        except SystemExit as exc:  # argparse's refusals
+            code = exc.code if isinstance(exc.code, int) else 2
+        captured = capsys.readouterr()
+        _one_line_error(subprocess.CompletedProcess(words, code, captured.out, captured.err), *expected)
+    real = run_cli(*cases[4][0], cwd=tmp_path, env={"DEUTERON_DATA_DIR": str(tmp_path / "data")})
+    _one_line_error(real, *cases[4][1])
     assert not (tmp_path / "data").exists()  # nothing recorded for input that never ran
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from deuteron.formats import hatchet
 from tests.helpers.cli import run_cli
 from tests.helpers.paths import REPO
 from tests.helpers.profiles import json_nodes
@@ -21,9 +22,12 @@ from tests.helpers.sources import encoder_model_source
 
 torch = pytest.importorskip("torch")
 
-MODEL = encoder_model_source(32) + """
+MODEL = (
+    encoder_model_source(32)
+    + """
 x, y = torch.randn(4, 8, 32), torch.randint(0, 10, (4,))
 """
+)
 
 TRAIN = (
     MODEL
@@ -228,6 +232,16 @@ def test_torch_compile_regions_land_under_the_compiled_module(tmp_path: Path) ->
     below = {n["frame"]["name"] for n in json_nodes(compiled)}
     assert "CompiledFunction" in below and "CompiledFunctionBackward" in below, sorted(below)[:40]
     assert "encoder (TransformerEncoder)" not in below  # inside the compiled region no module wrapper runs
+    # Inductor's provenance of each kernel it generated (C++ here; Triton's on a GPU), from its
+    # own call, with its caches off so a warm cache cannot hide it (inductor.py)
+    table = hatchet.read(tmp_path / "deuteron.hatchet").metadata["inductor_kernels"]
+    assert any(":fwd:cpp_fused_" in k for k in table) and any(":bwd:cpp_fused_" in k for k in table)
+    frames = {f for entry in table.values() for stack in entry["modules"] for f in stack}
+    assert {"encoder (TransformerEncoder)", "head (Linear)"} <= frames, sorted(frames)
+    assert any(frame.startswith("layers.") and "(TransformerEncoderLayer)" in frame for frame in frames)
+    assert any(
+        line.startswith(str(tmp_path)) or "train.py" in line for e in table.values() for line in e["lines"]
+    )
 
 
 def test_python_and_torch_combine_on_the_cpu(tmp_path: Path) -> None:
