@@ -21,6 +21,7 @@ incomplete. Appending never rewrites what is on disk: a flush costs the phase's 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -84,12 +85,11 @@ class StreamWriter:
 
 @dataclass
 class Flush:
-    """One record read back: the phase's number, when it was flushed, its tree and its trace."""
+    """One record read back: the phase's number, when it was flushed, and its tree."""
 
     phase: int
     end_time: float
     tree: Profile
-    trace: bytes | None
 
 
 @dataclass
@@ -129,37 +129,23 @@ def read_profile(path: str | os.PathLike[str]) -> Profile:
     return hatchet.read(path)
 
 
-def read(path: str | os.PathLike[str], with_traces: bool = False) -> Stream:
-    """Read a stream file, a record at a time (memory: the trees, not the file); hostile or foreign
-    input fails in one FormatError line, a record cut at the end is counted in ``cut_bytes``, never
-    an error. Each record's trace is kept only ``with_traces`` (see :func:`write_combined_trace`,
-    which reads them one at a time instead)."""
+def read(path: str | os.PathLike[str]) -> Stream:
+    """Read a stream file, a record at a time (memory: the trees, not the file; a record's trace is
+    read again by :func:`write_combined_trace` when needed); hostile or foreign input fails in one
+    FormatError line, a record cut at the end is counted in ``cut_bytes``, never an error."""
     regular_file(path, "profile")
-    where = str(path)
     with open(path, "rb") as f:
-        stream: Stream | None = None
-        for number, record, cut in _records(f, where):
-            if stream is None:
-                stream = _header(record, where)
-                continue
-            if record is None:
-                stream.cut_bytes = cut
-                break
-            flush = _flush(record, where, number)
-            if not with_traces:
-                flush.trace = None
-            stream.flushes.append(flush)
-    if stream is None:
-        raise FormatError(f"{where}: a profile stream cut before its header ended")
-    return stream
+        return _stream(f, str(path))
 
 
 def parse(data: bytes, where: str) -> Stream:
     """A stream from its bytes (see :func:`read`)."""
-    import io
+    return _stream(io.BytesIO(data), where)
 
+
+def _stream(f: IO[bytes], where: str) -> Stream:
     stream: Stream | None = None
-    for number, record, cut in _records(io.BytesIO(data), where):
+    for number, record, cut in _records(f, where):
         if stream is None:
             stream = _header(record, where)
         elif record is None:
@@ -216,7 +202,7 @@ def _flush(record: Any, where: str, number: int) -> Flush:
         raise FormatError(f"{where}: record {number} holds no tree")
     named = f"{where} record {number}"
     profile = hatchet.from_json(msgpack_tree.loads(tree, named), named)
-    return Flush(phase, float(end_time), profile, trace)
+    return Flush(phase, float(end_time), profile)
 
 
 def write_combined_trace(path: str | os.PathLike[str], out: IO[str]) -> int:
