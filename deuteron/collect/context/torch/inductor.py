@@ -188,40 +188,45 @@ def _fold(frames: set[str]) -> str | None:
 def place(profile: Profile, table: dict[str, dict[str, list[Any]]] | None = None) -> int:
     """Move every Inductor kernel found in ``table`` (default :data:`TABLE`) below its compiled
     function into the frames of the modules it fused, with its fused ops and source lines; returns
-    how many kernel nodes moved. The table goes into the profile's metadata (``inductor_kernels``),
-    so a profile can be placed again from its file."""
+    how many kernel nodes moved. A profile with a compiled function gets the table in its metadata
+    (``inductor_kernels``), so it can be placed again from its file; others are left as they are."""
     table = TABLE if table is None else table
     if not table:
         return 0
     with _lock:
         entries = {k: {**v, "frames": shared_frames(v["modules"])} for k, v in table.items()}
-    moved = 0
-    stack: list[tuple[Node, str, str]] = [(profile.root, "", "")]
+    by_name: dict[str, list[Any]] = {}  # "fwd:name": a backward runs outside its region's frame
+    for key, entry in entries.items():
+        by_name.setdefault(key.split(":", 1)[-1], []).append(entry)
+    moved, found = 0, False
+    stack: list[tuple[Node, str]] = [(profile.root, "")]
     while stack:
-        node, compile_id, direction = stack.pop()
+        node, compile_id = stack.pop()
         region = REGION.match(node.name)
         if region:
             compile_id = region.group(1)
-        if node.name in (FORWARD, BACKWARD):  # autograd runs a backward outside its region
+        if node.name in (FORWARD, BACKWARD):
+            found = True
             direction = "bwd" if node.name == BACKWARD else "fwd"
-            moved += _place_under(profile, node, compile_id, direction, entries)
+            moved += _place_under(profile, node, f"{compile_id}:{direction}", entries, by_name)
             continue
-        stack.extend((child, compile_id, direction) for child in list(node.children.values()))
-    profile.metadata["inductor_kernels"] = {
-        k: {kk: v[kk] for kk in ("modules", "aten", "lines")} for k, v in table.items()
-    }
+        stack.extend((child, compile_id) for child in list(node.children.values()))
+    if found:
+        profile.metadata["inductor_kernels"] = {
+            k: {kk: v[kk] for kk in ("modules", "aten", "lines")} for k, v in table.items()
+        }
     return moved
 
 
 def _place_under(
-    profile: Profile, function: Node, compile_id: str, direction: str, entries: dict[str, Any]
+    profile: Profile, function: Node, graph: str, entries: dict[str, Any], by_name: dict[str, list[Any]]
 ) -> int:
+    """The kernels directly below one compiled function (``graph``: ``"0/0:fwd"``; its id is empty
+    for a backward autograd ran outside the region, then a kernel name found in one graph only)."""
     moved = 0
-    by_name: dict[str, list[Any]] = {}  # without the graph's id: the one graph with that kernel
-    for known, entry in entries.items():
-        by_name.setdefault(known.split(":", 1)[-1], []).append(entry)
+    direction = graph.rsplit(":", 1)[-1]
     for key, kernel in list(function.children.items()):
-        entry = entries.get(f"{compile_id}:{direction}:{kernel.name}")
+        entry = entries.get(f"{graph}:{kernel.name}")
         if entry is None:
             alike = by_name.get(f"{direction}:{kernel.name}", [])
             if len(alike) != 1:
