@@ -22,6 +22,7 @@ import json
 import os
 import re
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,14 +112,7 @@ class _Contexts:
         if known is not None:
             return known
         frames = tuple(str(f)[:_MAX_TEXT] for f in value[:_MAX_STACK])
-        found = self.stacks.get(frames)
-        if found is None:
-            cost = 64 + sum(len(f) + 8 for f in frames)
-            if self.used + cost > self.budget:
-                self.left_out += 1
-                return 0
-            self.used += cost
-            found = self.stacks[frames] = len(self.stacks)
+        found = self._intern(self.stacks, frames, lambda: 64 + sum(len(f) + 8 for f in frames))
         return _remember(self._raw_stacks, key, found)
 
     def args_id(self, raw: dict[Any, Any]) -> int:
@@ -129,15 +123,20 @@ class _Contexts:
         if known is not None:
             return known
         rows = tuple((str(k)[:_MAX_TEXT], _arg_text(v)) for k, v, _ in key[:_MAX_STACK])
-        found = self.arg_sets.get(rows)
+        found = self._intern(self.arg_sets, rows, lambda: 64 + sum(len(k) + len(v) + 16 for k, v in rows))
+        return _remember(self._raw_args, key, found)
+
+    def _intern(self, table: dict[Any, int], item: Any, cost: Callable[[], int]) -> int:
+        """``item``'s id in ``table``, a new one while the text budget lasts (0 past it, counted)."""
+        found = table.get(item)
         if found is None:
-            cost = 64 + sum(len(k) + len(v) + 16 for k, v in rows)
-            if self.used + cost > self.budget:
+            spent = cost()
+            if self.used + spent > self.budget:
                 self.left_out += 1
                 return 0
-            self.used += cost
-            found = self.arg_sets[rows] = len(self.arg_sets)
-        return _remember(self._raw_args, key, found)
+            self.used += spent
+            found = table[item] = len(table)
+        return found
 
 
 def _known(raw_ids: dict[Any, int], key: Any) -> int | None:
