@@ -14,6 +14,13 @@ reader every command goes through), which reports its time and its peak resident
     python benchmarks/trace_scale.py                       # 50 MB and 500 MB
     python benchmarks/trace_scale.py --mb 30 300 3000      # any sizes
     python benchmarks/trace_scale.py --ranks 64 --mb 2000  # 64 ranks' traces, 2 GB in all, read one by one
+    python benchmarks/trace_scale.py --ranks 64 --mb 200 --serve   # deuteron serve's level of detail
+
+``--serve`` measures ``deuteron serve`` of the ranks' traces with level of detail instead, each step
+in a fresh process with a cache folder of its own: the cold build (the traces read in parallel,
+joined, kept in a DuckDB store), the warm open (the store found: ``WebData.add_files``, the index
+and the overview, no JSON read), the overview (the whole span at 4096 pixels, as the page first
+asks) and windows zoomed to 1% and 0.01% of the span at 2000 pixels.
 """
 
 from __future__ import annotations
@@ -92,15 +99,80 @@ def measure(path: Path) -> tuple[int, float, int]:
     return int(events), float(took), int(peak)
 
 
+_SERVE_CHILD = """
+import json, os, sys, time
+from deuteron.render.web.data import WebData
+from deuteron.render.web.trace_window import window
+t = time.perf_counter()
+data = WebData()
+lines = [line for _, line in data.add_files(sys.argv[1:], lod=True)]
+added = time.perf_counter() - t
+ref = data.index()["traces"][0]
+indexed = time.perf_counter() - t
+t1 = time.perf_counter()
+overview = data.answer(ref["events"])[1]
+out = {"add": added, "index": indexed, "overview_s": time.perf_counter() - t1}
+out["overview_bytes"] = len(overview)
+store = data.windows[0].store
+span = ref["end_ns"] - ref["start_ns"]
+for share in (0.01, 0.0001):
+    t0 = span * 0.5
+    t1 = time.perf_counter()
+    body = window(store, t0, t0 + span * share, 2000)
+    out[f"zoom{share}"] = (time.perf_counter() - t1, len(body))
+out["events"] = ref["count"]
+out["store_bytes"] = os.path.getsize(ref["lod"]["store"])
+out["peak"] = int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0]) * 1024
+out["lines"] = lines
+print(json.dumps(out))
+"""
+
+
+def serve(paths: list[Path], cache: Path) -> dict[str, Any]:
+    """``deuteron serve``'s level of detail over ``paths`` in a fresh process (see the module)."""
+    env = dict(os.environ, DEUTERON_CACHE_DIR=str(cache))
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE_CHILD, *map(str, paths)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=env,
+    )
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def measure_serve(paths: list[Path], cache: Path) -> None:
+    """The cold build, then the warm open with its overview and zoomed windows (see the module)."""
+    total = sum(os.path.getsize(p) for p in paths)
+    cold = serve(paths, cache)
+    warm = serve(paths, cache)
+    assert any("opened from the cache" in line for line in warm["lines"]), warm["lines"]
+    print(f"{total / 1e6:.0f} MB in {len(paths)} traces, {cold['events']:,} events")
+    print(f"  cold build (read, join, store):  {cold['add']:7.2f} s, peak {cold['peak'] / 1e6:.0f} MB")
+    print(f"  store:                           {cold['store_bytes'] / 1e6:7.1f} MB")
+    print(f"  warm open (add_files + index):   {warm['index']:7.2f} s")
+    size = warm["overview_bytes"] / 1e6
+    print(f"  overview (4096 px):              {warm['overview_s']:7.2f} s, {size:.2f} MB")
+    print(f"  warm open + overview:            {warm['index'] + warm['overview_s']:7.2f} s")
+    for share in ("0.01", "0.0001"):
+        took, size = warm[f"zoom{share}"]
+        print(f"  window of {float(share):.2%} (2000 px):    {took:7.3f} s, {size / 1e6:.3f} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--mb", type=float, nargs="+", default=[50, 500], help="sizes in MB (10^6 bytes)")
     parser.add_argument("--ranks", type=int, default=1, help="split each size over this many ranks' traces")
+    parser.add_argument(
+        "--serve", action="store_true", help="measure deuteron serve's level of detail (see above)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print(f"{'size MB':>8} {'ranks':>5} {'events':>10} {'read s':>7} {'MB/s':>6} {'peak MB':>8}")
+        if not args.serve:
+            print(f"{'size MB':>8} {'ranks':>5} {'events':>10} {'read s':>7} {'MB/s':>6} {'peak MB':>8}")
         for mb in args.mb:
             size = int(mb * 1e6)
             paths = []
@@ -108,6 +180,11 @@ def main() -> None:
                 path = Path(tmp) / f"synthetic.rank{rank}.chrome_trace"
                 synthetic_trace(path, size // args.ranks, rank, max(args.ranks, 2))
                 paths.append(path)
+            if args.serve:
+                measure_serve(paths, Path(tmp) / f"cache{mb:g}")
+                for path in paths:
+                    path.unlink()
+                continue
             total = sum(os.path.getsize(p) for p in paths)
             events, took, peak = 0, 0.0, 0
             for path in paths:

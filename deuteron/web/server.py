@@ -2,9 +2,10 @@
 :class:`~deuteron.render.web.data.WebData`, on 127.0.0.1 by default.
 
 What a request can reach is a fixed table: ``/``, ``/static/app.js``, ``/static/app.css`` and the
-``/api/`` answers; no part of a request's path ever reaches the filesystem. A ``Host`` header
-naming another host is refused, so a web page elsewhere cannot rebind its own name to this port
-(DNS rebinding) and read what is shown here."""
+``/api/`` answers; no part of a request's path ever reaches the filesystem. Only a trace's window
+(``/api/trace/N/window.bin?t0=…&t1=…&px=…``, level of detail) reads the query string; a bad one is
+a 400 of one line. A ``Host`` header naming another host is refused, so a web page elsewhere
+cannot rebind its own name to this port (DNS rebinding) and read what is shown here."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 
 from deuteron.render.web.data import WebData
 from deuteron.render.web.page import SERVED_CSP, bundle, served_page
+from deuteron.render.web.trace_window import BadWindow
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -87,7 +89,8 @@ class Handler(BaseHTTPRequestHandler):
         if not server.any_host and self.headers.get("Host", "") not in server.allowed_hosts:
             self._send(HTTPStatus.FORBIDDEN, "text/plain", b"unknown Host header\n", send_body)
             return
-        path = urlsplit(self.path).path
+        parts = urlsplit(self.path)
+        path = parts.path
         prefix = f"/{server.token}/"
         if not path.startswith(prefix):
             message = b"not found: open the address deuteron serve printed (it holds the page's token)\n"
@@ -102,7 +105,10 @@ class Handler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.NOT_FOUND, "text/plain", b"not found\n", send_body)
             return
         try:
-            found = self.server.data.answer(path)
+            found = self.server.data.answer(path, parts.query)
+        except BadWindow as exc:  # the request's fault: one line back, nothing on the terminal
+            self._send(HTTPStatus.BAD_REQUEST, "text/plain", f"{exc}\n".encode(), send_body)
+            return
         except Exception as exc:  # a bug or a damaged record: say so, keep serving
             self._fail(path, exc, send_body)
             return

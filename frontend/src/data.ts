@@ -37,7 +37,8 @@ export async function getJSON<T>(path: string): Promise<T> {
   return (await reply.json()) as T;
 }
 
-export async function getPacked(path: string): Promise<Packed> {
+/** A packed answer; `signal` aborts its fetch (a level-of-detail window no longer wanted). */
+export async function getPacked(path: string, signal?: AbortSignal): Promise<Packed> {
   const inline = embeddedData();
   let bytes: ArrayBuffer;
   if (inline) {
@@ -45,7 +46,7 @@ export async function getPacked(path: string): Promise<Packed> {
     if (typeof value !== "string") throw new Error(`${path} is not in this file (open it with deuteron serve)`);
     bytes = base64Bytes(value);
   } else {
-    const reply = await fetch(served(path), { cache: "no-store" });
+    const reply = await fetch(served(path), { cache: "no-store", signal });
     if (!reply.ok) throw new Error(`${path}: ${reply.status} ${(await reply.text()).slice(0, 200)}`);
     bytes = await reply.arrayBuffer();
   }

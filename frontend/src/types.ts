@@ -74,8 +74,20 @@ export interface TraceRef {
   end_ns: number; // latest end
   /** Packed: start (f64 ns), dur (f64 ns), name (u32), lane (u16, index into lanes), cat (u8),
    * depth (u8, nesting level within the lane), stack and args (u32, into stacks and arg_sets); flow_from_lane, flow_to_lane (u16),
-   * flow_from_ns, flow_to_ns (f64). Events sorted by start. */
+   * flow_from_ns, flow_to_ns (f64). Events sorted by start. In level of detail (a big trace: `lod`
+   * set), the overview: `window` over the whole trace at 4096 buckets (see `window`). */
   events: string;
+  /** Level of detail only. `window?t0=&t1=&px=` (t0, t1: ns relative to start_ns; px: buckets,
+   * 1..20000) answers the events of [t0, t1] packed as `events` is, plus a `count` column (u32):
+   * 1 for an event; more for a merged block standing for `count` events of one lane and depth,
+   * each narrower than a bucket (start: the first's, dur: to the last's end, name: the longest's,
+   * stack and args 0). Flows only when few events are in the window. */
+  window?: string;
+  /** Level of detail only: each lane's deepest nesting level (index: lane), so every window's
+   * rows have the same layout. */
+  lane_depths?: number[];
+  /** Level of detail only: the trace's events in all, and where the server keeps them. */
+  lod?: { events: number; store: string };
 }
 
 /** What an intra-kernel lane's name says (deuteron/render/web/timeline.py intra_lane): its kernel,

@@ -14,11 +14,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json
+from deuteron.formats import FormatError, access_record, check_json, chrome_trace, explain_json, trace_store
 from deuteron.formats.files import regular_file
 from deuteron.formats.profile_stream import read_profile
 from deuteron.model.finding import CheckReport
 from deuteron.model.tree import Profile
+from deuteron.render.web import trace_window
 from deuteron.render.web.accesses import RecordView, empty_cells
 from deuteron.render.web.explain import explain_data
 from deuteron.render.web.profile import profile_data
@@ -59,6 +60,7 @@ def sniff(path: str) -> str:
 
 
 _ANSWER = re.compile(r"^/api/(trace|access)/((?:\d{1,9}/){0,3}\d{1,9})\.(json|bin)$")
+_WINDOW = re.compile(r"^/api/trace/(\d{1,9})/window\.bin$")
 
 
 def _numbers(path: str) -> tuple[str, list[int]] | None:
@@ -73,6 +75,19 @@ def _n(count: int, one: str, many: str = "") -> str:
     return f"{count:,} {one if count == 1 else many or one + 's'}"
 
 
+def _trace_line(events: int, lanes: int) -> str:
+    return f"trace, {_n(events, 'event')} on {_n(lanes, 'lane')}"
+
+
+def _said(path: str, columns: chrome_trace.TraceColumns) -> dict[str, Any]:
+    """What a store keeps of one source, to describe it when opened without reading it."""
+    return {"path": path, "events": len(columns.start), "lanes": len(columns.lanes)}
+
+
+def _job_line(job: dict[str, Any]) -> str:
+    return f"one timeline: {job['clock']}; {_n(job['links'], 'link')} between the ranks' collectives"
+
+
 class WebData:
     """The inputs of one page and its answers by request path."""
 
@@ -81,6 +96,7 @@ class WebData:
         self.threshold = threshold
         self.profiles: list[dict[str, Any]] = []
         self.traces: list[tuple[dict[str, Any], Callable[[], bytes]]] = []
+        self.windows: dict[int, trace_window.LodTrace] = {}  # traces shown with level of detail, by number
         self.records: list[RecordView] = []
         self.checks: list[tuple[CheckReport, dict[str, Any]]] = []
         self.explains: list[dict[str, Any]] = []
@@ -119,38 +135,122 @@ class WebData:
                 "(--threshold 0 keeps all)"
             )
 
-    def add_files(self, paths: Sequence[str], base: str | None = None) -> Iterator[tuple[str, str]]:
+    def add_files(
+        self,
+        paths: Sequence[str],
+        base: str | None = None,
+        lod: bool | None = None,
+        progress: trace_store.Progress | None = None,
+    ) -> Iterator[tuple[str, str]]:
         """Read the files in order, yielding each one's path and one line on it; several ranks'
         traces of one job become one trace on one clock (:mod:`deuteron.view.rank_traces`),
-        described after the last of them."""
-        traces: list[tuple[chrome_trace.TraceColumns, str]] = []
-        for path in paths:
-            if sniff(path) == "trace":
-                columns = chrome_trace.read_columns(path)
-                traces.append((columns, path))
-                yield path, f"trace, {_n(len(columns.start), 'event')} on {_n(len(columns.lanes), 'lane')}"
+        described after the last of them. The traces are read together, in parallel
+        (``progress`` hears of each), when the first of them is reached.
+
+        Past :data:`~deuteron.render.web.trace_window.LOD_EVENTS` events in all (``lod``: True
+        whatever the size, False never), they are shown with level of detail: kept in a store
+        (:mod:`deuteron.formats.trace_store`), which a second serve of the same files opens
+        without reading them."""
+        kinds = [sniff(path) for path in paths]
+        sources = [path for path, kind in zip(paths, kinds, strict=True) if kind == "trace"]
+        traces: list[chrome_trace.TraceColumns] = []
+        store: trace_store.TraceStore | None = None
+        for path, kind in zip(paths, kinds, strict=True):
+            if kind != "trace":
+                self.add_file(path, base)
+                yield path, self.describe(-1)
                 continue
-            self.add_file(path, base)
-            yield path, self.describe(-1)
-        if not traces:
-            return
-        columns_of, sources = [c for c, _ in traces], [s for _, s in traces]
-        ranked = rank_traces.is_job(columns_of, sources)
-        apart = rank_traces.not_one_job(columns_of, sources) if ranked else ""
+            if not traces and store is None:
+                store = self._cached_store(sources, lod)
+                if store is None:
+                    traces = trace_store.read_all(sources, progress)
+                    if len(sources) > 1:
+                        size = sum(os.path.getsize(s) for s in sources)
+                        yield f"{len(sources)} traces", f"read, {size / 1e6:,.1f} MB"
+                lines = [_trace_line(len(c.start), len(c.lanes)) for c in traces]
+                if store is not None:
+                    lines = [_trace_line(s["events"], s["lanes"]) for s in store.meta["sources"]]
+            yield path, lines.pop(0)
+        if store is not None:
+            yield from self._add_stored(store, "the cache")
+        elif traces:
+            yield from self._add_read(traces, sources, lod)
+
+    def _cached_store(self, sources: list[str], lod: bool | None) -> trace_store.TraceStore | None:
+        """The store these traces were kept in by an earlier serve, when level of detail is wanted
+        and one is there (whatever its size with ``lod``; past LOD_EVENTS without)."""
+        if lod is False or not trace_store.available():
+            return None
+        store = trace_store.open_store(trace_store.store_path(sources))
+        if store is not None and lod is None and int(store.meta["ref"]["count"]) <= trace_window.LOD_EVENTS:
+            store.close()
+            return None
+        return store
+
+    def _lod(self, events: int, lod: bool | None) -> tuple[bool, str]:
+        """Whether traces of ``events`` events in all are shown with level of detail; without
+        DuckDB they are shown whole, and the note returned says how to get it."""
+        if lod is False or (lod is None and events <= trace_window.LOD_EVENTS):
+            return False, ""
+        if trace_store.available():
+            return True, ""
+        note = (
+            f"{events:,} events: install deuteron[traces] (DuckDB) to open traces of this size "
+            "with level of detail"
+        )
+        self.notes.append(note)
+        return False, note
+
+    def _add_read(
+        self, traces: list[chrome_trace.TraceColumns], sources: list[str], lod: bool | None
+    ) -> Iterator[tuple[str, str]]:
+        """The traces read: each alone, or a job's joined; with level of detail, each kept in a store."""
+        lod, note = self._lod(sum(len(c.start) for c in traces), lod)
+        if note:
+            yield _n(len(traces), "trace"), note
+        ranked = rank_traces.is_job(traces, sources)
+        apart = rank_traces.not_one_job(traces, sources) if ranked else ""
         if apart is not None:
-            for columns, path in traces:
-                self.add_trace(columns, path)
+            for columns, path in zip(traces, sources, strict=True):
+                if not lod:
+                    self.add_trace(columns, path)
+                    continue
+                kept = {"sources": [_said(path, columns)], "notes": list(columns.notes)}
+                yield from self._add_stored(trace_window.build(columns, path, [path], meta=kept), "")
             if apart:  # ranks of two jobs, or a rank twice: each trace alone, never on one clock
                 said = f"shown one at a time, not on one clock: {apart}"
                 self.notes.append(said)
                 yield f"{len(traces)} traces", said
             return
-        job = rank_traces.join(columns_of, sources)
+        job = rank_traces.join(traces, sources)
         name = f"{len(traces)} ranks"
+        shown = {"clock": job.clock, "ranks": job.ranks, "links": job.links}
+        if lod:
+            kept = {
+                "sources": [_said(p, c) for p, c in zip(sources, traces, strict=True)],
+                "notes": job.columns.notes + job.notes,
+            }
+            store = trace_window.build(job.columns, name, sources, job.lane_ranks, {"job": shown}, kept)
+            yield from self._add_stored(store, "")
+            return
         self.add_trace(job.columns, name, job.lane_ranks)
-        self.traces[-1][0]["job"] = {"clock": job.clock, "ranks": job.ranks, "links": job.links}
+        self.traces[-1][0]["job"] = shown
         self.notes.extend(job.notes)
-        yield name, f"one timeline: {job.clock}; {_n(job.links, 'link')} between the ranks' collectives"
+        yield name, _job_line(shown)
+
+    def _add_stored(self, store: trace_store.TraceStore, found_in: str) -> Iterator[tuple[str, str]]:
+        """A trace kept in a store, shown with level of detail (``found_in``: where it was found
+        when it was not built now)."""
+        shown = trace_window.LodTrace(store, len(self.traces))
+        self.windows[len(self.traces)] = shown
+        self.traces.append((shown.ref, shown.overview))
+        self.added.append(("trace", shown.ref))
+        self.notes.extend(store.meta.get("notes", []))
+        name = shown.ref["name"]
+        if "job" in shown.ref:
+            yield name, _job_line(shown.ref["job"])
+        how = f"opened from {found_in}" if found_in else "kept"
+        yield name, f"level of detail: {_n(shown.ref['count'], 'event')} {how} in {store.path}"
 
     def add_trace(
         self, columns: chrome_trace.TraceColumns, source: str, lane_ranks: list[str] | None = None
@@ -255,13 +355,20 @@ class WebData:
         names += [e["name"] for e in self.explains]
         return ", ".join(os.path.basename(n) for n in names[:4]) or "deuteron"
 
-    def answer(self, path: str) -> tuple[str, Any] | None:
+    def answer(self, path: str, query: str = "") -> tuple[str, Any] | None:
         """(content type, JSON value or bytes) for a request path, None if there is no such answer.
 
-        A path names an answer by small whole numbers only; anything else is no answer. Errors
-        while computing one are not caught here: they are bugs or damage, and the server says so."""
+        A path names an answer by small whole numbers only; anything else is no answer. Only a
+        trace's window reads ``query`` (the URL's query string: ``t0``, ``t1``, ``px``), and a bad
+        one raises :class:`~deuteron.render.web.trace_window.BadWindow`, one line. Other errors
+        while computing an answer are not caught here: they are bugs or damage, and the server
+        says so."""
         if path == "/api/index.json":
             return JSON_TYPE, self.index()
+        lod = _WINDOW.match(path)
+        if lod is not None:
+            shown = self.windows.get(int(lod.group(1)))
+            return None if shown is None else (PACKED_TYPE, shown.answer(query))
         numbers = _numbers(path)
         if numbers is None:
             return None
@@ -299,6 +406,13 @@ class WebData:
         out: dict[str, Any] = {"/api/index.json": index}
         for ref, events in self.traces:
             out[ref["events"]] = base64.b64encode(events()).decode()
+        # A page without a server cannot ask for windows: a stored trace shows its overview.
+        index["traces"] = [{k: v for k, v in ref.items() if k != "window"} for ref in index["traces"]]
+        for ref in (r for r, _ in self.traces if "window" in r):
+            index["notes"] = index["notes"] + [
+                f"{ref['name']}: {ref['count']:,} events: this page holds their overview (an event per "
+                "pixel where they are dense); deuteron serve zooms into every event"
+            ]
         budget = max_cell_bytes
         left_out = 0
         for record in self._records():

@@ -158,15 +158,21 @@ def trace_ref(
     return ref, order
 
 
-def _column(ids: np.ndarray, n: int) -> np.ndarray:
+def lane_positions(c: TraceColumns, order: list[int]) -> np.ndarray:
+    """Each lane's place in :func:`trace_ref`'s display order (index: the lane's id)."""
+    position = np.zeros(max(len(c.lanes), 1), dtype=np.uint16)
+    position[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.uint16)
+    return position
+
+
+def context_column(ids: np.ndarray, n: int) -> np.ndarray:
     """A context column as packed, zeros (no context) where the columns were made without it."""
     return ids.astype("<u4") if len(ids) == n else np.zeros(n, dtype="<u4")
 
 
 def trace_events(c: TraceColumns, order: list[int]) -> bytes:
     """The packed events (lanes renumbered in :func:`trace_ref`'s display order)."""
-    position = np.zeros(max(len(c.lanes), 1), dtype=np.uint16)
-    position[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.uint16)
+    position = lane_positions(c, order)
     flows = c.flows
     return pack(
         {
@@ -175,8 +181,8 @@ def trace_events(c: TraceColumns, order: list[int]) -> bytes:
             "flow_from_ns": flows[:, 1].astype("<f8"),
             "flow_to_ns": flows[:, 3].astype("<f8"),
             "name": c.name.astype("<u4"),
-            "stack": _column(c.stack, len(c.start)),
-            "args": _column(c.args, len(c.start)),
+            "stack": context_column(c.stack, len(c.start)),
+            "args": context_column(c.args, len(c.start)),
             "lane": position[c.lane].astype("<u2"),
             "flow_from_lane": position[flows[:, 0].astype(np.int64)].astype("<u2"),
             "flow_to_lane": position[flows[:, 2].astype(np.int64)].astype("<u2"),

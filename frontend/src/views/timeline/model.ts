@@ -5,10 +5,18 @@
 // what height) is redone when one folds. Also the pure parts of the view: the visible window's
 // clamping, the time axis' ticks, the texts (summary, event details, group and lane labels), and
 // the per-scope table of the spans inside kernels.
+// A big trace comes in level of detail (lod.ts): the model is then built from an overview or from
+// one window of the trace, some of its events merged blocks (`count` > 1), and its lanes take the
+// depths the server says (`lane_depths`), so every window's model has the same layout.
 // No DOM, no canvas: model.test.ts runs all of it under Node.
 import type { Packed } from "../../data";
 import { colourOf, fmt, fmtNs } from "../../format";
-import type { IntraLane, TraceRef } from "../../types";
+import type { TraceRef } from "../../types";
+import { groupLanes, groupRanks, laneLabel, plural } from "./groups";
+
+export { MIN_SPAN, clampWindow, niceStep, tickLabel } from "./axis";
+export { median, scopeTable, type ScopeStat } from "./scopestats";
+export { UNFOLDED_LANES, UNFOLDED_RANKS, groupLabel, laneLabel } from "./groups";
 
 export const ROW_H = 16; // px per depth row
 const MAX_ROWS = Math.floor(8000 / ROW_H);
@@ -20,10 +28,6 @@ export const LABEL_W = 180; // px of lane names on the left
 /** Browsers draw nothing on a canvas taller than about 16k CSS px: expanding a kernel past this
  * folds the others. */
 export const MAX_HEIGHT = 15000;
-/** Past this many lanes inside kernels, only the first kernel's lanes start unfolded. */
-export const UNFOLDED_LANES = 64;
-/** Past this many ranks in a job's trace, ranks start folded, each a summary row. */
-export const UNFOLDED_RANKS = 16;
 const LEVELS = 256; // depths are u8
 
 export interface Row {
@@ -78,6 +82,10 @@ export interface TimelineModel {
   depth: Uint8Array;
   stack: Uint32Array | null; // each event's call stack and args (ids into ref.stacks, ref.arg_sets)
   args: Uint32Array | null;
+  /** Level of detail: the events each stands for (> 1: a merged block); null: all real events. */
+  count: Uint32Array | null;
+  merged: number; // merged blocks among the events
+  events: number; // the events they stand for (n when none is merged)
   span: number; // relative end of the trace
   lanes: Lane[];
   groups: Group[];
@@ -106,7 +114,10 @@ function array<T>(packed: Packed, key: string, Kind: { new (n: number): T }, n: 
   return (got as unknown as T) ?? new Kind(n);
 }
 
-export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
+/** The model of a packed answer: the whole trace, or in level of detail an overview or a window of
+ * it. `like`: a model of the same trace whose folds this one takes (a window's model takes the
+ * overview's, so switching between them unfolds nothing). */
+export function buildTimeline(ref: TraceRef, packed: Packed, like?: TimelineModel): TimelineModel {
   const rawStart = packed.start as Float64Array;
   const n = rawStart.length;
   const start = new Float64Array(n);
@@ -131,6 +142,9 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
   for (let l = 0; l < nLanes; l++) {
     let deepest = 0;
     for (let d = 0; d < LEVELS; d++) if (counts[l * LEVELS + d]) deepest = d;
+    // In level of detail the server says each lane's depth: the same layout whatever was loaded.
+    const said = ref.lane_depths?.[l];
+    if (said !== undefined && said >= 0) deepest = Math.min(said, LEVELS - 1);
     const info = ref.lanes[l] ?? { name: `lane ${l}`, kind: "thread" };
     const intra = info.kind === "intra";
     lanes.push({
@@ -152,96 +166,19 @@ export function buildTimeline(ref: TraceRef, packed: Packed): TimelineModel {
   let span = 0;
   for (let i = 0; i < n; i++) span = Math.max(span, start[i] + Math.max(0, dur[i]));
   span = Math.max(span, ref.end_ns - ref.start_ns, 1);
+  const count = (packed.count as Uint32Array | undefined) ?? null;
+  let merged = 0;
+  let events = n;
+  if (count) for (let i = 0; i < n; i++) if (count[i] > 1) (merged++, (events += count[i] - 1));
   const m: TimelineModel = {
-    ref, n, start, dur, name, lane, cat, depth, span, lanes, groups,
+    ref, n, start, dur, name, lane, cat, depth, span, lanes, groups, count, merged, events,
     stack: (packed.stack as Uint32Array | undefined) ?? null, args: (packed.args as Uint32Array | undefined) ?? null,
     rows: [], height: 0, capped: 0, flows: buildFlows(ref, packed), byLevel, levelAt,
   }; // prettier-ignore
+  if (like && like.groups.length === groups.length) groups.forEach((g, k) => (g.expanded = like.groups[k].expanded));
   summarise(m);
   layoutTimeline(m);
   return m;
-}
-
-/** An intra-kernel lane's short label: "CTA 0 · SM 124 · warp 1" on a GPU, "program 3" in the
- * interpreter; its whole name when the name said nothing of either. */
-export function laneLabel(name: string, intra: IntraLane | undefined): string {
-  if (!intra || !intra.unit || intra.index === null) return name;
-  const unit = `${intra.unit} ${intra.index}`;
-  if (intra.cta === null) return unit;
-  return [`CTA ${intra.cta}`, intra.sm === null ? null : `SM ${intra.sm}`, unit].filter((t) => t !== null).join(" · ");
-}
-
-const plural = (k: number, word: string): string => `${fmt(k)} ${word}${k === 1 ? "" : "s"}`;
-
-/** A kernel's header: "three — 64 CTAs × 4 warps" (distinct CTAs and unit numbers among its
- * lanes), "scoped_add — 8 programs" in the interpreter, "k — 3 lanes" when names said neither. */
-export function groupLabel(kernel: string, intra: (IntraLane | undefined)[]): string {
-  const ctas = new Set<number>();
-  const units = new Set<number>();
-  let unit = "";
-  for (const it of intra) {
-    if (it?.cta !== null && it?.cta !== undefined) ctas.add(it.cta);
-    if (it?.index !== null && it?.index !== undefined && it.unit) {
-      units.add(it.index);
-      unit ||= it.unit;
-    }
-  }
-  if (!unit) return `${kernel} — ${plural(intra.length, "lane")}`;
-  if (!ctas.size) return `${kernel} — ${plural(units.size, unit)}`;
-  return `${kernel} — ${plural(ctas.size, "CTA")} × ${plural(units.size, unit)}`;
-}
-
-/** Consecutive intra lanes of one kernel make a group; the first is unfolded, the others too
- * unless there are more than UNFOLDED_LANES such lanes in all. */
-function groupLanes(ref: TraceRef, lanes: Lane[], start: Float64Array, dur: Float64Array, lane: Uint16Array, n: number): Group[] {
-  const groups: Group[] = [];
-  let intraLanes = 0;
-  lanes.forEach((ln, l) => {
-    if (ln.kind !== "intra") return;
-    intraLanes++;
-    const kernel = ref.lanes[l]?.intra?.kernel ?? ln.name;
-    const last = groups[groups.length - 1];
-    if (last && last.kernel === kernel && last.first + last.count === l) last.count++;
-    else groups.push({ kernel, label: "", first: l, count: 1, expanded: true, y: 0, t0: Infinity, t1: -Infinity });
-    ln.group = groups.length - 1;
-  });
-  for (const g of groups) g.label = groupLabel(g.kernel, ref.lanes.slice(g.first, g.first + g.count).map((x) => x.intra));
-  if (intraLanes > UNFOLDED_LANES) groups.forEach((g, k) => (g.expanded = k === 0));
-  for (let i = 0; i < n; i++) {
-    const g = lanes[Math.min(lane[i], lanes.length - 1)].group;
-    if (g < 0) continue;
-    groups[g].t0 = Math.min(groups[g].t0, start[i]);
-    groups[g].t1 = Math.max(groups[g].t1, start[i] + Math.max(0, dur[i]));
-  }
-  return groups;
-}
-
-/** A job's trace: each rank's lanes (consecutive) under one header, "rank 3 — 2 GPU streams, 1
- * thread"; all unfolded up to UNFOLDED_RANKS ranks, else folded to one summary row each. */
-function groupRanks(ref: TraceRef, lanes: Lane[], start: Float64Array, dur: Float64Array, lane: Uint16Array, n: number): Group[] {
-  const groups: Group[] = [];
-  lanes.forEach((ln, l) => {
-    const rank = ref.lanes[l]?.rank ?? "?";
-    const last = groups[groups.length - 1];
-    if (last && last.rank === rank) last.count++;
-    else groups.push({ kernel: `rank ${rank}`, rank, label: "", first: l, count: 1, expanded: true, y: 0, t0: Infinity, t1: -Infinity, summary: null });
-    ln.group = groups.length - 1;
-    ln.label = ln.label.startsWith(`rank ${rank} · `) ? ln.label.slice(`rank ${rank} · `.length) : ln.label;
-  });
-  for (const g of groups) {
-    const kinds = ref.lanes.slice(g.first, g.first + g.count).map((x) => x.kind);
-    const streams = kinds.filter((k) => k === "stream").length;
-    const threads = kinds.filter((k) => k === "thread").length;
-    const parts = [streams ? plural(streams, "GPU stream") : "", threads ? plural(threads, "thread") : ""].filter(Boolean);
-    g.label = `rank ${g.rank} — ${parts.join(", ") || plural(g.count, "lane")}`;
-    if (groups.length > UNFOLDED_RANKS) g.expanded = false;
-  }
-  for (let i = 0; i < n; i++) {
-    const g = groups[lanes[Math.min(lane[i], lanes.length - 1)].group];
-    g.t0 = Math.min(g.t0, start[i]);
-    g.t1 = Math.max(g.t1, start[i] + Math.max(0, dur[i]));
-  }
-  return groups;
 }
 
 /** Each rank's summary row: the outermost events of its GPU streams (its threads' where it ran no
@@ -311,7 +248,9 @@ export function layoutTimeline(m: TimelineModel): void {
       ln.y = y;
       ln.height = levels * ROW_H;
       for (let d = 0; d < levels; d++) {
-        const idx = levelIds(m, l, d, d === levels - 1 ? ln.deepest : d);
+        // The last row also takes any event deeper than the lane's depth (say the server's depth
+        // and its events disagree): drawn, not lost.
+        const idx = levelIds(m, l, d, d === levels - 1 ? LEVELS - 1 : d);
         ln.rows.push(makeRow(l, d, y + d * ROW_H, idx, m.start, m.dur));
       }
       m.rows.push(...ln.rows);
@@ -328,7 +267,35 @@ function levelIds(m: TimelineModel, l: number, from: number, to: number): Uint32
   const a = m.levelAt[l * LEVELS + from];
   const b = m.levelAt[l * LEVELS + to + 1];
   const ids = m.byLevel.subarray(a, b);
-  return to > from ? ids.slice().sort() : ids;
+  return m.levelAt[l * LEVELS + from + 1] < b ? ids.slice().sort() : ids; // several levels: merge
+}
+
+/** The events event i of model `from` stands for: 1 for a real event, more for a merged block. */
+export function countOf(m: TimelineModel, i: number): number {
+  return m.count ? m.count[i] : 1;
+}
+
+/** The same event (lane, depth, start, duration, name and count alike) in model m, or -1: a
+ * selection made in one level of detail's model found again in another's. */
+export function sameEvent(m: TimelineModel, from: TimelineModel, i: number): number {
+  if (m === from) return i;
+  if (i < 0 || i >= from.n) return -1;
+  const l = from.lane[i];
+  const key = Math.min(l, m.lanes.length - 1) * LEVELS + from.depth[i];
+  const ids = m.byLevel.subarray(m.levelAt[key], m.levelAt[key + 1]); // start order
+  const t = from.start[i];
+  let lo = 0;
+  let hi = ids.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (m.start[ids[mid]] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  for (let k = lo; k < ids.length && m.start[ids[k]] === t; k++) {
+    const j = ids[k];
+    if (m.lane[j] === l && m.dur[j] === from.dur[i] && m.name[j] === from.name[i] && countOf(m, j) === countOf(from, i)) return j;
+  }
+  return -1;
 }
 
 /** Fold or unfold a kernel's lanes. Unfolding past MAX_HEIGHT folds other kernels, the farthest
@@ -430,44 +397,28 @@ export function eventAt(m: TimelineModel, row: Row, t: number, tol: number): num
   return bestDist <= tol ? best : -1;
 }
 
-/** A tick step near `raw`, rounded up to 1, 2 or 5 × 10^k (k may be negative; raw ≤ 1e-9 counts
- * as 1e-9). */
-export function niceStep(raw: number): number {
-  const p = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1e-9))));
-  const f = raw / p;
-  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
-}
-
-/** A tick's time with as many decimals as the tick step needs: deep in a long trace the ticks
- * read 127.055, 127.060 ms instead of "127 ms" five times. */
-export function tickLabel(t: number, step: number, [size, name]: [number, string]): string {
-  const decimals = Math.min(9, Math.max(0, Math.ceil(-Math.log10(step / size) - 1e-9)));
-  return `${(t / size).toFixed(decimals)} ${name}`;
-}
-
-export const MIN_SPAN = 100; // ns: the deepest zoom
-
-/** The visible window [t0, t1) asked for, clamped: at least MIN_SPAN wide, at most the trace's
- * span plus 5%, and kept over the trace (at most half a window of slack on either side; a window
- * wider than the trace starts at or before 0 and ends at or after its end). */
-export function clampWindow(t0: number, t1: number, full: number): [number, number] {
-  let span = Math.min(Math.max(t1 - t0, MIN_SPAN), full * 1.05);
-  if (!(span > 0)) span = 1;
-  let start = t0;
-  start = Math.max(Math.min(start, full - span * 0.5), -span * 0.5);
-  if (span >= full) start = Math.min(Math.max(start, full - span), 0);
-  return [start, start + span];
-}
-
-/** The toolbar's line about the trace: events, lanes, flows and how long it runs. */
+/** The toolbar's line about the trace: events, lanes, flows and how long it runs; in level of
+ * detail, that it is drawn so and of how many events. */
 export function traceSummary(ref: TraceRef): string {
   const lanes = ref.lanes.length;
   const ranks = ref.job ? `${plural(ref.job.ranks.length, "rank")} · ` : "";
-  return `${ranks}${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}`;
+  const lod = ref.lod ? ` · level of detail: ${ref.lod.events.toLocaleString("en-US")} events, drawn by the pixel` : "";
+  return `${ranks}${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}${lod}`;
 }
 
-/** An event's tooltip and details lines: name, category, lane (and depth), start, duration. */
+/** An event's tooltip and details lines: name, category, lane (and depth), start, duration. A
+ * merged block (level of detail) says how many events it stands for, what span they cover, and the
+ * longest one's name. */
 export function describeEvent(m: TimelineModel, i: number): string[] {
+  const k = countOf(m, i);
+  if (k > 1)
+    return [
+      `${k.toLocaleString("en-US")} events merged: zoom in to see them`,
+      `longest: ${m.ref.names[m.name[i]] ?? "?"}`,
+      `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
+      `from: +${fmtNs(m.start[i], true)}`,
+      `span: ${fmtNs(m.dur[i])}`,
+    ];
   return [
     m.ref.names[m.name[i]] ?? "?",
     `category: ${m.ref.cats[m.cat[i]] ?? "?"}`,
@@ -475,81 +426,4 @@ export function describeEvent(m: TimelineModel, i: number): string[] {
     `start: +${fmtNs(m.start[i], true)}`,
     `duration: ${fmtNs(m.dur[i])}`,
   ];
-}
-
-/** One scope of one kernel over all its spans inside the kernel (every CTA and warp, or program):
- * how long one instance takes (min, median, max; imbalance = max / median, null when the median is
- * 0), and how the time it takes per lane spreads over the lanes that ran it. */
-export interface ScopeStat {
-  kernel: string;
-  scope: string;
-  nameId: number;
-  instances: number;
-  lanes: number; // lanes that ran it
-  total: number; // ns, all instances
-  min: number;
-  median: number;
-  max: number;
-  imbalance: number | null;
-  laneMin: number; // a lane's total time in the scope, ns
-  laneMedian: number;
-  laneMax: number;
-}
-
-/** The median of some numbers (the mean of the middle two for an even count); NaN for none. */
-export function median(values: ArrayLike<number>): number {
-  const sorted = Float64Array.from(values).sort();
-  const k = sorted.length;
-  if (!k) return NaN;
-  return k % 2 ? sorted[(k - 1) >> 1] : (sorted[k / 2 - 1] + sorted[k / 2]) / 2;
-}
-
-/** The per-scope table of the spans inside kernels (category "intra" on intra lanes), one row per
- * (kernel, scope name): kernels in lane order, their scopes by first start (program order, for a
- * kernel run the usual way). Empty when the trace holds no such span. A scope nested in itself
- * counts each instance, so its lane totals count the inner time twice. */
-export function scopeTable(m: TimelineModel): ScopeStat[] {
-  const intraCat = m.ref.cats.indexOf("intra");
-  if (intraCat < 0) return [];
-  // Per (group's kernel, name): durations, first start, and a total per lane.
-  const kernelOf = new Map<string, number>();
-  for (const g of m.groups) if (!kernelOf.has(g.kernel)) kernelOf.set(g.kernel, kernelOf.size);
-  const acc = new Map<number, { kernel: string; nameId: number; durs: number[]; first: number; perLane: Map<number, number> }>();
-  const nNames = Math.max(m.ref.names.length, 1);
-  for (let i = 0; i < m.n; i++) {
-    if (m.cat[i] !== intraCat) continue;
-    const l = Math.min(m.lane[i], m.lanes.length - 1);
-    const g = m.lanes[l]?.group ?? -1;
-    if (g < 0) continue;
-    const kernel = m.groups[g].kernel;
-    const key = (kernelOf.get(kernel) ?? 0) * nNames + m.name[i];
-    let a = acc.get(key);
-    if (!a) acc.set(key, (a = { kernel, nameId: m.name[i], durs: [], first: m.start[i], perLane: new Map() }));
-    const d = Math.max(0, m.dur[i]);
-    a.durs.push(d);
-    a.perLane.set(l, (a.perLane.get(l) ?? 0) + d);
-  }
-  const rows = [...acc.entries()].sort(([ka, a], [kb, b]) => Math.floor(ka / nNames) - Math.floor(kb / nNames) || a.first - b.first || a.nameId - b.nameId);
-  return rows.map(([, a]) => {
-    const durs = Float64Array.from(a.durs).sort();
-    const perLane = Float64Array.from(a.perLane.values()).sort();
-    const mid = median(durs);
-    let total = 0;
-    for (const d of durs) total += d;
-    return {
-      kernel: a.kernel,
-      scope: m.ref.names[a.nameId] ?? "?",
-      nameId: a.nameId,
-      instances: durs.length,
-      lanes: perLane.length,
-      total,
-      min: durs[0],
-      median: mid,
-      max: durs[durs.length - 1],
-      imbalance: mid > 0 ? durs[durs.length - 1] / mid : null,
-      laneMin: perLane[0],
-      laneMedian: median(perLane),
-      laneMax: perLane[perLane.length - 1],
-    };
-  });
 }

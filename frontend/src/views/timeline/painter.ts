@@ -1,8 +1,11 @@
 // One frame of the timeline. Level of detail: per row, events under a pixel wide are merged into
 // one block per run of pixel columns, so a million events cost one pass of arithmetic and a few
 // thousand fillRects; wider events are drawn (and labelled) one by one. Lane names are not drawn
-// here: they are elements over the canvas' left gutter (index.ts), so they can be clicked and read.
+// here: they are elements over the canvas' left gutter (view.ts), so they can be clicked and read.
+// In level of detail (lod.ts) the model drawn changes with the view (`m`), and the server's merged
+// blocks (count > 1) that are wide enough to see are drawn hatched, labelled with their count.
 import { timeUnit } from "../../format";
+import { mergedLabel } from "./lod";
 import { AXIS_H, GROUP_H, LABEL_W, ROW_H, lowerBound, niceStep, spanColour, tickLabel, type Row, type TimelineModel } from "./model";
 
 export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
@@ -21,7 +24,8 @@ export interface Highlight {
 }
 
 export interface FrameStats {
-  drawn: number;
+  drawn: number; // rectangles
+  events: number; // the events in view they stand for (merged blocks count their events)
   flows: number; // arrows drawn (0 when too many were visible)
   flowsVisible: number;
 }
@@ -29,8 +33,10 @@ export interface FrameStats {
 export class Painter {
   private colours: (string | undefined)[] = [];
   private charW = 6.5;
+  private pattern: CanvasPattern | null | undefined; // merged blocks' hatching, made once
 
-  constructor(private m: TimelineModel) {}
+  /** `m`: the model drawn; the view sets another in level of detail (the same trace's). */
+  constructor(public m: TimelineModel) {}
 
   colour(nameId: number): string {
     return (this.colours[nameId] ??= spanColour(this.m.ref.names[nameId] ?? "?"));
@@ -53,12 +59,12 @@ export class Painter {
     ctx.beginPath();
     ctx.rect(LABEL_W, AXIS_H, plotW, m.height - AXIS_H);
     ctx.clip();
-    let drawn = 0;
-    for (const row of m.rows) drawn += this.row(ctx, row, w, scale, selected, highlight, match);
-    for (const g of m.groups) if (!g.expanded && g.summary) drawn += this.row(ctx, g.summary, w, scale, selected, highlight, match);
+    const counted = { drawn: 0, events: 0 };
+    for (const row of m.rows) this.row(ctx, row, w, scale, selected, highlight, match, counted);
+    for (const g of m.groups) if (!g.expanded && g.summary) this.row(ctx, g.summary, w, scale, selected, highlight, match, counted);
     const [flows, flowsVisible] = arrows ? this.flows(ctx, w, scale) : [0, 0];
     ctx.restore();
-    return { drawn, flows, flowsVisible };
+    return { ...counted, flows, flowsVisible };
   }
 
   /** Lane bands (the warps of one CTA share a shade) and the gutter's edge. */
@@ -110,10 +116,12 @@ export class Painter {
     ctx.fillRect(LABEL_W, AXIS_H - 1, plotW, 1);
   }
 
-  /** One lane+depth row; returns rectangles drawn. Inside kernels, a block of thin spans takes the
-   * colour of its longest span, and a highlighted scope's spans stand out while the others fade. */
-  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number, highlight: Highlight | null, match: Uint8Array | null): number {
+  /** One lane+depth row; adds the rectangles drawn and the events in view to `counted`. Inside
+   * kernels, a block of thin spans takes the colour of its longest span, and a highlighted scope's
+   * spans stand out while the others fade. */
+  private row(ctx: CanvasRenderingContext2D, row: Row, w: Window, scale: number, selected: number, highlight: Highlight | null, match: Uint8Array | null, counted: { drawn: number; events: number }): void {
     const m = this.m;
+    const count = m.count;
     const s = row.start;
     const e = row.end;
     const len = s.length;
@@ -148,6 +156,7 @@ export class Painter {
       lit = false;
     };
     for (; k < len && s[k] <= w.t1; k++) {
+      if (e[k] >= w.t0) counted.events += count ? count[row.idx[k]] : 1;
       const x0 = LABEL_W + (s[k] - w.t0) * scale;
       const x1 = LABEL_W + (e[k] - w.t0) * scale;
       if (x1 - x0 < 1) {
@@ -180,15 +189,41 @@ export class Painter {
         ctx.lineWidth = 1;
         ctx.strokeRect(left + 0.5, y + 0.5, Math.max(1, right - left - 1), hgt - 1);
       }
+      const many = count ? count[i] : 1;
+      if (many > 1) {
+        if (dim) ctx.globalAlpha = 0.15;
+        this.hatch(ctx, left, right, y, hgt);
+        ctx.globalAlpha = 1;
+      }
       if (i === selected) {
         ctx.strokeStyle = "#111";
         ctx.lineWidth = 2;
         ctx.strokeRect(left + 1, y + 1, Math.max(1, right - left - 2), hgt - 2);
       }
-      if (right - left > this.charW * 4 + 6) this.label(ctx, m.ref.display_names?.[m.name[i]] ?? m.ref.names[m.name[i]] ?? "?", left, right, y);
+      if (right - left > this.charW * 4 + 6) this.label(ctx, many > 1 ? mergedLabel(many) : (m.ref.display_names?.[m.name[i]] ?? m.ref.names[m.name[i]] ?? "?"), left, right, y);
     }
     flush();
-    return drawn;
+    counted.drawn += drawn;
+  }
+
+  /** A merged block (level of detail): white stripes over its colour, so it reads as many events. */
+  private hatch(ctx: CanvasRenderingContext2D, left: number, right: number, y: number, hgt: number): void {
+    if (this.pattern === undefined) {
+      const tile = document.createElement("canvas");
+      tile.width = tile.height = 6;
+      const t = tile.getContext("2d");
+      if (t) {
+        t.strokeStyle = "rgba(255, 255, 255, 0.75)";
+        t.lineWidth = 1.5;
+        t.beginPath();
+        for (const d of [-6, 0, 6]) (t.moveTo(d, 6), t.lineTo(d + 6, 0));
+        t.stroke();
+      }
+      this.pattern = t ? ctx.createPattern(tile, "repeat") : null;
+    }
+    if (!this.pattern) return;
+    ctx.fillStyle = this.pattern;
+    ctx.fillRect(left, y, Math.max(1, right - left - 1), hgt);
   }
 
   private label(ctx: CanvasRenderingContext2D, text: string, left: number, right: number, y: number): void {

@@ -25,8 +25,9 @@ const HEADS: [string, string][] = [
 ];
 
 /** The panel, or null when the trace has no spans inside kernels. `onPick` hears the row clicked
- * (null when the highlighted row is clicked again). */
-export function scopePanel(m: TimelineModel, onPick: (pick: Highlight | null) => void): HTMLElement | null {
+ * (null when the highlighted row is clicked again); `note` is said beside the title (in level of
+ * detail: that merged blocks are left out). */
+export function scopePanel(m: TimelineModel, onPick: (pick: Highlight | null) => void, note = ""): HTMLElement | null {
   const stats = scopeTable(m);
   if (!stats.length) return null;
   const body = h("tbody");
@@ -65,7 +66,7 @@ export function scopePanel(m: TimelineModel, onPick: (pick: Highlight | null) =>
   return h(
     "div",
     { class: "card tl-scopes", "data-rows": stats.length },
-    h("div", { class: "tl-scopes-title" }, h("b", {}, "Scopes inside kernels"), h("span", { class: "tl-hint" }, "click a row to highlight its spans")),
+    h("div", { class: "tl-scopes-title" }, h("b", {}, "Scopes inside kernels"), note && h("span", { class: "tl-hint", "data-note": "lod" }, note), h("span", { class: "tl-hint" }, "click a row to highlight its spans")),
     h("table", { class: "grid tl-scope-table" }, h("thead", {}, head), body),
   );
 }

@@ -31,11 +31,12 @@ export function searchEvents(name: Uint32Array, byName: Uint8Array): Uint32Array
 }
 
 /** The search's status line: "12 of 4,310 events match" (with "· 3rd" when one is shown), or
- * that none does. */
-export function searchText(query: string, found: number, total: number, at = -1): string {
-  if (found === 0) return `no event matches '${query.trim()}'`;
+ * that none does. `noun`: what is counted ("loaded event" in level of detail, where the events
+ * searched are those of the model drawn). */
+export function searchText(query: string, found: number, total: number, at = -1, noun = "event"): string {
+  if (found === 0) return `no ${noun} matches '${query.trim()}'`;
   const which = at >= 0 ? ` · ${fmt(at + 1)} of ${fmt(found)} shown` : "";
-  return `${fmt(found)} of ${fmt(total)} event${total === 1 ? "" : "s"} match${found === 1 ? "es" : ""}${which}`;
+  return `${fmt(found)} of ${fmt(total)} ${noun}${total === 1 ? "" : "s"} match${found === 1 ? "es" : ""}${which}`;
 }
 
 /** The match to show next (dir 1) or before (dir -1), as an index into `matches`: the neighbour
