@@ -97,8 +97,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(handler=run_serve)
 
 
-def _size(n: int) -> str:
-    return f"{n / 1e9:.1f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+def _size(n: float) -> str:
+    """Bytes as people read them: 2.0 GB, 380 MB, 0.3 MB, 12 kB, 512 bytes."""
+    if n >= 1e9:
+        return f"{n / 1e9:.1f} GB"
+    if n >= 1e7:
+        return f"{n / 1e6:.0f} MB"
+    if n >= 1e5:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e3:.0f} kB" if n >= 1e3 else f"{n:.0f} bytes"
 
 
 class Progress:

@@ -17,6 +17,7 @@ import contextlib
 import os
 import stat
 import tempfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -81,11 +82,30 @@ def read_bytes(path: str | os.PathLike[str], what: str = "file") -> bytes:
             data = f.read(limit + 1)
     except OSError as exc:
         raise FormatError(f"{path}: cannot read it ({_reason(exc)})") from None
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(path, data, limit)
     if len(data) > limit:
         raise FormatError(
             f"{path}: more than the limit of {limit:,} bytes (raise it with {MAX_BYTES_ENV}=BYTES)"
         )
     return data
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _gunzip(path: str | os.PathLike[str], data: bytes, limit: int) -> bytes:
+    """A gzip file's contents: profiles and traces are often kept gzipped (``.hatchet.gz``,
+    PyTorch's ``.json.gz``). Never more than ``limit`` bytes come out, so a small file that
+    inflates to gigabytes stops at the limit like a large one."""
+    inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise FormatError(f"{path}: a damaged gzip file ({exc})") from None
+    if len(out) <= limit and not inflate.eof:
+        raise FormatError(f"{path}: a gzip file cut short")
+    return out
 
 
 SOURCE_LIMIT = 1 << 20  # a kernel source file larger than this is not kept beside a report

@@ -8,6 +8,7 @@ Nothing here touches the filesystem after :meth:`WebData.add`: requests name ans
 from __future__ import annotations
 
 import base64
+import gzip
 import os
 import re
 import threading
@@ -38,8 +39,11 @@ def sniff(path: str) -> str:
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        if head[:2] == b"\x1f\x8b":  # gzip (PyTorch's and Proton's traces often are): its start
+            with gzip.open(path, "rb") as f:
+                head = f.read(4096)
+    except (OSError, EOFError) as exc:
+        raise FormatError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     if head[:2] == b"PK":
         return "record"
     text = head.lstrip()

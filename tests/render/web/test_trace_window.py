@@ -368,7 +368,7 @@ def test_the_serve_flags(
     assert cli_main(["serve", "--no-lod", "--html", str(page), *ranks]) == 0
     said = capsys.readouterr().err
     assert "level of detail" not in said and not cache.exists()
-    assert "deuteron serve: reading 2/2 traces, 6 MB of 6 MB" in said  # stderr is no terminal: tenths
+    assert "deuteron serve: reading 2/2 traces, 6.2 MB of 6.2 MB" in said  # stderr is no terminal: tenths
     assert cli_main(["serve", "--lod", "--html", str(page), *ranks]) == 0
     said = capsys.readouterr().err
     assert "deuteron serve: 2 ranks: level of detail: 15,771 events kept in " in said
