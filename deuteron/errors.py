@@ -11,6 +11,7 @@ from deuteron.explain.errors import ExplainError, KernelCompileError
 from deuteron.formats import FormatError
 from deuteron.model.errors import DeuteronError, MetricError
 from deuteron.process.program import TargetError
+from deuteron.repro.errors import ReproError
 from deuteron.triton import TritonSupportError
 from deuteron.view.processors import FilterError
 
@@ -23,6 +24,7 @@ __all__ = [
     "FormatError",
     "KernelCompileError",
     "MetricError",
+    "ReproError",
     "SessionError",
     "TargetError",
     "TritonSupportError",

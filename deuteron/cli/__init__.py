@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from deuteron.cli import check, explain, learn, run, serve, view
+from deuteron.cli import check, explain, learn, repro, run, serve, view
 from deuteron.cli.program import split_program
 from deuteron.model.errors import DeuteronError
 from deuteron.process.terminal import printable
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_parser(sub)
     check.add_parser(sub)
     explain.add_parser(sub)
+    repro.add_parser(sub)
     view.add_parser(sub)
     view.add_diff_parser(sub)
     serve.add_parser(sub)

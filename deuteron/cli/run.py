@@ -37,7 +37,8 @@ from deuteron.formats.files import OutputError
 from deuteron.process.program import Program, exit_code, run_to_end
 from deuteron.process.program import run as run_program
 from deuteron.process.signals import Deferred
-from deuteron.process.terminal import printable, say
+from deuteron.process.terminal import printable, say, short_path
+from deuteron.repro import record
 from deuteron.triton import enable_interpreter_mode
 
 _interval = number_in(
@@ -58,7 +59,8 @@ examples:
   deuteron run -m mypkg.train             # a module, as python -m
   deuteron run -b instrumentation k.py    # the kernels' pl.scopes, per CTA and warp (GPU)
   deuteron run -b interpreter k.py        # pl.scopes per program, without a GPU
-  deuteron run --sample k.py              # kernel > source line, samples, stall reasons (GPU)"""
+  deuteron run --sample k.py              # kernel > source line, samples, stall reasons (GPU)
+  deuteron run --record-launches -n p k.py   # then: deuteron repro p.hatchet (one launch, alone)"""
 
 
 def add_parser(sub: Any) -> None:
@@ -129,6 +131,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--trace", action="store_true", help="also write a Chrome trace of scopes and launches")
     p.add_argument(
+        "--record-launches",
+        action="store_true",
+        help="also keep what each Triton launch needs to be rerun alone (deuteron repro): NAME.launches.npz, "
+        f"tensor values up to {record.LIMIT_ENV} bytes in all (default 64 MiB), statistics past it",
+    )
+    p.add_argument(
         "--flush-every",
         type=_flush_every,
         default=None,
@@ -193,6 +201,8 @@ def run_command(args: argparse.Namespace) -> int:
     formats = ("hatchet", "chrome_trace") if args.trace else ("hatchet",)
     # The output files are checked (and their paths fixed) here, before the program runs.
     flags.command_line = True
+    hatchet = output.paths(Path(os.path.abspath(args.name)), ["hatchet"])[0]
+    recording = record.path_beside(hatchet) if args.record_launches else None  # checked before the program
     sid = api.start_session(
         args.name,
         backend=backend.name,
@@ -210,6 +220,7 @@ def run_command(args: argparse.Namespace) -> int:
     owner = os.getpid()
     started_in = os.getcwd()
     live = api.current_profile(sid) if sid is not None else None
+    recorder = _start_recording(sid) if recording is not None else None
     # From here until the profile is on disk, SIGINT/SIGTERM outside the program are noted, not obeyed.
     with Deferred(redeliver=False, note="finishing the profile first") as late:
         try:
@@ -217,11 +228,17 @@ def run_command(args: argparse.Namespace) -> int:
                 code, ended_by = run_to_end(program)
         finally:  # a profile is never lost: also written when the module is missing
             if os.getpid() == owner:
+                recorded: list[Path] = []
+                try:
+                    recorded = record.finish(recorder, recording, live.metadata if live is not None else {})
+                except OutputError as exc:
+                    failure = str(exc)
                 try:
                     with output.keeping_earlier() as kept:  # an empty profile never replaces one
                         files = api.finalize(sid, ",".join(formats))
                 except OutputError as exc:
-                    failure = str(exc)
+                    failure = failure or str(exc)
+                files += [Path(short_path(p)) for p in recorded]
     if os.getpid() != owner:
         return code  # a child the program forked ends as it chose: the profile is the parent's
     names = ", ".join(str(f) for f in files)
@@ -256,6 +273,16 @@ def run_command(args: argparse.Namespace) -> int:
     if hint:
         say(f"deuteron: {hint}")
     return code
+
+
+def _start_recording(sid: int | None) -> record.Recorder:
+    """Record launches from now on: after the session started, so its own patches of a launch
+    (the interpreter's timing) run inside ours and never time the recorder's copies."""
+    try:
+        return record.start()
+    except BaseException:
+        api.finalize(sid, None)
+        raise
 
 
 def _why_empty(code: int, ended_by: str, context: str, backend: str = "auto") -> str:
@@ -309,6 +336,7 @@ def _hint(program: Program, code: int, ended_by: str, context: str, stderr: str)
 OWN_OPTIONS = {
     "-n": True, "--name": True, "-b": True, "--backend": True, "-c": True, "--context": True,
     "-k": True, "--hook": True, "--device": True, "--trace": False, "--flush-every": True,
+    "--record-launches": False,
 }  # fmt: skip
 _USAGE_ERROR = re.compile(r"^\S.*: error: (.*)$", re.MULTILINE)
 
