@@ -25,14 +25,13 @@ many were left out. Out-of-bounds lanes are in the findings.
 from __future__ import annotations
 
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from deuteron.formats import FormatError, jsonio
-from deuteron.formats.files import MAX_BYTES_ENV, atomic_open, max_bytes, regular_file
+from deuteron.formats import FormatError, npz_record
+from deuteron.formats.files import atomic_open, regular_file
 
 FORMAT = "deuteron-access-record"
 VERSION = 2
@@ -73,37 +72,13 @@ def read(path: str | Path) -> tuple[dict[str, Any], np.ndarray, np.ndarray]:
     every row's indices are checked."""
     regular_file(path, "deuteron access record")
     bad = f"{path} is not a deuteron access record"
-    try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-            names = {info.filename for info in infos}
-            if names != MEMBERS or len(infos) != len(MEMBERS):
-                raise FormatError(f"{bad} (members {sorted(names)[:5]}, expected {sorted(MEMBERS)})")
-            total = sum(info.file_size for info in infos)
-            if total > max_bytes():
-                raise FormatError(
-                    f"{bad}: it would inflate to {total:,} bytes, more than the limit of {max_bytes():,} "
-                    f"(raise it with {MAX_BYTES_ENV}=BYTES)"
-                )
-        with np.load(path, allow_pickle=False) as data:
-            raw_header, accesses, offsets = data["header"], data["accesses"], data["offsets"]
-    except FormatError:
-        raise
-    except Exception as exc:  # zipfile, zlib and NumPy on hostile bytes: any failure means "not a record"
-        raise FormatError(f"{bad} ({type(exc).__name__}: {str(exc)[:200]})") from None
-    if raw_header.dtype != np.uint8 or raw_header.ndim != 1:
-        raise FormatError(f"{bad}: its header is not UTF-8 JSON bytes")
+    npz_record.checked_members(path, bad, lambda names: names == MEMBERS)
+    raw_header, accesses, offsets = npz_record.load_arrays(path, bad, ["header", "accesses", "offsets"])
     if accesses.dtype != ROW or accesses.ndim != 1:
         raise FormatError(f"{bad}: its accesses have dtype {accesses.dtype}, shape {accesses.shape}")
     if offsets.dtype != np.int64 or offsets.ndim != 1:
         raise FormatError(f"{bad}: its offsets have dtype {offsets.dtype}, shape {offsets.shape}")
-    try:
-        header = jsonio.loads(raw_header.tobytes())
-    except jsonio.JSONError as exc:
-        raise FormatError(f"{bad}: its header is not JSON ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        found = header.get("format") if isinstance(header, dict) else type(header).__name__
-        raise FormatError(f"{bad} (format {found!r})")
+    header = npz_record.json_header(raw_header, bad, FORMAT)
     _check_header(header, bad)
     _check_rows(header, accesses, offsets, bad)
     return header, accesses, offsets

@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import json
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from deuteron.formats import FormatError, jsonio
-from deuteron.formats.files import MAX_BYTES_ENV, atomic_open, max_bytes, regular_file
+from deuteron.formats import FormatError, npz_record
+from deuteron.formats.files import atomic_open, regular_file
 
 FORMAT = "deuteron-launch-record"
 VERSION = 1
@@ -109,33 +108,11 @@ def read(path: str | Path) -> LaunchFile:
     path = Path(path)
     regular_file(path, "deuteron launch record")
     bad = f"{path} is not a deuteron launch record"
-    try:
-        with zipfile.ZipFile(path) as z:
-            infos = z.infolist()
-        members = {info.filename for info in infos}
-        if "header.npy" not in members or not all(_MEMBER.fullmatch(m) for m in members):
-            raise FormatError(f"{bad} (members {sorted(members)[:5]})")
-        total = sum(info.file_size for info in infos)
-        if total > max_bytes():
-            raise FormatError(
-                f"{bad}: it would inflate to {total:,} bytes, more than the limit of {max_bytes():,} "
-                f"(raise it with {MAX_BYTES_ENV}=BYTES)"
-            )
-        with np.load(path, allow_pickle=False) as data:
-            raw = data["header"]
-    except FormatError:
-        raise
-    except Exception as exc:
-        raise FormatError(f"{bad} ({type(exc).__name__}: {str(exc)[:200]})") from None
-    if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise FormatError(f"{bad}: its header is not UTF-8 JSON bytes")
-    try:
-        header = jsonio.loads(raw.tobytes())
-    except jsonio.JSONError as exc:
-        raise FormatError(f"{bad}: its header is not JSON ({exc})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        found = header.get("format") if isinstance(header, dict) else type(header).__name__
-        raise FormatError(f"{bad} (format {found!r})")
+    members = npz_record.checked_members(
+        path, bad, lambda names: "header.npy" in names and all(_MEMBER.fullmatch(m) for m in names)
+    )
+    (raw,) = npz_record.load_arrays(path, bad, ["header"])
+    header = npz_record.json_header(raw, bad, FORMAT)
     version = header.get("version")
     if not isinstance(version, int) or not _int(version, 1) or version > VERSION:
         raise FormatError(f"{bad}: version {version!r} (this Deuteron reads up to {VERSION})")
