@@ -120,8 +120,14 @@ class Checker:
         if self.views:
             self.memory.outside_view(access)
 
+    def atomic_order(self, sem: str, scope: str) -> None:
+        self.memory.scopes.order(sem, scope)
+        self.memory.order.order(sem, scope)
+
     def atomic_result(self, result: AtomicResult) -> None:
         self.memory.locks.atomic(result)
+        self.memory.scopes.atomic(result)
+        self.memory.order.atomic(result)
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:

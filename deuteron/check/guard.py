@@ -173,7 +173,7 @@ class Guard:
         addresses, mask = access.addresses, access.mask
         m: np.ndarray | None = None
         if mask is not None:
-            m = mask if mask.shape == addresses.shape else np.broadcast_to(mask, addresses.shape)
+            m = _lanes(mask, addresses.shape)
             active = addresses[m]
         else:
             active = addresses.reshape(-1)
@@ -320,15 +320,24 @@ class Guard:
             for listener in self.listeners:
                 listener.outside_view(part)
 
+    def atomic_order(self, sem: str, scope: str) -> None:
+        """Handed to the listeners that judge memory order (a recorder does not)."""
+        for listener in self.listeners:
+            told = getattr(listener, "atomic_order", None)
+            if told is not None:
+                told(sem, scope)
+
     def atomic_result(self, result: AtomicResult) -> None:
         """An atomic ran: its active lanes, as real addresses and the tensor each came from."""
         if self.launch is None:
             return
         shape, mask = result.addresses.shape, result.mask
 
+        lanes = None if mask is None else _lanes(mask, shape)
+
         def active(a: np.ndarray) -> np.ndarray:
             full = np.broadcast_to(a, shape)
-            return full[mask] if mask is not None else full.reshape(-1)
+            return full[lanes] if lanes is not None else full.reshape(-1)
 
         tagged = active(result.addresses)
         part = AtomicResult(
@@ -363,6 +372,17 @@ class Guard:
 
 # The one guard: the interpreter takes one sanitizer, and every check shares it.
 GUARD = Guard()
+
+
+def _lanes(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A kernel's mask as the bool lanes of an access, broadcast as Triton's language broadcasts it
+    (a scalar ``pid == 0`` covers every lane). Bool first: an integer mask (Triton 3.9's interpreter
+    makes one from a scalar comparison) would otherwise index lanes by number, and a masked-off
+    store would count as a store to lane 0 or 1."""
+    m = np.asarray(mask)
+    if m.dtype != np.bool_:
+        m = m != 0
+    return m if m.shape == shape else np.broadcast_to(m, shape)
 
 
 def _lane_mask(shape: tuple[int, ...], positions: np.ndarray) -> np.ndarray:

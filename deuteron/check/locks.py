@@ -158,10 +158,14 @@ class Locks:
                 f"took at line {self._line(holder.site)} and never released: on a GPU this hangs"
             )
         else:
+            left = launch.programs - self.seq - 1
             why = (
                 f"program {me} spins on {cell}, which holds {value} and which no program changes while "
                 "it waits. Programs run one at a time here, so this waits on a program that has not "
-                "started; on a GPU it works only if that program runs at the same time (no guarantee)"
+                "started; on a GPU it works only if that program runs at the same time (no guarantee). "
+                f"Undecided: whether one of the {left} program(s) not run sets it, and whether what this "
+                "program reads after the wait is ordered after what that program wrote, cannot be "
+                "told from one schedule"
             )
         if self.report:
             self.findings.add(

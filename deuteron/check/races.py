@@ -1,11 +1,13 @@
 """Races between the programs of one launch: two programs store to one element (found at the
 store), or one program reads an element another stores (found at the end of the launch, from the
-shadow's first and last reader of each written element). Atomics are never races, nor are
-accesses that all hold one lock (:mod:`.locks`)."""
+shadow's first and last reader of each written element). GPU-scope atomics are never races (CTA-scope
+ones are: :mod:`.atomic_scopes`), nor are accesses that all hold one lock (:mod:`.locks`) or that
+an acquire orders after a release (:mod:`.happens_before`: those are dropped before they get here);
+a race found where flags were used says which order is missing."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +25,7 @@ def store_store(
     cells: np.ndarray,
     others: np.ndarray,
     site: int,
+    missing: Callable[[int, int], str] | None = None,
 ) -> None:
     tensor = tensor_at(launch, shadow.area, int(cells[0]) * shadow.area.granule)
     other = int(others[0])
@@ -31,13 +34,22 @@ def store_store(
     me = pids[seq]
     them = pids[other]
     where = f" (its store at line {other_site.line})" if other_site is not None else ""
+    why = missing(seq, other) if missing is not None else ""
+    other_line = other_site.line if other_site is not None else "?"
+    mine = launch.sites.get(site)
+    order = (
+        f"; the store at line {mine.line if mine is not None else '?'} is not ordered after the store "
+        f"at line {other_line}: {why}"
+        if why
+        else ""
+    )
     findings.add(
         "race",
         launch,
         site,
         f"program {me} stores to {len(cells)} element(s) of {tensor.name} that program {them} "
         f"also stored to{where}: element offsets {show(offsets)}. Which value survives depends on "
-        "the order programs run in on the GPU",
+        f"the order programs run in on the GPU{order}",
         seq=seq,
         program=me,
         tensor=tensor.name,
@@ -51,7 +63,11 @@ def store_store(
 
 
 def load_store(
-    findings: Findings, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]], shadow: Shadow
+    findings: Findings,
+    launch: LaunchInfo,
+    pids: Sequence[tuple[int, int, int]],
+    shadow: Shadow,
+    missing: Callable[[int, int], str] | None = None,
 ) -> None:
     """At the end of a launch: elements one program stored and another read, one finding per pair
     of (read line, store line). Found from the shadow's first and last reader of each written cell,
@@ -83,6 +99,13 @@ def load_store(
         read_at = launch.sites.get(int(rsite[at]))
         read_line = read_at.line if read_at is not None else "?"
         writer_programs = np.unique(writer[inverse.reshape(-1) == group])
+        write_at = launch.sites.get(int(wsite[at]))
+        write_line = write_at.line if write_at is not None else "?"
+        why = missing(max(r, w), min(r, w)) if missing is not None else ""
+        later, earlier = f"read at line {read_line}", f"write at line {write_line}"
+        if r < w:
+            later, earlier = earlier, later
+        order = f"; the {later} is not ordered after the {earlier}: {why}" if why else ""
         findings.add(
             "race",
             launch,
@@ -91,7 +114,7 @@ def load_store(
             f"element {offsets[0]} is stored by program {pids[w]} "
             f"and read by program {pids[r]} "
             f"(line {read_line}); element offsets {show(offsets)}. What the reader sees depends on the "
-            "order programs run in on the GPU",
+            f"order programs run in on the GPU{order}",
             program=pids[w],
             tensor=tensor.name,
             programs=int(writer_programs.size),

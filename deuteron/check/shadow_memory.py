@@ -68,6 +68,7 @@ class Shadow:
         "atomics",
         "reads",
         "guards",
+        "stamps",
         "pending",
         "pending_lanes",
         "runs",
@@ -82,6 +83,7 @@ class Shadow:
         self.atomics: Paged | None = None  # atomic (bool)
         self.reads: Paged | None = None  # rmin, rmax, rsite
         self.guards: Paged | None = None  # guard: the lock every access held (see the module doc)
+        self.stamps: Paged | None = None  # the writer's epoch (:mod:`.happens_before`), once one released
         self.pending: list[_Raw] = []
         self.pending_lanes = 0
         self.runs: list[_Runs] = []
@@ -216,6 +218,25 @@ class Shadow:
         self.writes.pools["writer"][pos] = seq
         self.writes.pools["wsite"][pos] = site
 
+    def stamp(self, idx: np.ndarray, epoch: int) -> None:
+        """Cells ``idx`` were written at the writer's ``epoch`` (its releases so far). Made on the
+        first write by a program that had released: every write before that was at epoch 0."""
+        if self.stamps is None:
+            self.stamps = Paged(self.cells, {"stamp": (np.int32, 0)})
+        pos = self.stamps.locate(idx)
+        self.stamps.pools["stamp"][pos] = epoch
+
+    def stamp_at(self, idx: np.ndarray) -> np.ndarray:
+        if self.stamps is None:
+            return np.zeros(idx.shape, dtype=np.int32)
+        return self.stamps.get("stamp", idx)
+
+    def writers(self, idx: np.ndarray) -> np.ndarray:
+        """The last writer of each cell (-1: none) without allocating pages."""
+        if self.writes is None:
+            return np.full(idx.shape, -1, dtype=np.int32)
+        return self.writes.get("writer", idx)
+
     # --- locks ------------------------------------------------------------------------------------
 
     def start_guards(self) -> None:
@@ -284,7 +305,8 @@ class Shadow:
 
     def memory(self) -> int:
         """Bytes the shadow holds now (for the benchmarks)."""
-        total = sum(p.nbytes() for p in (self.writes, self.atomics, self.reads, self.guards) if p is not None)
+        fields = (self.writes, self.atomics, self.reads, self.guards, self.stamps)
+        total = sum(p.nbytes() for p in fields if p is not None)
         total += sum(a.nbytes for a, _, _, _, _ in self.pending)
         return total + sum(s.nbytes + n.nbytes for s, n, _, _, _ in self.runs)
 

@@ -126,6 +126,7 @@ def guarded_rmw(
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
     tagged = ptr.data
     site = sites.current_site()
+    _tell_order(sanitizer, rest, kw)
     ptr, mask = guarded(ATOMIC, ptr, mask, None, site)
     out = orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
     mask_data = None if mask is None else mask.data
@@ -151,6 +152,7 @@ def guarded_cas(
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
     tagged = ptr.data
     site = sites.current_site()
+    _tell_order(sanitizer, rest, kw)
     keep = sanitizer.access(Access(ATOMIC, tagged, element_bytes(ptr), site))
     ptr = untagged(ptr)
     if keep is not None:
@@ -159,6 +161,17 @@ def guarded_cas(
         out = orig_cas(builder, ptr, cmp, val, *rest, **kw)
     sanitizer.atomic_result(AtomicResult("cas", tagged, cmp.data, val.data, out.data, site, keep))
     return out
+
+
+def _tell_order(sanitizer: Sanitizer, rest: tuple[Any, ...], kw: dict[str, Any]) -> None:
+    """The memory order of the atomic about to run (the builder's ``sem`` and ``scope``, after its
+    pointer operands): CTA scope does not order programs of different CTAs, so the race check needs it."""
+    sem = kw.get("sem", rest[0] if rest else None)
+    scope = kw.get("scope", rest[1] if len(rest) > 1 else None)
+    sanitizer.atomic_order(
+        atomics.op_name(sem) if sem is not None else "acq_rel",
+        atomics.op_name(scope) if scope is not None else "gpu",
+    )
 
 
 def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> Any:

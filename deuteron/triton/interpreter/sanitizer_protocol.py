@@ -62,6 +62,11 @@ class Sanitizer(Protocol):
         mask). Return None to go on as asked, or the lanes to keep (bool, the addresses' shape)."""
         ...
 
+    def atomic_order(self, sem: str, scope: str) -> None:
+        """The memory order of the atomic about to be reported: ``sem`` (relaxed, acquire, release,
+        acquire_release) and ``scope`` (cta, gpu, system), as the builder got them."""
+        ...
+
     def atomic_result(self, result: AtomicResult) -> None:
         """What an atomic did, after it ran: its (tagged) addresses, the lanes that ran, its
         operands, the values it found in memory and its source site."""
