@@ -20,10 +20,9 @@ from deuteron.render.console import render_flat, render_profile
 from deuteron.render.json_tree import render_json
 from deuteron.view import advise, doctor, processors
 from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
-from deuteron.view.collectives import collective_findings
+from deuteron.view.findings import findings as advice_findings
 from deuteron.view.flat import flat_rows
 from deuteron.view.jobs import check_one_job
-from deuteron.view.ranks import advise_ranks
 from deuteron.view.summary import summary_lines, unrelated
 
 _non_negative = number_in(int, "a whole number", lambda value: value >= 0, "depth must be 0 or more")
@@ -274,11 +273,8 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     if filtered_out:
         which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
         say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
-    if args.advise:  # several ranks: side by side, and the straggler
-        if len(profiles) > 1:
-            findings = advise_ranks(profiles, sources)
-        else:  # one rank's file: its steps from the trace beside it, its calls said alone
-            findings = advise.advise(profile, source=sources[0]) + collective_findings([profile])
+    if args.advise:  # one file, or several ranks: side by side, and the straggler
+        findings = advice_findings(profiles, sources)  # as deuteron serve's advice panel shows them
         if args.json:
             json.dump({"advice": [f.as_json() for f in findings]}, sys.stdout, indent=1)
             print()

@@ -423,20 +423,32 @@ def _number(key: str, value: Any) -> str:
     return f"{value:,.3f}" if key.endswith("_ms") else f"{value:,.2f}"
 
 
+NOTHING = (
+    "advice: nothing to flag (no idle GPU, outlying backward, unfused ops, waits, hot lines or "
+    "stalls above the thresholds each states)"
+)
+
+
+def headline(a: Advice) -> str:
+    """An advice's first line as :func:`render` prints it: ``[kind] title``."""
+    return f"[{a.kind}] {a.title}"
+
+
+def evidence_line(item: dict[str, Any], full_names: bool = False) -> str:
+    """A row of evidence as :func:`render` prints it: the path as the tree shows it, its numbers."""
+    numbers = ", ".join(f"{k}={_number(k, v)}" for k, v in item.items() if k != "path")
+    return f"    {_shown_path(str(item['path']), full_names)}  ({numbers})"
+
+
 def render(advice: list[Advice], full_names: bool = False) -> str:
     """The advice as text: one headline each, then its evidence, a line per item; advice without
     an item is not shown. The frames of a path as ``deuteron view`` shows them (a C++ kernel short,
     or ``full_names`` demangled in full)."""
     shown = [a for a in advice if a.evidence]
     if not shown:
-        return (
-            "advice: nothing to flag (no idle GPU, outlying backward, unfused ops, waits, hot lines or "
-            "stalls above the thresholds each states)"
-        )
+        return NOTHING
     lines = []
     for a in shown:
-        lines.append(f"[{a.kind}] {a.title}")
-        for item in a.evidence:
-            numbers = ", ".join(f"{k}={_number(k, v)}" for k, v in item.items() if k != "path")
-            lines.append(f"    {_shown_path(str(item['path']), full_names)}  ({numbers})")
+        lines.append(headline(a))
+        lines.extend(evidence_line(item, full_names) for item in a.evidence)
     return "\n".join(lines)

@@ -166,13 +166,16 @@ def fold_repeats(p: Profile) -> Profile:
     ... become ``layers.* (TransformerEncoderLayer)``, their subtrees merged and their metrics added
     (the torch context names modules ``<attribute path> (<class>)``)."""
 
-    def folded(name: str) -> str:
-        m = _REPEAT.match(name)
-        if m is None:
-            return name
-        return f"{m['path']}.*{m['cls']}" if m["path"] is not None else f"*{m['cls']}"
+    return rename(p, folded_name)
 
-    return rename(p, folded)
+
+def folded_name(name: str) -> str:
+    """A frame's name as :func:`fold_repeats` writes it (``layers.3 (Block)`` -> ``layers.* (Block)``;
+    a name that is no repeat, as it is)."""
+    m = _REPEAT.match(name)
+    if m is None:
+        return name
+    return f"{m['path']}.*{m['cls']}" if m["path"] is not None else f"*{m['cls']}"
 
 
 # proton-viewer's frame-name formats (-f), for Python call-path frames ``path/file.py:line@function``

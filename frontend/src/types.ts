@@ -47,6 +47,27 @@ export interface ProfileData {
   summary?: string[];
   /** Said before the view: e.g. a diff of profiles that share no frame. */
   warnings?: string[];
+  /** Each node's own calls (an op's calls, a kernel's launches), null where it records none; absent
+   * in a diff, in a profile without calls, and in older pages. The flat view's calls and average. */
+  calls?: (number | null)[];
+  /** Where to ask for what `deuteron view --advise` prints for this profile (AdviceFinding[],
+   * deuteron/render/web/advice.py), after the first paint; absent in a diff and in older pages. */
+  advice_url?: string;
+}
+
+/** One finding of `deuteron view --advise`: its kind (idle, backward, fusion, copies, lines,
+ * stalls, collectives, waits, ...), its message, its headline and rows as the terminal prints them. */
+export interface AdviceFinding {
+  kind: string;
+  title: string;
+  headline: string; // "[kind] title"
+  evidence: {
+    path: string; // as recorded: a frame path below ROOT ("a > b"), "file.py:12", a kernel, "rank 1"
+    line: string; // the row as the terminal prints it (the path as the tree shows it, its numbers)
+    numbers: Record<string, string | number | boolean | null>;
+    names: "frame" | "line" | "kernel" | "rank" | null; // what the row names
+    node: number | null; // where in this page's tree (null: nowhere, or cut by the threshold)
+  }[];
 }
 
 /** A Chrome/Perfetto trace; its events are fetched from `events` (a packed binary, see Packed). */
@@ -68,6 +89,8 @@ export interface TraceRef {
    * (key, value text) rows (index: the `args` column; 0: none). Absent in older pages. */
   stacks?: string[][];
   arg_sets?: [string, string][][];
+  /** Stack frames shown otherwise (mangled C++ names): frame -> [short name, full demangled]. */
+  frame_names?: Record<string, [string, string]>;
   count: number; // events
   flows: number; // launch -> kernel arrows
   start_ns: number; // earliest start

@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from deuteron.formats import access_record, chrome_trace, hatchet
+from deuteron.model.names import display_name
 from deuteron.render.web.accesses import element_index, layout
 from deuteron.render.web.data import WebData, sniff
 from deuteron.render.web.packed import pack, unpack
 from deuteron.render.web.profile import profile_data
+from deuteron.render.web.timeline import frame_names
 from deuteron.view.build import ViewOptions, build
 from tests.helpers.web_inputs import WebInputs
 
@@ -124,6 +126,16 @@ def test_depth_counts_open_events_on_the_same_lane(tmp_path) -> None:  # type: i
     assert [lane["kind"] for lane in ref["lanes"]] == ["thread", "stream"]
     assert packed["flow_from_lane"].tolist() == [0] and packed["flow_to_lane"].tolist() == [1]
     assert packed["flow_to_ns"].tolist() == [2000.0]
+
+
+def test_mangled_stack_frames_get_the_names_the_timeline_shows() -> None:
+    """frame_names: a call stack's mangled frames, short and in full, as display_names names
+    events; plain frames are left out."""
+    kernel = "_ZN7cutlass7Kernel2I41cutlass_80_simt_sgemm_64x64_8x5_tn_align1EEvNT_6ParamsE"
+    names = frame_names([("ROOT", "step", kernel), ("ROOT", "step")])
+    assert names == {kernel: [display_name(kernel), display_name(kernel, full=True)]}
+    assert names[kernel][0] == "Kernel2<cutlass_80_simt_sgemm_64x64_8x5_tn_align1>"
+    assert names[kernel][1].startswith("void cutlass::Kernel2<")
 
 
 def test_strided_views_map_back_to_their_own_index() -> None:

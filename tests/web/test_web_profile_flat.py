@@ -97,3 +97,57 @@ def test_the_flat_view_sums_sorts_filters_and_shows_a_names_sandwich(
         page.uncheck("input[name=flat]")
         expect(page.locator("canvas.flame-canvas")).to_be_visible()
         expect(page).to_have_url(re.compile(r"#profile$"))
+
+
+def test_calls_average_and_every_call_site_on_a_recorded_profile(tmp_path: Path, watched: Watched) -> None:
+    """A DDP rank's ``-c torch`` profile of Llama on an H100 (tests/fixtures/ranks): each name's
+    calls (an op's calls, a kernel's launches, over all its places) and average; a picked kernel's
+    every call site, the inverted caller tree, whose chains are those of the file."""
+    from deuteron.formats.profile_stream import read_profile
+    from deuteron.model.tree import KERNEL
+    from tests.helpers.paths import REPO
+
+    source = REPO / "tests" / "fixtures" / "ranks" / "ddp" / "deuteron.rank0.hatchet.gz"
+    profile = read_profile(str(source))
+    calls: dict[str, int] = {}  # by recorded name: the flat view's rows are (kernels of one short name apart)
+    chains: dict[str, set[tuple[str, ...]]] = {}
+    stack: list[tuple[object, tuple[str, ...]]] = [(profile.root, ())]
+    while stack:
+        node, up = stack.pop()
+        name = node.name  # type: ignore[attr-defined]
+        key = "count" if node.type == KERNEL else "calls"  # type: ignore[attr-defined]
+        if key in node.metrics:  # type: ignore[attr-defined]
+            calls[name] = calls.get(name, 0) + int(node.metrics[key])  # type: ignore[attr-defined]
+        if up:  # every prefix of the callers above, nearest first: the rows of the caller tree
+            chains.setdefault(name, set()).update(tuple(reversed(up))[:k] for k in range(1, len(up) + 1))
+        kids = node.children.values()  # type: ignore[attr-defined]
+        stack.extend((c, (*up, name) if node is not profile.root else ()) for c in kids)
+    # An op called from many places (no C++ name: the page names it as recorded).
+    op = max((n for n in chains if n.startswith("aten::") and n in calls), key=lambda n: (len(chains[n]), n))
+    page = watched.page
+    with serving(str(source), cwd=tmp_path) as url:
+        page.goto(url + "#profile?flat=1")
+        flat = page.locator(".profile-flat")
+        expect(flat).to_have_attribute("data-rows", re.compile(r"^\d+$"))
+        heads = page.locator(".flat-table th").all_inner_texts()
+        assert heads[-2:] == ["calls", "average time/ms"], heads
+        page.click(".flat-table th[data-sort=calls]")
+        rows = _rows(page)
+        assert int(rows[0][4].replace(",", "")) == max(calls.values()), (rows[0], max(calls.values()))
+        row = next(r for r in rows if r[0] == op)
+        assert row[4] == f"{calls[op]:,}"
+        assert float(row[5]) == pytest.approx(float(row[1]) / calls[op], rel=0.01)
+        # The op's every call site: the inverted caller tree, as the file's chains of callers.
+        page.goto(url + f"#profile?flat=1&frame={op}")
+        sites = page.locator(".flat-side[data-side=sites]")
+        expect(sites).to_be_visible()
+        shown = sites.locator("tr[data-depth]").evaluate_all(
+            "rows => rows.map(r => [Number(r.dataset.depth), r.dataset.name])"
+        )
+        # Each row's chain is its ancestors in the table: rebuild the chains, compare.
+        seen: set[tuple[str, ...]] = set()
+        path: list[str] = []
+        for depth, name in shown:
+            path[depth:] = [name]
+            seen.add(tuple(path))
+        assert len(chains[op]) > 3 and seen == chains[op], (op, len(seen), len(chains[op]))

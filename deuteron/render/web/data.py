@@ -22,6 +22,7 @@ from deuteron.model.finding import CheckReport
 from deuteron.model.tree import Profile
 from deuteron.render.web import trace_window
 from deuteron.render.web.accesses import RecordView, empty_cells
+from deuteron.render.web.advice import LazyAdvice
 from deuteron.render.web.explain import explain_data
 from deuteron.render.web.profile import profile_data
 from deuteron.render.web.timeline import trace_events, trace_ref
@@ -105,6 +106,7 @@ class WebData:
         self.checks: list[tuple[CheckReport, dict[str, Any]]] = []
         self.explains: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self.advice = LazyAdvice()  # each profile's findings, computed after the first paint
         self._pending_records: list[tuple[str, tuple[Any, Any, Any]]] = []
         self._records_lock = threading.Lock()  # the server's threads and its warm-up
         self.added: list[tuple[str, Any]] = []  # (kind, what was read), for describe()
@@ -132,6 +134,8 @@ class WebData:
         self.profiles.append(profile_data(profile, source, base, base_source, self.threshold))
         self.added.append(("profile", self.profiles[-1]))
         shown = self.profiles[-1]
+        if base is None:  # the advice panel's findings, asked for after the first paint
+            shown["advice_url"] = self.advice.add(len(self.profiles) - 1, profile, source, shown)
         if shown["pruned_nodes"]:
             self.notes.append(
                 f"{os.path.basename(source)}: {shown['pruned_nodes']:,} of {shown['total_nodes']:,} "
@@ -369,6 +373,9 @@ class WebData:
         says so."""
         if path == "/api/index.json":
             return JSON_TYPE, self.index()
+        findings = self.advice.answer(path)
+        if findings is not None:
+            return JSON_TYPE, findings
         lod = _WINDOW.match(path)
         if lod is not None:
             shown = self.windows.get(int(lod.group(1)))
@@ -402,12 +409,14 @@ class WebData:
                 record.launch(launch)
         for _ref, events in self.traces:
             events()
+        self.advice.warm()
 
     def embedded(self, max_cell_bytes: int = 64 << 20) -> dict[str, Any]:
         """Every answer, for a page with no server: packed answers in base64. Access cells past
         ``max_cell_bytes`` are left out (their slice shows how to see them)."""
         index = self.index()
         out: dict[str, Any] = {"/api/index.json": index}
+        out.update(self.advice.every())
         for ref, events in self.traces:
             out[ref["events"]] = base64.b64encode(events()).decode()
         # A page without a server cannot ask for windows: a stored trace shows its overview.

@@ -3,6 +3,7 @@ arrays, its columns derived exactly as ``deuteron view`` derives them (through
 :mod:`deuteron.view.build`), and, for a diff, the base profile's values on the union of both trees.
 Frame names are shown as ``deuteron view`` shows them (``names``: a C++ kernel's short name), with
 ``full_names`` (demangled in full) and ``raw_names`` (as recorded) beside them, index for index.
+A profile alone (not a diff) carries each frame's own calls (``calls``) for the flat view.
 
 Big trees are cut on the server: nodes whose share of ROOT's first column is below
 ``threshold`` go, and the page says how many went."""
@@ -17,7 +18,7 @@ from typing import Any
 from deuteron.model.errors import MetricError
 from deuteron.model.metrics import PROPERTY_METRICS
 from deuteron.model.names import display_name
-from deuteron.model.tree import Node, Profile
+from deuteron.model.tree import KERNEL, Node, Profile
 from deuteron.view import processors
 from deuteron.view.build import ViewOptions, build
 from deuteron.view.summary import summary_lines, unrelated
@@ -129,10 +130,12 @@ def profile_data(
     types: dict[str, int] = {}
     values: list[list[float | None]] = [[] for _ in columns]
     base_values: list[list[float | None]] = [[] for _ in columns]
-    # Preorder; a cut node's children are never visited, so a subtree goes with its top.
-    stack: list[tuple[Node, int]] = [(root, -1)]
+    calls: list[int | None] = []  # each frame's own calls (an op's calls, a kernel's launches)
+    # Preorder; a cut node's children are never visited, so a subtree goes with its top. Beside
+    # each shown node, the profile's own (None in a diff), for the numbers build() derives away.
+    stack: list[tuple[Node, int, Node | None]] = [(root, -1, profile.root if base is None else None)]
     while stack:
-        node, up = stack.pop()
+        node, up, raw = stack.pop()
         judged = size(node)
         if up >= 0 and judged is not None and judged < cut:
             continue
@@ -143,7 +146,11 @@ def profile_data(
         for i, column in enumerate(columns):
             values[i].append(_short(new_of(node.metrics, column)))
             base_values[i].append(_short(old_of(node.metrics, column)))
-        stack.extend((child, me) for child in reversed(list(node.children.values())))
+        calls.append(_own_calls(raw))
+        stack.extend(
+            (child, me, raw.children.get(key) if raw is not None else None)
+            for key, child in reversed(list(node.children.items()))
+        )
     # A column derivable in principle but with no value anywhere (cpu_time of a GPU-only run) goes.
     used = [i for i in range(len(columns)) if any(v is not None for v in values[i] + base_values[i])] or [0]
     out: dict[str, Any] = {
@@ -167,7 +174,10 @@ def profile_data(
         "summary": summary_lines(profile, source=source),  # the lines deuteron view --summary prints
         "warnings": [],
     }
-    if base is not None:
+    if base is None:
+        if any(c is not None for c in calls):  # the flat view's calls and average
+            out["calls"] = calls
+    else:
         out["base"] = {"source": base_source, "values": [base_values[i] for i in used]}
         if unrelated(base, profile):
             out["warnings"].append(
@@ -175,6 +185,18 @@ def profile_data(
                 "programs, so every row shows as added or removed"
             )
     return out
+
+
+def _own_calls(node: Node | None) -> int | None:
+    """A frame's own number of calls: an op's ``calls``, a kernel's launches (``count``, recorded at
+    the kernel); None for a frame that records neither (a module, a line)."""
+    if node is None:
+        return None
+    for key in ("calls", "count") if node.type == KERNEL else ("calls",):
+        value = node.metrics.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return int(value)
+    return None
 
 
 def _threshold_for(root: Node, size: Callable[[Node], float | None], most: int) -> float:

@@ -3,7 +3,8 @@ arrays (:mod:`.packed`). Each event gets its nesting depth within its lane here,
 browser only draws. Each event's call stack and other args go as ids into two interned tables
 (``stacks``, ``arg_sets``), shown when the event is clicked. Event names go as recorded
 (``names``), and as ``deuteron view`` shows them (``display_names``: a C++ kernel's short name)
-and demangled in full (``full_names``), index for index.
+and demangled in full (``full_names``), index for index; call stacks' frames that demangle
+(a kernel's mangled name as the stack's last frame) get theirs in ``frame_names``.
 
 Lanes are threads, GPU streams, or lanes inside kernels (``intra``: one per kernel, CTA and warp,
 or per interpreted program, holding ``pl.scope`` spans); the last are ordered after the streams,
@@ -114,6 +115,23 @@ def lane_order(lanes: list[dict[str, Any]]) -> list[int]:
     return sorted(range(len(lanes)), key=key)
 
 
+def frame_names(stacks: list[tuple[str, ...]] | list[list[str]]) -> dict[str, list[str]]:
+    """The call stacks' frames that ``deuteron view`` shows otherwise (mangled C++ names): each
+    as [short name, full demangled name], for the details panel's call stack. Frames shown as they
+    are left out (most of them)."""
+    out: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    for stack in stacks:
+        for frame in stack:
+            if frame in seen:
+                continue
+            seen.add(frame)
+            short = display_name(frame)
+            if short != frame:
+                out[frame] = [short, display_name(frame, full=True)]
+    return out
+
+
 def trace_ref(
     c: TraceColumns, source: str, url: str, lane_ranks: list[str] | None = None
 ) -> tuple[dict[str, Any], list[int]]:
@@ -149,6 +167,7 @@ def trace_ref(
         # stack from ROOT, and its other args as (key, value text) rows, for the details panel.
         "stacks": [list(s) for s in c.stacks],
         "arg_sets": [[list(row) for row in rows] for rows in c.arg_sets],
+        "frame_names": frame_names(c.stacks),
         "count": int(len(c.start)),
         "flows": int(len(c.flows)),
         "start_ns": float(c.start.min()) if len(c.start) else 0.0,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ProfileData } from "../../types";
-import { flatDiffRows, flatRows, isAdditive, sandwich, selfValue, sortFlat, sumRatio } from "./flatmodel";
+import { callerTree, flatDiffRows, flatRows, isAdditive, sandwich, selfValue, sortFlat, sumRatio } from "./flatmodel";
 import { buildModel } from "./model";
 import { profileData } from "../../fixtures";
 
@@ -61,6 +61,69 @@ describe("sortFlat", () => {
     expect(sortFlat(rows, "places", true).map((r) => r.name)).toEqual(["f", "g", "k"]);
     expect(sortFlat(rows, "name", false).map((r) => r.name)).toEqual(["f", "g", "k"]);
     expect(sortFlat(rows, "name", true).map((r) => r.name)).toEqual(["k", "g", "f"]);
+  });
+});
+
+describe("calls and average", () => {
+  it("adds each name's calls over all its places, the average being total / calls", () => {
+    const data = recursive();
+    data.calls = [null, 2, 3, 40, null, 5, 10]; // f 2 + 3, k 40 + 10 launches, g: only g(5) records
+    const rows = flatRows(buildModel(data), 0);
+    expect(rows.map((r) => [r.name, r.calls, r.average])).toEqual([
+      ["f", 5, 10 / 5],
+      ["g", 5, 8 / 5],
+      ["k", 50, 6 / 50],
+    ]);
+    expect(sortFlat(rows, "calls", true).map((r) => r.name)).toEqual(["k", "f", "g"]);
+    expect(sortFlat(rows, "average", true).map((r) => r.name)).toEqual(["f", "g", "k"]);
+  });
+
+  it("is NaN (shown blank, sorted last) where no frame of the name records calls", () => {
+    const rows = flatRows(buildModel(recursive()), 0);
+    expect(rows.every((r) => Number.isNaN(r.calls) && Number.isNaN(r.average))).toBe(true);
+    const data = recursive();
+    data.calls = [null, 2, 3, null, null, null, null];
+    const some = flatRows(buildModel(data), 0);
+    expect(sortFlat(some, "calls", false).map((r) => r.name)).toEqual(["f", "g", "k"]);
+    expect(some.find((r) => r.name === "k")!.calls).toBeNaN();
+  });
+});
+
+describe("callerTree", () => {
+  // ROOT ─┬─ a 10 ─┬─ b 6 ─── k 4
+  //       │        └─ k 3
+  //       └─ c 5 ──── b 5 ─── k 2
+  function sites(): ProfileData {
+    const tree = {
+      parent: [-1, 0, 1, 2, 1, 0, 5, 6],
+      name_id: [0, 1, 2, 3, 3, 4, 2, 3],
+      type_id: [0, 0, 0, 1, 1, 0, 0, 1],
+      names: ["ROOT", "a", "b", "k", "c"],
+      values: [[null, 10, 6, 4, 3, 5, 5, 2]],
+    };
+    return profileData(tree, { name: "s.hatchet", source: "s.hatchet" });
+  }
+
+  it("lists every call site, direct callers first, then theirs up to ROOT's children", () => {
+    const t = callerTree(buildModel(sites()), 0, 3);
+    expect(t.total).toBe(9);
+    const flat = (nodes: typeof t.callers, depth = 0): [number, string, number][] => nodes.flatMap((n) => [[depth, n.name, n.value] as [number, string, number], ...flat(n.callers, depth + 1)]);
+    // k under b (4 + 2, called from a and from c) and directly under a (3).
+    expect(flat(t.callers)).toEqual([
+      [0, "b", 6],
+      [1, "a", 4],
+      [1, "c", 2],
+      [0, "a", 3],
+    ]);
+    expect(t.callers[0].share).toBeCloseTo(6 / 9);
+    expect(t.callers[0].callers[1].share).toBeCloseTo(2 / 9);
+  });
+
+  it("is empty for a name called from ROOT only; nested places count once", () => {
+    const m = buildModel(sites());
+    expect(callerTree(m, 0, 1)).toEqual({ total: 10, callers: [] });
+    const r = callerTree(buildModel(recursive()), 0, 1); // f inside f: the outer place only
+    expect(r).toEqual({ total: 10, callers: [] });
   });
 });
 

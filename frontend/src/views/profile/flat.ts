@@ -1,14 +1,16 @@
 // The profile's flat view: every frame name summed over the tree (flatmodel.ts) in a table
-// sortable by any header over all names and narrowed by the page's filter; picking a name shows its
-// sandwich, the frames directly above its places (callers) and below them (callees), with their
-// shares. In a diff each name also has its base total, the ratio (coloured as the table's) and
+// sortable by any header over all names and narrowed by the page's filter, with each name's calls
+// and average (total / calls) where the profile records calls; picking a name shows its sandwich,
+// the frames directly above its places (callers) and below them (callees), with their shares, and
+// its every call site: the inverted caller tree, from the direct callers up to the outermost frames. In a diff each name also has its base total, the ratio (coloured as the table's) and
 // the change, so sorting by ratio lists what got slower over the whole profile.
 import { h } from "../../dom";
 import { fmt } from "../../format";
-import { flatDiffRows, flatRows, isAdditive, sandwich, sortFlat, type FlatDiffRow, type FlatKey, type FlatRow, type Neighbour } from "./flatmodel";
+import { callerTree, flatDiffRows, flatRows, isAdditive, sandwich, sortFlat, type CallerNode, type FlatDiffRow, type FlatKey, type FlatRow, type Neighbour } from "./flatmodel";
 import { ratioColour, ratioText, type ProfileModel } from "./model";
 
 const SHOWN = 500; // rows in the DOM at most: a 100 000-name profile is narrowed by the filter
+const CALL_SITES = 400; // rows of the inverted caller tree at most (depth first, largest first)
 
 export interface FlatOptions {
   /** A name was picked (null: none): the view puts it in the address. */
@@ -69,7 +71,7 @@ export class FlatView {
     const label = this.m.data.columns[this.column] ?? "?";
     const heads: [FlatKey, string][] = this.m.base
       ? [["name", "name"], ["total", `total ${label}`], ["base", `base ${label}`], ["ratio", "ratio"], ["change", "change"], ["self", `self ${label}`], ["places", "places"]]
-      : [["name", "name"], ["total", `total ${label}`], ["self", `self ${label}`], ["places", "places"]];
+      : [["name", "name"], ["total", `total ${label}`], ["self", `self ${label}`], ["places", "places"], ...(this.m.data.calls ? ([["calls", "calls"], ["average", `average ${label}`]] as [FlatKey, string][]) : [])];
     const head = h(
       "tr",
       {},
@@ -122,7 +124,35 @@ export class FlatView {
       );
     const title = h("div", { class: "flat-title" }, h("code", {}, name!), ` — total ${label} ${fmt(s.total)}`);
     if (diff) title.append(`, base ${fmt(s.base ?? NaN)}, ratio `, ratioCell(s.ratio ?? NaN, "span"));
-    this.sides.replaceChildren(title, side(`callers of ${name}`, "callers", s.callers), side(`callees of ${name}`, "callees", s.callees));
+    this.sides.replaceChildren(title, side(`callers of ${name}`, "callers", s.callers), side(`callees of ${name}`, "callees", s.callees), this.callSites(id, name!, label));
+  }
+
+  /** Every call site of the picked name: its inverted caller tree, one indented row per frame
+   * (depth first, largest first), with the share of the name's total that comes through it. */
+  private callSites(id: number, name: string, label: string): HTMLElement {
+    const t = callerTree(this.m, this.column, id);
+    const rows: HTMLElement[] = [];
+    let left = 0;
+    const walk = (nodes: CallerNode[], depth: number): void => {
+      for (const n of nodes) {
+        if (rows.length >= CALL_SITES) {
+          left += frames(n);
+          continue;
+        }
+        const nameCell = h("td", { class: "name", title: n.name, style: `padding-left: ${4 + depth * 14}px` }, n.name);
+        rows.push(h("tr", { "data-name": n.name, "data-depth": depth }, nameCell, h("td", { class: "num" }, fmt(n.value)), h("td", { class: "num share" }, `${(n.share * 100).toFixed(1)}%`)));
+        walk(n.callers, depth + 1);
+      }
+    };
+    walk(t.callers, 0);
+    const head = h("thead", {}, h("tr", {}, h("th", { class: "name" }, "called from (direct callers, then theirs)"), h("th", { class: "num" }, label), h("th", { class: "num" }, "share")));
+    return h(
+      "div",
+      { class: "flat-side flat-sites", "data-side": "sites", "data-rows": rows.length },
+      h("b", {}, `every call site of ${name}`),
+      rows.length ? h("table", { class: "grid" }, head, h("tbody", {}, ...rows)) : h("p", { class: "empty" }, "none: it is called from ROOT only"),
+      left ? h("p", { class: "flat-more" }, `the first ${fmt(CALL_SITES)} rows shown; ${fmt(left)} more frames`) : null,
+    );
   }
 
   private click(e: MouseEvent): void {
@@ -139,6 +169,11 @@ export class FlatView {
   }
 }
 
+/** How many frames a caller tree's node holds, itself included. */
+function frames(n: CallerNode): number {
+  return n.callers.reduce((k, c) => k + frames(c), 1);
+}
+
 /** A flat row's cell under a header: numbers for people, the ratio as the table shows it, the
  * change signed. */
 function cell(r: FlatRow, key: FlatKey): HTMLElement {
@@ -148,7 +183,7 @@ function cell(r: FlatRow, key: FlatKey): HTMLElement {
     const v = d.change ?? NaN;
     return h("td", { class: "num change" }, v > 0 ? `+${fmt(v)}` : fmt(v));
   }
-  const v = key === "total" ? r.total : key === "self" ? r.self : key === "places" ? r.places : (d.base ?? NaN);
+  const v = key === "total" ? r.total : key === "self" ? r.self : key === "places" ? r.places : key === "calls" ? r.calls : key === "average" ? r.average : (d.base ?? NaN);
   return h("td", { class: `num ${key}` }, fmt(v));
 }
 

@@ -1,7 +1,9 @@
 // The flat view's pure part (flat.ts draws it, flat.test.ts runs this under Node): every frame name
 // summed over the tree, on one column, as deuteron/view/flat.py sums it; in a diff, each name's sums
 // in both profiles, their ratio and change, so "which kernels got slower overall" has an answer the
-// tree table (whose sort orders siblings only) cannot give; and a name's callers and callees.
+// tree table (whose sort orders siblings only) cannot give; a name's calls and average (where the
+// profile records calls); and a name's callers and callees, and every call site above it (the
+// inverted caller tree).
 import type { ProfileModel } from "./model";
 
 /** One frame name of the flat view, summed over the tree (deuteron/view/flat.py's semantics, on
@@ -14,6 +16,10 @@ export interface FlatRow {
   total: number;
   self: number;
   places: number;
+  /** Calls of the name over all its places (an op's calls, a kernel's launches), NaN where none
+   * of its frames records calls; `average` is total / calls (NaN without calls). */
+  calls: number;
+  average: number;
 }
 
 /** A name of a diff (`--base`): `total`, `self` and `places` are the new profile's (NaN where the
@@ -105,11 +111,33 @@ function nameSums(m: ProfileModel, v: Float64Array, outermost: Uint8Array, has: 
   return { total, self, count };
 }
 
+/** Per name id, the calls its frames record (NaN where none does; all NaN without data.calls). */
+function nameCalls(m: ProfileModel): Float64Array {
+  const out = new Float64Array(m.data.names.length).fill(NaN);
+  const calls = m.data.calls;
+  if (!calls) return out;
+  const ids = m.data.name_id;
+  for (let i = 1; i < m.n; i++) {
+    const c = calls[i];
+    if (c === null || c === undefined) continue;
+    const id = ids[i];
+    out[id] = (Number.isNaN(out[id]) ? 0 : out[id]) + c;
+  }
+  return out;
+}
+
+/** total / calls, NaN without calls. */
+function average(total: number, calls: number): number {
+  return calls > 0 ? total / calls : NaN;
+}
+
 /** Every frame name but ROOT's over the whole tree, largest total first (ties by name). */
 export function flatRows(m: ProfileModel, column: number): FlatRow[] {
   const { total, self, count } = nameSums(m, zeroed(m.vals[column]), outermostPlaces(m), null);
+  const calls = nameCalls(m);
   const rows: FlatRow[] = [];
-  for (let id = 0; id < count.length; id++) if (count[id]) rows.push({ nameId: id, name: m.data.names[id] ?? "?", total: total[id], self: self[id], places: count[id] });
+  for (let id = 0; id < count.length; id++)
+    if (count[id]) rows.push({ nameId: id, name: m.data.names[id] ?? "?", total: total[id], self: self[id], places: count[id], calls: calls[id], average: average(total[id], calls[id]) });
   return sortFlat(rows, "total", true);
 }
 
@@ -126,6 +154,7 @@ export function flatDiffRows(m: ProfileModel, column: number): FlatDiffRow[] {
   const { inNew, inBase } = presence(m);
   const now = nameSums(m, zeroed(m.vals[column]), outermost, inNew);
   const was = nameSums(m, zeroed(m.base[column]), outermost, inBase);
+  const calls = nameCalls(m); // a diff's page has none: NaN
   const rows: FlatDiffRow[] = [];
   for (let id = 0; id < now.count.length; id++) {
     const hasNew = now.count[id] > 0;
@@ -137,6 +166,8 @@ export function flatDiffRows(m: ProfileModel, column: number): FlatDiffRow[] {
       total: hasNew ? now.total[id] : NaN,
       self: hasNew ? now.self[id] : NaN,
       places: hasNew ? now.count[id] : NaN,
+      calls: calls[id],
+      average: hasNew ? average(now.total[id], calls[id]) : NaN,
       base: hasBase ? was.total[id] : NaN,
       ratio: sumRatio(now.total[id], was.total[id], hasNew, hasBase),
       change: now.total[id] - was.total[id],
@@ -146,7 +177,7 @@ export function flatDiffRows(m: ProfileModel, column: number): FlatDiffRow[] {
   return sortFlat(rows, "total", true);
 }
 
-export type FlatKey = "name" | "total" | "self" | "places" | "base" | "ratio" | "change";
+export type FlatKey = "name" | "total" | "self" | "places" | "calls" | "average" | "base" | "ratio" | "change";
 
 /** A row's number under a header; NaN where the row has none (a single profile has no ratio). */
 function numberOf(r: FlatRow, key: Exclude<FlatKey, "name">): number {
@@ -243,4 +274,46 @@ export function sandwich(m: ProfileModel, column: number, nameId: number): Sandw
   const out: Sandwich = { total, callers: list(callers), callees: list(callees) };
   if (b) Object.assign(out, { base: seen(self.base, self.hasBase), ratio: sumRatio(self.value, self.base, self.hasNew, self.hasBase) });
   return out;
+}
+
+/** A frame of the inverted caller tree: a caller name, on one chain of callers up from the picked
+ * name, with the picked name's value that comes through that chain and its share of the total. */
+export interface CallerNode {
+  name: string;
+  value: number;
+  share: number;
+  callers: CallerNode[];
+}
+
+/** The picked name's inverted caller tree (the sandwich's top half in full): its outermost places'
+ * ancestors up to ROOT (left out), merged by name level by level, so a kernel's every call site,
+ * from its direct caller up to the outermost frame, shows with the share it takes. Each level
+ * largest first (ties by name); a frame's value is the sum of the places below it. */
+export function callerTree(m: ProfileModel, column: number, nameId: number): { total: number; callers: CallerNode[] } {
+  const outermost = outermostPlaces(m);
+  const v = zeroed(m.vals[column]);
+  const ids = m.data.name_id;
+  interface Acc {
+    id: number;
+    value: number;
+    up: Map<number, Acc>;
+  }
+  const top = new Map<number, Acc>();
+  let total = 0;
+  for (let i = 1; i < m.n; i++) {
+    if (ids[i] !== nameId || !outermost[i]) continue;
+    total += v[i];
+    let level = top;
+    for (let a = m.parent[i]; a > 0; a = m.parent[a]) {
+      let acc = level.get(ids[a]);
+      if (!acc) level.set(ids[a], (acc = { id: ids[a], value: 0, up: new Map() }));
+      acc.value += v[i];
+      level = acc.up;
+    }
+  }
+  const build = (level: Map<number, Acc>): CallerNode[] =>
+    [...level.values()]
+      .map((a): CallerNode => ({ name: m.data.names[a.id] ?? "?", value: a.value, share: total > 0 && a.value > 0 ? a.value / total : 0, callers: build(a.up) }))
+      .sort((x, y) => y.value - x.value || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+  return { total, callers: build(top) };
 }

@@ -5,13 +5,16 @@
 // in the address (hashstate.ts), with the flame graph's zoomed and picked frames; a link set on an
 // open page (pasted into its address bar, Back, Forward) brings them back. With an explain report
 // loaded too, a kernel it covers (and each of its sampled lines) links to its explain view, in the
-// table and in the picked frame's details.
+// table and in the picked frame's details. The advice panel lists what `deuteron view --advise`
+// finds; a row of it selects the frame it names.
 import "./profile.css";
 import { h, picker } from "../../dom";
 import { readState, writeState } from "../../hashstate";
 import { explainLinker, type ExplainLink } from "../../links";
 import { viewOfHash } from "../../route";
-import type { Index, ProfileData } from "../../types";
+import { getJSON } from "../../data";
+import type { AdviceFinding, Index, ProfileData } from "../../types";
+import { AdvicePanel } from "./advice";
 import { PickDetails } from "./details";
 import { Flame } from "./flame";
 import { FlatView } from "./flat";
@@ -80,8 +83,10 @@ function showProfile(
   const m = buildModel(data);
   const linkOf = (i: number): ExplainLink | null => (i > 0 ? linkOfName(nameOf(m, i)) : null);
   const details = new PickDetails(m, data.primary, linkOf);
-  const table = new TreeTable(m, { onPick: (i) => (flame.highlight(i), details.show(i), save()), linkOf });
-  const flame: Flame = new Flame(m, { onPick: (i) => (table.select(i), details.show(i), save()) });
+  // deuteron view --advise's findings; a row selects the frame it names, as a click on it would.
+  const advice = data.advice_url ? new AdvicePanel(m.n, (node) => pickFromAdvice(node)) : null;
+  const table = new TreeTable(m, { onPick: (i) => (flame.highlight(i), details.show(i), advice?.mark(i), save()), linkOf });
+  const flame: Flame = new Flame(m, { onPick: (i) => (table.select(i), details.show(i), advice?.mark(i), save()) });
   /** Zoom and outline frames as a link names them (ids outside this tree: ROOT, none). */
   const restoreFrames = (zoom: number, sel: number): void => {
     const z = zoom < m.n ? zoom : 0;
@@ -90,6 +95,19 @@ function showProfile(
     flame.restore(z, s);
     table.select(s);
     details.show(s);
+    advice?.mark(s);
+  };
+  const pickFromAdvice = (node: number): void => {
+    if (kept.flat) {
+      flatBox.checked = false;
+      showFlat(false);
+    }
+    flame.highlight(node); // zoomed out (or in) where it would not be visible
+    table.select(node);
+    details.show(node);
+    advice?.mark(node);
+    save();
+    flameCard.scrollIntoView({ block: "nearest" });
   };
 
   const error = h("span", { class: "filter-error", role: "alert", hidden: true });
@@ -206,7 +224,7 @@ function showProfile(
     h("label", { title: "every frame name summed over the tree; pick one for its callers and callees" }, flatBox, " flat"),
     data.base ? h("span", { class: "legend" }, h("i", { class: "slow" }), "slower ", h("i", { class: "fast" }), "faster than ", h("code", {}, data.base.source)) : null,
   );
-  root.append(toolbar, glance, metaCard(data), flameCard, table.el);
+  root.append(toolbar, glance, ...(advice ? [advice.el] : []), metaCard(data), flameCard, table.el);
   showNote(data.primary);
   if (kept.filter.trim()) applyFilter(); // the filter typed on the profile shown before
   restoreFrames(kept.zoom, kept.sel);
@@ -214,6 +232,11 @@ function showProfile(
   table.render();
   if (kept.flat) showFlat(true);
   save();
+  if (advice && data.advice_url)
+    getJSON<AdviceFinding[]>(data.advice_url).then(
+      (found) => advice.fill(found),
+      (e: unknown) => advice.failed(e instanceof Error ? e.message : String(e)),
+    );
   return {
     apply: (want) => {
       restoreFrames(want.zoom, want.sel);

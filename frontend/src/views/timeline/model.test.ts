@@ -12,6 +12,8 @@ import {
   buildTimeline,
   clampWindow,
   describeEvent,
+  fullName,
+  shownName,
   eventAt,
   groupAt,
   groupLabel,
@@ -286,6 +288,25 @@ describe("describeEvent", () => {
   it("names the event, its category, lane and depth, its exact start and duration", () => {
     expect(describeEvent(m, 1)).toEqual(["matmul", "category: python", "lane: main (depth 1)", "start: +1.000000 ms", "duration: 500 µs"]);
     expect(describeEvent(m, 3)).toEqual(["kernel", "category: cuda", "lane: stream 7 (depth 0)", "start: +127.055123 ms", "duration: 3.00 ms"]);
+  });
+
+  it("names a C++ kernel as deuteron view does, its full name apart (null where the same)", () => {
+    const mangled = buildTimeline(
+      ref({
+        names: ["step", "_ZN2at6native18elementwise_kernelILi128ELi4EEEviT1_", "kernel"],
+        display_names: ["step", "at::native::elementwise_kernel<128, 4>", "kernel"],
+        full_names: ["step", "void at::native::elementwise_kernel<128, 4>(int, T1_)", "kernel"],
+      }),
+      packed(),
+    );
+    expect(describeEvent(mangled, 1)[0]).toBe("at::native::elementwise_kernel<128, 4>");
+    expect(shownName(mangled.ref, 1)).toBe("at::native::elementwise_kernel<128, 4>");
+    expect(fullName(mangled.ref, 1)).toBe("void at::native::elementwise_kernel<128, 4>(int, T1_)");
+    expect(fullName(mangled.ref, 2)).toBeNull();
+    // An older page (no display names): as recorded; out of range: "?".
+    expect(shownName(m.ref, 1)).toBe("matmul");
+    expect(fullName(m.ref, 1)).toBeNull();
+    expect(shownName(m.ref, 42)).toBe("?");
   });
 
   it("shows ? for names and categories out of range, and a lane's number when it has no entry", () => {

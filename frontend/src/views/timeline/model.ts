@@ -406,7 +406,19 @@ export function traceSummary(ref: TraceRef): string {
   return `${ranks}${fmt(ref.count)} events · ${lanes} lane${lanes === 1 ? "" : "s"} · ${fmt(ref.flows)} flows · ${fmtNs(ref.end_ns - ref.start_ns)}${lod}`;
 }
 
-/** An event's tooltip and details lines: name, category, lane (and depth), start, duration. A
+/** Name id `k` as the timeline shows it: as `deuteron view` does (a C++ kernel's short name),
+ * else as recorded; "?" out of range. */
+export function shownName(ref: TraceRef, k: number): string {
+  return ref.display_names?.[k] ?? ref.names[k] ?? "?";
+}
+
+/** Name id `k` demangled in full, null where that is what is shown already. */
+export function fullName(ref: TraceRef, k: number): string | null {
+  const full = ref.full_names?.[k];
+  return full !== undefined && full !== shownName(ref, k) ? full : null;
+}
+
+/** An event's tooltip and details lines: name (shownName), category, lane (and depth), start, duration. A
  * merged block (level of detail) says how many events it stands for, what span they cover, and the
  * longest one's name. */
 export function describeEvent(m: TimelineModel, i: number): string[] {
@@ -414,13 +426,13 @@ export function describeEvent(m: TimelineModel, i: number): string[] {
   if (k > 1)
     return [
       `${k.toLocaleString("en-US")} events merged: zoom in to see them`,
-      `longest: ${m.ref.names[m.name[i]] ?? "?"}`,
+      `longest: ${shownName(m.ref, m.name[i])}`,
       `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
       `from: +${fmtNs(m.start[i], true)}`,
       `span: ${fmtNs(m.dur[i])}`,
     ];
   return [
-    m.ref.names[m.name[i]] ?? "?",
+    shownName(m.ref, m.name[i]),
     `category: ${m.ref.cats[m.cat[i]] ?? "?"}`,
     `lane: ${m.lanes[m.lane[i]]?.name ?? m.lane[i]} (depth ${m.depth[i]})`,
     `start: +${fmtNs(m.start[i], true)}`,

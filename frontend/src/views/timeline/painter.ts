@@ -6,7 +6,7 @@
 // blocks (count > 1) that are wide enough to see are drawn hatched, labelled with their count.
 import { timeUnit } from "../../format";
 import { mergedLabel } from "./lod";
-import { AXIS_H, GROUP_H, LABEL_W, ROW_H, lowerBound, niceStep, spanColour, tickLabel, type Row, type TimelineModel } from "./model";
+import { AXIS_H, GROUP_H, LABEL_W, ROW_H, lowerBound, niceStep, shownName, spanColour, tickLabel, type Row, type TimelineModel } from "./model";
 
 export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
 
@@ -200,7 +200,7 @@ export class Painter {
         ctx.lineWidth = 2;
         ctx.strokeRect(left + 1, y + 1, Math.max(1, right - left - 2), hgt - 2);
       }
-      if (right - left > this.charW * 4 + 6) this.label(ctx, many > 1 ? mergedLabel(many) : (m.ref.display_names?.[m.name[i]] ?? m.ref.names[m.name[i]] ?? "?"), left, right, y);
+      if (right - left > this.charW * 4 + 6) this.label(ctx, many > 1 ? mergedLabel(many) : shownName(m.ref, m.name[i]), left, right, y);
     }
     flush();
     counted.drawn += drawn;

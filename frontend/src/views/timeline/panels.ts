@@ -4,7 +4,7 @@
 import { h } from "../../dom";
 import type { Loaded } from "./loader";
 import { OVERVIEW_PX, lodStatus, type Span } from "./lod";
-import { ROW_H, describeEvent, type TimelineModel } from "./model";
+import { ROW_H, countOf, describeEvent, fullName, type TimelineModel } from "./model";
 import type { FrameStats } from "./painter";
 import { eventContext } from "./search";
 
@@ -33,19 +33,36 @@ export function cappedText(m: TimelineModel): string {
   return m.capped ? `deep nesting: ${m.capped} level${m.capped === 1 ? "" : "s"} per lane shown, deeper events drawn in the last` : "";
 }
 
-/** Event i's details: name, category, lane, times (a merged block: how many events, their span),
- * then its call stack from ROOT and its other args, one row each. Returns [name, children]. */
+/** Event i's details: name (as the timeline shows it), category, lane, times (a merged block: how
+ * many events, their span), the name demangled in full and as recorded on demand (a C++ kernel),
+ * then its call stack from ROOT (a frame's full name on hover) and its other args, one row each.
+ * Returns [name, children]. */
 export function detailsOf(m: TimelineModel, i: number): [string, HTMLElement[]] {
   const [name, ...rest] = describeEvent(m, i);
   const context = eventContext(m.ref, m.stack, m.args, i);
   const line = h("div", { class: "tl-line" }, h("b", {}, name), ...rest.map((t) => h("span", {}, t)));
+  const full = countOf(m, i) > 1 ? null : fullName(m.ref, m.name[i]);
+  const names = full
+    ? h(
+        "details",
+        { class: "tl-full" },
+        h("summary", {}, "full name"),
+        h("code", { class: "tl-full-name" }, full),
+        h("div", { class: "tl-raw" }, h("span", { class: "k" }, "as recorded "), h("code", {}, m.ref.names[m.name[i]] ?? "?")),
+      )
+    : null;
   const stack = context.stack.length
-    ? h("div", { class: "tl-stack", "data-depth": context.stack.length }, h("span", { class: "k" }, "call stack"), ...context.stack.map((frame, k) => h("span", { class: k === context.stack.length - 1 ? "frame last" : "frame" }, frame)))
+    ? h(
+        "div",
+        { class: "tl-stack", "data-depth": context.stack.length },
+        h("span", { class: "k" }, "call stack"),
+        ...context.stack.map((frame, k) => h("span", { class: k === context.stack.length - 1 ? "frame last" : "frame", title: frame.full }, frame.name)),
+      )
     : null;
   const args = context.args.length
     ? h("table", { class: "tl-args" }, h("tbody", {}, ...context.args.map(([key, value]) => h("tr", { "data-arg": key }, h("th", {}, key), h("td", {}, value)))))
     : null;
-  return [name, [line, ...(stack ? [stack] : []), ...(args ? [args] : [])]];
+  return [name, [line, ...(names ? [names] : []), ...(stack ? [stack] : []), ...(args ? [args] : [])]];
 }
 
 /** Level of detail's bar over the canvas: what is drawn (lod.ts lodStatus), "loading…" while a

@@ -2,7 +2,7 @@
 // (model.test.ts runs them under Node; model.ts re-exports them). Apart from model.ts, which builds
 // the rows they are read from. Merged blocks of a level-of-detail overview (count > 1) stand for
 // spans they do not name one by one: they are left out.
-import type { TimelineModel } from "./model";
+import { shownName, type TimelineModel } from "./model";
 
 /** One scope of one kernel over all its spans inside the kernel (every CTA and warp, or program):
  * how long one instance takes (min, median, max; imbalance = max / median, null when the median is
@@ -65,7 +65,7 @@ export function scopeTable(m: TimelineModel): ScopeStat[] {
     for (const d of durs) total += d;
     return {
       kernel: a.kernel,
-      scope: m.ref.names[a.nameId] ?? "?",
+      scope: shownName(m.ref, a.nameId),
       nameId: a.nameId,
       instances: durs.length,
       lanes: perLane.length,

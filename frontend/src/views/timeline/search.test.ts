@@ -16,7 +16,8 @@ const ref: TraceRef = {
   start_ns: 0,
   end_ns: 1000,
   events: "",
-  stacks: [[], ["ROOT", "step"], ["ROOT", "step", "add_kernel"]],
+  stacks: [[], ["ROOT", "step"], ["ROOT", "step", "add_kernel"], ["ROOT", "step", "_ZN7cutlass6KernelI4GemmEEvv"]],
+  frame_names: { _ZN7cutlass6KernelI4GemmEEvv: ["cutlass::Kernel<Gemm>", "void cutlass::Kernel<Gemm>()"] },
   arg_sets: [[], [["device", "0"], ["grid", "[4,1,1]"]]],
 };
 
@@ -94,8 +95,27 @@ describe("eventContext", () => {
       stack: Uint32Array.of(1, 2),
       args: Uint32Array.of(0, 1),
     });
-    expect(eventContext(ref, m.stack, m.args, 1)).toEqual({ stack: ["ROOT", "step", "add_kernel"], args: [["device", "0"], ["grid", "[4,1,1]"]] });
-    expect(eventContext(ref, m.stack, m.args, 0)).toEqual({ stack: ["ROOT", "step"], args: [] });
+    const plain = (name: string) => ({ name, full: null });
+    expect(eventContext(ref, m.stack, m.args, 1)).toEqual({ stack: ["ROOT", "step", "add_kernel"].map(plain), args: [["device", "0"], ["grid", "[4,1,1]"]] });
+    expect(eventContext(ref, m.stack, m.args, 0)).toEqual({ stack: ["ROOT", "step"].map(plain), args: [] });
+  });
+
+  it("names a mangled frame as the timeline names events: short, with the full name beside it", () => {
+    const m = buildTimeline(ref, {
+      start: Float64Array.of(0),
+      dur: Float64Array.of(5),
+      name: Uint32Array.of(1),
+      lane: Uint16Array.of(0),
+      cat: Uint8Array.of(0),
+      depth: Uint8Array.of(0),
+      stack: Uint32Array.of(3),
+      args: Uint32Array.of(0),
+    });
+    const frames = eventContext(ref, m.stack, m.args, 0).stack;
+    expect(frames.map((f) => f.name)).toEqual(["ROOT", "step", "cutlass::Kernel<Gemm>"]);
+    expect(frames[2].full).toBe("void cutlass::Kernel<Gemm>()");
+    // A page from before frame_names: the frames as recorded.
+    expect(eventContext({ ...ref, frame_names: undefined }, m.stack, m.args, 0).stack[2]).toEqual({ name: "_ZN7cutlass6KernelI4GemmEEvv", full: null });
   });
 
   it("is empty for a page without the columns or tables", () => {

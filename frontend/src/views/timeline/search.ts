@@ -66,11 +66,23 @@ export function focusWindow(t0: number, t1: number, start: number, dur: number, 
   return clampWindow(centre - width / 2, centre + width / 2, span);
 }
 
-/** What the details panel adds about an event: its call stack (ROOT to the event) and its other
- * args as key / value rows; empty where the trace recorded none (or the page predates them). */
-export function eventContext(ref: TraceRef, stack: Uint32Array | null, args: Uint32Array | null, i: number): { stack: string[]; args: [string, string][] } {
+/** A call stack's frame: as shown (a mangled C++ name's short form, else as recorded) and, where
+ * it demangles, in full (null otherwise). */
+export interface StackFrame {
+  name: string;
+  full: string | null;
+}
+
+/** What the details panel adds about an event: its call stack (ROOT to the event, frames named as
+ * the timeline names events) and its other args as key / value rows; empty where the trace
+ * recorded none (or the page predates them). */
+export function eventContext(ref: TraceRef, stack: Uint32Array | null, args: Uint32Array | null, i: number): { stack: StackFrame[]; args: [string, string][] } {
+  const frames = (stack && ref.stacks?.[stack[i]]) || [];
   return {
-    stack: (stack && ref.stacks?.[stack[i]]) || [],
+    stack: frames.map((frame) => {
+      const known = ref.frame_names?.[frame];
+      return known ? { name: known[0], full: known[1] } : { name: frame, full: null };
+    }),
     args: (args && ref.arg_sets?.[args[i]]) || [],
   };
 }

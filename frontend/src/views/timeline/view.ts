@@ -11,7 +11,7 @@ import { fmtNs } from "../../format";
 import { writeState } from "../../hashstate";
 import { mergedWindow, modelFor, stepAcross, syncFolds, type Pick } from "./lod";
 import { WindowLoader } from "./loader";
-import { LABEL_W, ROW_H, clampWindow, countOf, describeEvent, eventAt, groupAt, sameEvent, setExpanded, traceSummary, type TimelineModel } from "./model";
+import { LABEL_W, ROW_H, clampWindow, countOf, describeEvent, eventAt, groupAt, sameEvent, setExpanded, shownName, traceSummary, type TimelineModel } from "./model";
 import { Painter, type Highlight, type Window } from "./painter";
 import { LodBar, cappedText, detailsOf, gutterItems } from "./panels";
 import { scopePanel } from "./scopes";
@@ -64,7 +64,7 @@ export class TimelineView {
     const note = m.merged ? `from the overview: ${m.merged.toLocaleString("en-US")} merged blocks left out` : "";
     this.scopes = scopePanel(m, (pick) => {
       this.highlight = pick;
-      if (pick) this.canvas.dataset.highlight = `${pick.kernel} · ${m.ref.names[pick.nameId] ?? "?"}`;
+      if (pick) this.canvas.dataset.highlight = `${pick.kernel} · ${shownName(m.ref, pick.nameId)}`;
       else delete this.canvas.dataset.highlight;
       this.schedule();
     }, note);
@@ -380,7 +380,7 @@ export class TimelineView {
       delete this.canvas.dataset.hover;
       return;
     }
-    this.canvas.dataset.hover = this.m.ref.names[this.m.name[i]] ?? "?";
+    this.canvas.dataset.hover = shownName(this.m.ref, this.m.name[i]);
     this.tip.textContent = describeEvent(this.m, i).join("\n");
     placeTip(this.tip, e);
   }
