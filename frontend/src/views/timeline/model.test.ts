@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Packed } from "../../data";
 import type { TraceRef } from "../../types";
 import { colourOf } from "../../format";
+import { TRACE_START, traceRef } from "../../fixtures";
 import {
   AXIS_H,
   GROUP_H,
@@ -30,25 +31,18 @@ import {
   traceSummary,
 } from "./model";
 
-const S = 5e9; // the trace's first start, absolute ns
+const S = TRACE_START; // the trace's first start, absolute ns (fixtures.traceRef's)
 
 function ref(extra: Partial<TraceRef> = {}): TraceRef {
-  return {
+  return traceRef({
     name: "new.chrome_trace",
     source: "runs/new.chrome_trace",
-    lanes: [
-      { id: 0, name: "main", kind: "thread" },
-      { id: 1, name: "stream 7", kind: "stream" },
-    ],
     names: ["step", "matmul", "kernel"],
-    cats: ["python", "cuda"],
     count: 4,
     flows: 2,
-    start_ns: S,
     end_ns: S + 200e6,
-    events: "/api/trace/0.bin",
     ...extra,
-  };
+  });
 }
 
 // step (200 ms) on main holds matmul at depth 1; two kernels on the stream; two launch→kernel
