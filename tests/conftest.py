@@ -16,6 +16,8 @@ writes a broken one on purpose is marked ``broken_profile``.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +29,15 @@ from tests.helpers.written_files import broken_written_files, checking
 
 if os.environ.get("DEUTERON_TEST_GPU") != "1":
     os.environ["TRITON_INTERPRET"] = "1"
+
+# torch.compile's code cache (Inductor keeps it even with its FX and autograd caches off, which
+# -c torch turns off) goes into a folder of this run, removed at its end, not into
+# /tmp/torchinductor_<user>, where it outlived every run (2.2 GB seen). xdist's workers inherit
+# the folder from the process that started them, which removes it.
+INDUCTOR_CACHE: str | None = None
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    INDUCTOR_CACHE = tempfile.mkdtemp(prefix="deuteron-tests-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_CACHE
 
 TREE_BEFORE = pytest.StashKey[set[str]]()
 TREE_LEFT = pytest.StashKey[list[str]]()
@@ -46,6 +57,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if INDUCTOR_CACHE is not None:
+        shutil.rmtree(INDUCTOR_CACHE, ignore_errors=True)
     before = session.config.stash.get(TREE_BEFORE, None)
     after = uncommitted_entries() if before is not None else None
     if before is None or after is None or not (left := sorted(after - before)):
