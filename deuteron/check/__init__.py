@@ -17,7 +17,9 @@ The journey: :mod:`.guard` (attached to the interpreter: which tensor each lane 
 launch's tensors from :mod:`.launch_tensors`, untagged pointers' tensors from :mod:`.pointer_origins`;
 only the grid programs :mod:`.grid_programs` selects run) ->
 :mod:`.checker` (one check's listener) -> :mod:`.memory` (:mod:`.bounds`, :mod:`.races`,
-:mod:`.coverage` over :mod:`.shadow_memory`) and :mod:`.nan` -> :mod:`.findings` (grouped) ->
+:mod:`.coverage` over :mod:`.shadow_memory`; the memory model's order from :mod:`.happens_before`,
+:mod:`.atomic_scopes`, :mod:`.locks`, spins let pass by :mod:`.spins`, and how an atomic's value is
+used from :mod:`.branches`) and :mod:`.nan` -> :mod:`.findings` (grouped) ->
 ``CheckReport``; :mod:`.recorder` keeps the accesses for ``--record``; :mod:`.api` is the entry.
 Each access travels the whole way as one ``model.access.Access`` record (the guard hands on parts
 of it, narrowed to the lanes it judged), and each atomic's outcome as one ``model.access.AtomicResult``.

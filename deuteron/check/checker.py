@@ -90,10 +90,11 @@ class Checker:
         0 may release a lock), the NaN origins (a store of a non-finite value) and the recorder."""
         self.memory.access(access)
         kind, values, lanes, addresses = access.kind, access.values, access.mask, access.addresses
-        if kind == STORE and values is not None and self.memory.locks.held:
+        locks = self.memory.locks
+        if kind == STORE and values is not None and (locks.held or locks.spins.watched):
             shown = np.broadcast_to(values, lanes.shape)[lanes] if lanes is not None else values.reshape(-1)
             if shown.size == addresses.size:
-                self.memory.locks.stored(addresses, shown)
+                locks.stored(addresses, shown, access.site)
         launch = self.launch
         if kind == STORE and self.nan is not None and self.nan.origins and launch is not None:
             tensor = int(access.tensor)  # one allocation's lanes: one tensor
@@ -128,6 +129,11 @@ class Checker:
         self.memory.locks.atomic(result)
         self.memory.scopes.atomic(result)
         self.memory.order.atomic(result)
+
+    def forced(self) -> int | None:
+        """The value the last atomic should hand back to the kernel instead of what it found: a spin
+        on a flag nothing changes, let pass (:mod:`.spins`); None to leave it."""
+        return self.memory.locks.forced
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:

@@ -60,15 +60,17 @@ class Findings:
         details: dict[str, Any] | None = None,
         programs: int = 1,
         index: list[int] | None = None,
+        severity: str | None = None,
     ) -> None:
-        """One hit; ``index`` (else ``details["index"]``) is the example lane in ``tensor``'s view."""
+        """One hit; ``index`` (else ``details["index"]``) is the example lane in ``tensor``'s view;
+        ``severity`` overrides the kind's (a race whose order cannot be told is a warning)."""
         where = _resolve(site, launch)
         key = (kind, launch.kernel, where.file, where.line, tensor)
         group = self._groups.get(key)
         if group is None:
             group = Finding(
                 kind=kind,
-                severity=SEVERITY_OF[kind],
+                severity=severity or SEVERITY_OF[kind],
                 kernel=launch.kernel,
                 file=where.file,
                 line=where.line,

@@ -351,6 +351,12 @@ class Guard:
         )
         for listener in self.listeners:
             listener.atomic_result(part)
+        for listener in self.listeners:  # a wait let pass: the kernel reads a value that ends it
+            forced = getattr(listener, "forced", None)
+            value = forced() if forced is not None else None
+            if value is not None:
+                _hand_back(result.old, lanes, value)
+                break
 
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         for listener in self.listeners:
@@ -390,3 +396,12 @@ def _lane_mask(shape: tuple[int, ...], positions: np.ndarray) -> np.ndarray:
     lane_mask = np.zeros(shape, dtype=bool)
     lane_mask.reshape(-1)[positions] = True
     return lane_mask
+
+
+def _hand_back(old: np.ndarray, lanes: np.ndarray | None, value: int) -> None:
+    """Make an atomic's result (the interpreter's array, which the kernel gets) read ``value`` in
+    its active lanes; memory is left as it is."""
+    if lanes is None:
+        old[...] = value
+    else:
+        old[np.broadcast_to(lanes, old.shape)] = value

@@ -10,9 +10,11 @@ access), so an access made without the lock is still a race.
 The interpreter runs programs one at a time, so a spin loop whose atomic keeps answering the same
 thing can never end: a program waits for a lock that a finished program never released, retakes a
 lock it holds, or waits on a flag that only a later (on a GPU: concurrent) program would set. After
-``SPIN_LIMIT`` identical attempts this is a ``lock`` error and the launch stops (the plain
-interpreter would hang). A lock that some program released but another still holds at the end of
-the launch is a ``lock`` error too: the next program to take it would hang.
+``SPIN_LIMIT`` identical attempts a wait on a lock held by a program is a ``lock`` error and the
+launch stops (the plain interpreter would hang); a wait on a flag no lock holder owns is let pass
+(:mod:`.spins`) and judged at the end of the launch (a hang, or undecided), unless no value ends
+it (then the launch stops too). A lock that some program released but another still holds at
+the end of the launch is a ``lock`` error too: the next program to take it would hang.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 from deuteron.check.findings import Findings
 from deuteron.check.shadow_memory import tensor_near
+from deuteron.check.spins import Spins, after
 from deuteron.model.access import AtomicResult, LaunchInfo, TensorArg, describe_index, element_index
 from deuteron.triton.interpreter.sanitizer_protocol import Abort
 
@@ -52,6 +55,7 @@ class Locks:
     def __init__(self, findings: Findings, report: bool = True) -> None:
         self.findings = findings
         self.report = report
+        self.spins = Spins()
         self._reset(None, ())
 
     def begin(self, launch: LaunchInfo, pids: Sequence[tuple[int, int, int]]) -> None:
@@ -70,6 +74,8 @@ class Locks:
         self.active = False  # some program took a lock this launch
         self._spin: tuple[int, bytes, bytes] | None = None
         self._spins = 0
+        self.forced: int | None = None  # the value the last atomic hands back instead (a wait let pass)
+        self.spins.begin(pids)
 
     def program(self, seq: int) -> None:
         self.seq = seq
@@ -77,6 +83,7 @@ class Locks:
         self.current = NO_LOCK
         self._spin = None
         self._spins = 0
+        self.spins.program(seq)
 
     # --- what the atomics did ----------------------------------------------------------------------
 
@@ -84,7 +91,10 @@ class Locks:
         """One atomic's active lanes: real addresses, the tensor each pointer came from, its operands
         and the values it found (``old``)."""
         addresses, cmp, val, old = result.addresses, result.cmp, result.val, result.old
+        self.forced = None
         tensors = result.tensor if result.tensor is not None else np.full(addresses.size, -1, np.int64)
+        if self.spins.watched and addresses.size:
+            self.spins.changed(self.seq, addresses, after(result), result.site)
         if old.dtype.kind not in "iub" or addresses.size == 0:
             self._spin = None
             return
@@ -99,8 +109,11 @@ class Locks:
                 self._give(int(addresses[i]))
         self._count_spin(result, tensors)
 
-    def stored(self, addresses: np.ndarray, values: np.ndarray) -> None:
-        """A plain store: storing 0 to a held lock releases it."""
+    def stored(self, addresses: np.ndarray, values: np.ndarray, site: int = -1) -> None:
+        """A plain store: storing 0 to a held lock releases it; a store to a waited flag may end a
+        wait that was let pass."""
+        if self.spins.watched:
+            self.spins.changed(self.seq, addresses, values, site)
         if not self.held:
             return
         for i in np.flatnonzero(values == 0).tolist():
@@ -135,8 +148,15 @@ class Locks:
             self._spin, self._spins = key, 1
             return
         self._spins += 1
-        if self._spins >= SPIN_LIMIT:
-            self._waits_forever(result.op, int(addresses[0]), int(tensors[0]), int(old.reshape(-1)[0]), site)
+        limit = self.spins.limit(key, SPIN_LIMIT)
+        if self._spins >= limit:
+            address, tensor, value = int(addresses[0]), int(tensors[0]), int(old.reshape(-1)[0])
+            if self.held.get(address) is None:  # a flag, not a lock: let the wait pass (see .spins)
+                programs = self.launch.programs if self.launch is not None else 1
+                self.forced = self.spins.force(self.seq, key, result, tensor, self._spins == limit, programs)
+                if self.forced is not None:
+                    return
+            self._waits_forever(result.op, address, tensor, value, site)
 
     # --- findings --------------------------------------------------------------------------------
 
@@ -180,11 +200,13 @@ class Locks:
             )
         raise LockWaitsForever(f"deuteron check: {why}")
 
-    def finish(self) -> None:
-        """End of launch: a lock that was released somewhere but is still held is never freed."""
+    def finish(self, completed: bool = True) -> None:
+        """End of launch: a lock that was released somewhere but is still held is never freed; a
+        wait let pass is a hang (no program changed its flag) or undecided (a later one did)."""
         launch = self.launch
         if launch is None or not self.report:
             return
+        self._waits(completed)
         for address, holder in self.held.items():
             if address not in self.released:
                 continue  # taken once and kept: a "done" flag, not a lock
@@ -201,6 +223,66 @@ class Locks:
                 tensor=self._tensor(address, self.tensors.get(address, -1)).name,
                 details={"address": cell},
             )
+
+    def _waits(self, completed: bool) -> None:
+        """The waits let pass (:mod:`.spins`), one ``lock`` finding per wait's line."""
+        launch = self.launch
+        assert launch is not None
+        for wait in self.spins.waits:
+            me = self.pids[wait.seq]
+            address = wait.addresses[0]
+            cell = self._describe(address, wait.tensor)
+            spin = f"program {me} spins at line {self._line(wait.site)} on {cell}, which holds {wait.value}"
+            if wait.setters:
+                setter, site = wait.setters[0]
+                why = (
+                    f"{spin} and which no program changes while it waits; program {self.pids[setter]}, "
+                    f"which runs later here, changes it at line {self._line(site)}. On a GPU the wait "
+                    "ends only if that program runs at the same time (no guarantee). Undecided: whether "
+                    "what this program reads after the wait is ordered after what that program wrote "
+                    "cannot be told from one schedule (here the wait was let pass and it read first); "
+                    "races involving this program are not reported"
+                )
+            elif not completed:
+                why = (
+                    f"{spin} and which no program changes while it waits. Undecided: not every program "
+                    "of the launch ran, so whether one of them sets it cannot be told; races involving "
+                    "this program are not reported"
+                )
+            else:
+                why = (
+                    f"{spin} and which no program of the launch ever changes (all {len(self.pids)} "
+                    "programs ran): on a GPU this waits forever. The check let the wait pass to see "
+                    "what follows: only releases its polls read order what the program accesses after it"
+                )
+            self.findings.add(
+                "lock",
+                launch,
+                wait.site,
+                f"{why} (after {SPIN_LIMIT} identical atomic_{wait.op} attempts)",
+                seq=wait.seq,
+                program=me,
+                tensor=self._tensor(address, wait.tensor).name,
+                details={
+                    "address": cell,
+                    "value": wait.value,
+                    "attempts": SPIN_LIMIT,
+                    "verdict": "undecided" if wait.setters or not completed else "hang",
+                },
+            )
+
+    def missing(self, waiter: int) -> str:
+        """Why program ``waiter``'s accesses after a wait that never ends are ordered by nothing ("" if
+        it was let past no such wait)."""
+        wait = self.spins.hung(True).get(waiter)
+        if wait is None:
+            return ""
+        cell = self._describe(wait.addresses[0], wait.tensor)
+        return (
+            f"program {self.pids[waiter]} waits at line {self._line(wait.site)} for {cell} to change from "
+            f"{wait.value}, and no program sets it, so no release orders what it accesses after the wait "
+            "(on a GPU it waits forever); set the flag it waits on with a release atomic after the write"
+        )
 
     def _line(self, site: int) -> str:
         assert self.launch is not None

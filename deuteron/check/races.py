@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from deuteron.check.findings import Findings
+from deuteron.check.happens_before import UNDECIDED
 from deuteron.check.shadow_memory import SHOWN, Shadow, element_offsets, first_index, show, tensor_at
 from deuteron.model.access import LaunchInfo
 
@@ -26,10 +27,15 @@ def store_store(
     others: np.ndarray,
     site: int,
     missing: Callable[[int, int], str] | None = None,
+    other_write: int | None = None,
 ) -> None:
+    """Program ``seq`` stores to ``cells`` that programs ``others`` stored to (their store's site
+    ``other_write``, else the shadow's)."""
     tensor = tensor_at(launch, shadow.area, int(cells[0]) * shadow.area.granule)
     other = int(others[0])
-    other_site = launch.sites.get(shadow.write_site(int(cells[0])))
+    other_site = launch.sites.get(
+        other_write if other_write is not None else shadow.write_site(int(cells[0]))
+    )
     offsets = element_offsets(shadow.area, tensor, cells)
     me = pids[seq]
     them = pids[other]
@@ -37,8 +43,11 @@ def store_store(
     why = missing(seq, other) if missing is not None else ""
     other_line = other_site.line if other_site is not None else "?"
     mine = launch.sites.get(site)
+    undecided = why.startswith(UNDECIDED)
+    why = why.removeprefix(UNDECIDED)
+    not_ordered = "cannot be told to be ordered" if undecided else "is not ordered"
     order = (
-        f"; the store at line {mine.line if mine is not None else '?'} is not ordered after the store "
+        f"; the store at line {mine.line if mine is not None else '?'} {not_ordered} after the store "
         f"at line {other_line}: {why}"
         if why
         else ""
@@ -47,9 +56,9 @@ def store_store(
         "race",
         launch,
         site,
-        f"program {me} stores to {len(cells)} element(s) of {tensor.name} that program {them} "
-        f"also stored to{where}: element offsets {show(offsets)}. Which value survives depends on "
-        f"the order programs run in on the GPU{order}",
+        f"{'undecided: ' if undecided else ''}program {me} stores to {len(cells)} element(s) of "
+        f"{tensor.name} that program {them} also stored to{where}: element offsets {show(offsets)}. "
+        f"Which value survives depends on the order programs run in on the GPU{order}",
         seq=seq,
         program=me,
         tensor=tensor.name,
@@ -58,7 +67,9 @@ def store_store(
             "index": first_index(tensor, offsets),
             "element_offsets": offsets[:SHOWN].tolist(),
             "access": "store/store",
+            "verdict": "undecided" if undecided else "race",
         },
+        severity="warning" if undecided else None,
     )
 
 
@@ -68,10 +79,12 @@ def load_store(
     pids: Sequence[tuple[int, int, int]],
     shadow: Shadow,
     missing: Callable[[int, int], str] | None = None,
+    skip: frozenset[int] = frozenset(),
 ) -> None:
     """At the end of a launch: elements one program stored and another read, one finding per pair
     of (read line, store line). Found from the shadow's first and last reader of each written cell,
-    so the cost follows the cells written, not the reads made."""
+    so the cost follows the cells written, not the reads made. Pairs with a program in ``skip``
+    (whose order is undecided) are left out."""
     reads = shadow.reads
     if reads is None or shadow.writes is None:
         return
@@ -82,6 +95,10 @@ def load_store(
     other = (rmax >= 0) & ((rmin != writer) | (rmax != writer))
     if shadow.guards is not None:  # every access under one lock: the lock orders them
         other &= shadow.guarded(cells) < 0
+    if skip and other.any():
+        reader = np.where(rmin != writer, rmin, rmax)
+        listed = np.array(sorted(skip), dtype=np.int64)
+        other &= ~(np.isin(writer, listed) | np.isin(reader, listed))
     if not other.any():
         return
     cells, writer, wsite, rmin, rmax = cells[other], writer[other], wsite[other], rmin[other], rmax[other]
@@ -105,11 +122,15 @@ def load_store(
         later, earlier = f"read at line {read_line}", f"write at line {write_line}"
         if r < w:
             later, earlier = earlier, later
-        order = f"; the {later} is not ordered after the {earlier}: {why}" if why else ""
+        undecided = why.startswith(UNDECIDED)
+        why = why.removeprefix(UNDECIDED)
+        not_ordered = "cannot be told to be ordered" if undecided else "is not ordered"
+        order = f"; the {later} {not_ordered} after the {earlier}: {why}" if why else ""
         findings.add(
             "race",
             launch,
             int(wsite[at]),
+            f"{'undecided: ' if undecided else ''}"
             f"{len(members)} element(s) of {tensor.name} are stored by one program and read by another: "
             f"element {offsets[0]} is stored by program {pids[w]} "
             f"and read by program {pids[r]} "
@@ -124,5 +145,7 @@ def load_store(
                 "read_line": read_line,
                 "element_offsets": offsets[:SHOWN].tolist(),
                 "access": "load/store",
+                "verdict": "undecided" if undecided else "race",
             },
+            severity="warning" if undecided else None,
         )
