@@ -53,6 +53,51 @@ export interface ProfileData {
   /** Where to ask for what `deuteron view --advise` prints for this profile (AdviceFinding[],
    * deuteron/render/web/advice.py), after the first paint; absent in a diff and in older pages. */
   advice_url?: string;
+  /** A sampled profile's frames' PC samples by stall reason (deuteron/render/web/sampling.py);
+   * absent in a diff, in a profile that is not sampled, and in older pages. */
+  stalls?: StallData;
+  /** What a sampled profile's metadata says about the sampling; absent when it is not sampled. */
+  sampling?: SamplingData;
+}
+
+/** Each frame's samples by stall reason, inclusive (a frame holds its subtree's), listed only for
+ * frames with at least one stall sample. */
+export interface StallData {
+  /** Stall reasons as recorded, lower case ("stalled_long_scoreboard"), the run's most first. */
+  reasons: string[];
+  /** Node ids (of this page's tree) that have stall samples, in preorder. */
+  nodes: number[];
+  /** counts[j][k]: samples of nodes[j] stalled on reasons[k]. */
+  counts: number[][];
+  /** samples[j]: nodes[j]'s num_samples (null: not recorded; Proton's count each sample twice). */
+  samples: (number | null)[];
+  /** not_issued[j]: nodes[j]'s samples whose warp issued nothing (null: not recorded). */
+  not_issued: (number | null)[];
+  /** What a reason means and what to change (deuteron/view/hot_lines.py STALL_ADVICE). */
+  meanings: Record<string, { meaning: string; change: string }>;
+}
+
+/** The sampling's settings and losses, from the profile's metadata (`pc_sampling`); null: the file
+ * does not record it. */
+export interface SamplingData {
+  /** Whether the metadata has a `pc_sampling` section at all (Proton's files do not). */
+  recorded: boolean;
+  mode: string | null;
+  interval_cycles: number | null;
+  asked_interval: number | null;
+  samples: number | null;
+  dropped_samples: number | null;
+  hardware_buffer_full: number | null;
+  drains: number | null;
+  /** Of the samples of kernels with a line table, those left on `<no source line>`. */
+  unplaced_samples: number | null;
+  placed_kernel_samples: number | null;
+  kernels_with_lines: number | null;
+  kernels_without_lines: number | null;
+  samples_without_lines: number | null;
+  error: string | null;
+  /** The recorded program as `deuteron explain` takes it ("examples/hot_line.py --n 3"), or null. */
+  program: string | null;
 }
 
 /** One finding of `deuteron view --advise`: its kind (idle, backward, fusion, copies, lines,

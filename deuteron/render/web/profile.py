@@ -3,7 +3,9 @@ arrays, its columns derived exactly as ``deuteron view`` derives them (through
 :mod:`deuteron.view.build`), and, for a diff, the base profile's values on the union of both trees.
 Frame names are shown as ``deuteron view`` shows them (``names``: a C++ kernel's short name), with
 ``full_names`` (demangled in full) and ``raw_names`` (as recorded) beside them, index for index.
-A profile alone (not a diff) carries each frame's own calls (``calls``) for the flat view.
+A profile alone (not a diff) carries each frame's own calls (``calls``) for the flat view, and a
+sampled one its frames' samples by stall reason (``stalls``) and what its metadata says about the
+sampling (``sampling``): :mod:`deuteron.render.web.sampling`.
 
 Big trees are cut on the server: nodes whose share of ROOT's first column is below
 ``threshold`` go, and the page says how many went."""
@@ -19,6 +21,7 @@ from deuteron.model.errors import MetricError
 from deuteron.model.metrics import PROPERTY_METRICS
 from deuteron.model.names import display_name
 from deuteron.model.tree import KERNEL, Node, Profile
+from deuteron.render.web.sampling import StallRows, rerun_program, sampling_data
 from deuteron.view import processors
 from deuteron.view.build import ViewOptions, build
 from deuteron.view.summary import summary_lines, unrelated
@@ -131,6 +134,7 @@ def profile_data(
     values: list[list[float | None]] = [[] for _ in columns]
     base_values: list[list[float | None]] = [[] for _ in columns]
     calls: list[int | None] = []  # each frame's own calls (an op's calls, a kernel's launches)
+    stalls = StallRows(profile, enabled=base is None)  # a sampled profile's samples by stall reason
     # Preorder; a cut node's children are never visited, so a subtree goes with its top. Beside
     # each shown node, the profile's own (None in a diff), for the numbers build() derives away.
     stack: list[tuple[Node, int, Node | None]] = [(root, -1, profile.root if base is None else None)]
@@ -147,6 +151,7 @@ def profile_data(
             values[i].append(_short(new_of(node.metrics, column)))
             base_values[i].append(_short(old_of(node.metrics, column)))
         calls.append(_own_calls(raw))
+        stalls.add(me, raw)
         stack.extend(
             (child, me, raw.children.get(key) if raw is not None else None)
             for key, child in reversed(list(node.children.items()))
@@ -177,6 +182,12 @@ def profile_data(
     if base is None:
         if any(c is not None for c in calls):  # the flat view's calls and average
             out["calls"] = calls
+        stall_doc = stalls.document()
+        if stall_doc is not None:
+            out["stalls"] = stall_doc
+        sampling = sampling_data(profile, stall_doc is not None)
+        if sampling is not None:  # the run card's sampling rows, and how to get an explain report
+            out["sampling"] = dict(sampling, program=rerun_program(profile))
     else:
         out["base"] = {"source": base_source, "values": [base_values[i] for i in used]}
         if unrelated(base, profile):

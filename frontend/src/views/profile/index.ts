@@ -6,7 +6,9 @@
 // open page (pasted into its address bar, Back, Forward) brings them back. With an explain report
 // loaded too, a kernel it covers (and each of its sampled lines) links to its explain view, in the
 // table and in the picked frame's details. The advice panel lists what `deuteron view --advise`
-// finds; a row of it selects the frame it names.
+// finds; a row of it selects the frame it names. A sampled profile adds stall columns to the
+// table, each frame's stall breakdown to its tooltip and details, and the sampling's interval and
+// losses to the metadata card (stalls.ts).
 import "./profile.css";
 import { h, picker } from "../../dom";
 import { readState, writeState } from "../../hashstate";
@@ -19,6 +21,7 @@ import { PickDetails } from "./details";
 import { Flame } from "./flame";
 import { FlatView } from "./flat";
 import { buildModel, columnNote, matchNodes, matchText, metaRows, nameOf, parseDepthLimit, parseProfileState, profileParams, prunedText, withAncestors, type ProfileState } from "./model";
+import { samplingLine, samplingRows } from "./stalls";
 import { TreeTable } from "./table";
 
 /** What outlives a switch of profile (several files served): the filter typed, the flat toggle
@@ -54,7 +57,7 @@ export function mountProfile(root: HTMLElement, index: Index): void {
       show(j);
     };
     const profilePicker = profiles.length > 1 ? picker(profiles.map((p) => p.name), k, choose, { name: "profile", title: "profile" }) : null;
-    shown = showProfile(slot, profiles[k], k, profilePicker, kept, linkOfName);
+    shown = showProfile(slot, profiles[k], k, profilePicker, kept, linkOfName, index.explains.length > 0);
   };
   root.append(slot);
   show(which(opened));
@@ -79,10 +82,11 @@ function showProfile(
   profilePicker: HTMLSelectElement | null,
   kept: Kept,
   linkOfName: (name: string) => ExplainLink | null,
+  explained: boolean,
 ): ShownProfile {
   const m = buildModel(data);
   const linkOf = (i: number): ExplainLink | null => (i > 0 ? linkOfName(nameOf(m, i)) : null);
-  const details = new PickDetails(m, data.primary, linkOf);
+  const details = new PickDetails(m, data.primary, linkOf, explained);
   // deuteron view --advise's findings; a row selects the frame it names, as a click on it would.
   const advice = data.advice_url ? new AdvicePanel(m.n, (node) => pickFromAdvice(node)) : null;
   const table = new TreeTable(m, { onPick: (i) => (flame.highlight(i), details.show(i), advice?.mark(i), save()), linkOf });
@@ -251,14 +255,19 @@ function showProfile(
   };
 }
 
-/** The run's metadata, closed by default (one line: the file's name and the run's date) so the
- * flame graph is in view first; a click opens it. */
+/** The run's metadata, closed by default (one line: the file's name and the run's date, and for a
+ * sampled profile how it was sampled) so the flame graph is in view first; a click opens it. */
 function metaCard(data: ProfileData): HTMLElement {
   const rows = metaRows(data);
   const list = h("div", { class: "meta-list" });
-  for (const [key, value] of rows) list.append(h("div", { class: "meta-item", "data-key": key }, h("span", { class: "k" }, key), h("span", { class: "v" }, value)));
+  const item = (key: string, value: string, cls = "meta-item"): HTMLElement => h("div", { class: cls, "data-key": key }, h("span", { class: "k" }, key), h("span", { class: "v" }, value));
+  // A sampled profile's sampling first: its interval and what was lost ("not recorded" where the
+  // file does not say).
+  if (data.sampling) for (const [key, value] of samplingRows(data.sampling)) list.append(item(key, value, "meta-item sampling"));
+  for (const [key, value] of rows) list.append(item(key, value));
   const when = rows.find(([key]) => key === "start_time");
-  const summary = h("summary", {}, h("b", {}, data.name), when ? h("span", { class: "meta-when" }, ` ${when[1]}`) : null, h("span", { class: "meta-hint" }, " (details)"));
+  const sampled = data.sampling ? h("span", { class: "meta-sampling" }, ` · ${samplingLine(data.sampling)}`) : null;
+  const summary = h("summary", {}, h("b", {}, data.name), when ? h("span", { class: "meta-when" }, ` ${when[1]}`) : null, sampled, h("span", { class: "meta-hint" }, " (details)"));
   const card = h("details", { class: "card profile-meta" }, summary, list);
   const pruned = prunedText(data);
   if (pruned !== null) card.append(h("div", { class: "pruned", "data-pruned": data.pruned_nodes }, pruned));

@@ -5,6 +5,7 @@
 // No DOM, no canvas: model.test.ts runs all of it under Node.
 import { fmt, fmtNs } from "../../format";
 import type { ProfileData } from "../../types";
+import { buildStalls, stallSummary, type StallModel } from "./stalls";
 
 export interface ProfileModel {
   data: ProfileData;
@@ -25,6 +26,8 @@ export interface ProfileModel {
   ratio: Float64Array | null;
   /** 1 for nodes only in the base (all values null, some base value present). */
   removed: Uint8Array;
+  /** A sampled profile's samples by stall reason (stalls.ts), else null. */
+  stalls: StallModel | null;
 }
 
 function toFloat(column: (number | null)[], n: number): Float64Array {
@@ -74,7 +77,7 @@ export function buildModel(data: ProfileData): ProfileModel {
     const b = base[data.primary];
     for (let i = 0; i < n; i++) ratio[i] = b[i] > 0 ? a[i] / b[i] : NaN;
   }
-  return { data, n, parent, depth, maxDepth, kidStart, kids, subtree, vals, base, ratio, removed };
+  return { data, n, parent, depth, maxDepth, kidStart, kids, subtree, vals, base, ratio, removed, stalls: buildStalls(data, n) };
 }
 
 export function nameOf(m: ProfileModel, i: number): string {
@@ -213,6 +216,9 @@ export function describeNode(m: ProfileModel, i: number): string {
     }
     lines.push(line);
   });
+  // A sampled frame: why its warps were where they were (a frame without samples says it has none).
+  const sampled = m.data.columns.indexOf("num_samples");
+  if (m.stalls && (m.stalls.total[i] > 0 || (sampled >= 0 && m.vals[sampled][i] > 0))) lines.push(stallSummary(m.stalls, i));
   return lines.join("\n");
 }
 

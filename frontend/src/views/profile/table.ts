@@ -5,6 +5,7 @@ import { h } from "../../dom";
 import { fmt } from "../../format";
 import type { ExplainLink } from "../../links";
 import { childrenInOrder, nameOf, nameTitle, ratioColour, ratioText, visibleRows, type ProfileModel } from "./model";
+import { stallColumns } from "./stalls";
 
 const ROW = 22; // px, must match profile.css (.ptable tr)
 const OVERSCAN = 8;
@@ -16,11 +17,15 @@ export interface TableOptions {
   linkOf?: (node: number) => ExplainLink | null;
 }
 
-/** A sortable column: its header and its per-node key (null: the name, sorted as text). */
+/** A sortable column: its header and its per-node key (null: the name, sorted as text); a stall
+ * column writes its cells itself (samples and share) and says what they are on hover. */
 interface Column {
   label: string;
   key: Float64Array | null;
   cls: string;
+  title?: string;
+  text?: (i: number) => string;
+  cellTitle?: (i: number) => string;
 }
 
 export class TreeTable {
@@ -48,14 +53,16 @@ export class TreeTable {
       this.columns.push({ label: `base ${d.columns[d.primary]}`, key: m.base[d.primary], cls: "num base" });
       this.columns.push({ label: "ratio", key: m.ratio, cls: "num ratio" });
     }
+    // A sampled profile: the frame's top stall, then the run's most frequent stall reasons.
+    if (m.stalls) for (const c of stallColumns(m.stalls)) this.columns.push({ label: c.label, key: c.key, cls: c.label === "top stall" ? "num stall top" : "num stall", title: c.title, text: c.text, cellTitle: c.cellTitle });
     this.sortBy = 1 + d.primary;
     this.expanded = new Uint8Array(m.n);
     for (let i = 0; i < m.n; i++) if (m.depth[i] < 2) this.expanded[i] = 1; // ROOT + 2 levels shown
     this.head = h("tr");
-    const colgroup = h("colgroup", {}, ...this.columns.map((c) => h("col", { class: c.cls === "name" ? "c-name" : c.cls === "num base" ? "c-base" : "c-num" })));
+    const colgroup = h("colgroup", {}, ...this.columns.map((c) => h("col", { class: c.cls === "name" ? "c-name" : c.cls === "num base" ? "c-base" : c.cls === "num stall top" ? "c-stall-top" : c.cls === "num stall" ? "c-stall" : "c-num" })));
     // A long column label (num_samples) gets room for itself and the sort mark.
     this.columns.forEach((c, k) => {
-      if (c.cls === "num" && c.label.length > 10) (colgroup.children[k] as HTMLElement).style.width = `${c.label.length + 4}ch`;
+      if ((c.cls === "num" || c.cls === "num stall") && c.label.length > 10) (colgroup.children[k] as HTMLElement).style.width = `${c.label.length + 4}ch`;
     });
     this.body = h("tbody");
     const table = h("table", { class: "grid ptable" }, colgroup, h("thead", {}, this.head), this.body);
@@ -146,7 +153,12 @@ export class TreeTable {
     const cls = [i === this.selected ? "sel" : "", m.removed[i] ? "removed" : "", this.match && !this.match[i] ? "anc" : ""];
     const tr = h("tr", { "data-node": i, "data-name": name, class: cls.filter(Boolean).join(" ") || null }, nameCell);
     for (let c = 1; c < this.columns.length; c++) {
-      const v = this.columns[c].key![i];
+      const column = this.columns[c];
+      if (column.text) {
+        tr.append(h("td", { class: column.cls, title: column.cellTitle?.(i) ?? null }, column.text(i)));
+        continue;
+      }
+      const v = column.key![i];
       const isRatio = this.columns[c].label === "ratio";
       const td = h("td", { class: this.columns[c].cls }, isRatio ? ratioText(v) : fmt(Number.isNaN(v) ? null : v));
       const colour = isRatio ? ratioColour(v) : null;
@@ -164,7 +176,7 @@ export class TreeTable {
     this.head.replaceChildren(
       ...this.columns.map((c, k) => {
         const mark = k === this.sortBy ? (this.desc ? " ▼" : " ▲") : "";
-        return h("th", { class: c.cls, "data-col": k, title: "sort siblings" }, c.label + mark);
+        return h("th", { class: c.cls, "data-col": k, title: c.title ? `${c.title}; sort siblings` : "sort siblings" }, c.label + mark);
       }),
     );
   }
