@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from deuteron.cli.arguments import add_command, number_in
+from deuteron.cli.kernel_diff import add_kernel_options, is_kernel_diff, run_kernel_diff
 from deuteron.formats import profile_stream
 from deuteron.model.devices import NAMED_DEVICES
 from deuteron.model.errors import DeuteronError, MetricError
@@ -48,7 +49,10 @@ Compare NEW with OLD frame by frame: each metric as old, new, ratio (new / old) 
 
 examples:
   deuteron diff before.hatchet after.hatchet -m time/ms,bytes
-  deuteron diff before.hatchet after.hatchet --sort -t 0.01  # largest first, hide tiny frames"""
+  deuteron diff before.hatchet after.hatchet --sort -t 0.01  # largest first, hide tiny frames
+  deuteron diff before.hatchet after.hatchet --kernel matmul  # one kernel: time, calls, samples per line
+  deuteron diff repro_a.py repro_b.py --kernel matmul_kernel  # two reproducers (deuteron repro):
+      # registers, shared memory, occupancy, each IR stage's diff by source line, outputs compared"""
 
 
 def add_parser(sub: Any) -> None:
@@ -95,10 +99,20 @@ def add_diff_parser(sub: Any) -> None:
         DIFF_DESCRIPTION,
         epilog=DERIVED_HELP,
     )
-    p.add_argument("old", help="the baseline profile")
-    p.add_argument("profile", metavar="new", help="the profile to compare with the baseline")
+    p.add_argument("old", help="the baseline profile (or reproducer, .py)")
+    p.add_argument(
+        "profile", metavar="new", help="the profile (or reproducer, .py) to compare with the baseline"
+    )
     _add_view_options(p)
-    p.set_defaults(handler=lambda a: run_view(a, diff_path=a.old))
+    add_kernel_options(p)
+    p.set_defaults(handler=run_diff)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """``deuteron diff``: one kernel (``--kernel``, or two reproducers) or the two whole trees."""
+    if is_kernel_diff(args):
+        return run_kernel_diff(args)
+    return run_view(args, diff_path=args.old)
 
 
 def _add_view_options(p: argparse.ArgumentParser) -> None:
