@@ -52,6 +52,7 @@ class Specialization:
     args: list[ArgInfo]
     launches: int = 0
     grids: list[tuple[int, ...]] = field(default_factory=list)
+    origin: str = ""  # "" for a launch heard; "inductor": keyed from Inductor's description, not launched
 
     @property
     def name(self) -> str:
@@ -183,7 +184,8 @@ class Capture:
             if g is not None and g not in spec.grids and len(spec.grids) < 8:
                 spec.grids.append(g)
 
-    def _on_gpu(self) -> bool:
+    def on_gpu(self) -> bool:
+        """Whether launches run on a local GPU (decided at the first launch, then kept)."""
         if not self._gpu:
             from deuteron.explain.targets import local_target
 
@@ -196,7 +198,7 @@ class Capture:
         if first is not None:  # without a GPU, Triton's driver answers as the first target
             emulated_driver.choose_target(first.backend, first.arch, first.warp_size, "--target")
         emulated_driver.acquire()
-        self._active = jit_capture.intercept(self.record, self._on_gpu)
+        self._active = jit_capture.intercept(self.record, self.on_gpu)
         self._active.__enter__()
         return self
 

@@ -47,6 +47,7 @@ class ExplainReport:
             "num_ctas": spec.option("num_ctas"),
             "args": [arg.describe() for arg in spec.args],
             "launches": spec.launches,
+            "origin": spec.origin,
             "grids": [list(g) for g in spec.grids],
             "registers": a.registers,
             "spills": a.spill_bytes,

@@ -12,6 +12,7 @@ from deuteron.explain.analysis import analyse
 from deuteron.explain.capture import Capture, Specialization
 from deuteron.explain.cross_compile import compile_spec
 from deuteron.explain.errors import ExplainError
+from deuteron.explain.inductor import InductorKernels
 from deuteron.explain.lints import lint
 from deuteron.explain.report import ExplainReport
 from deuteron.explain.roofline import kernel_costs, profile_device
@@ -94,9 +95,13 @@ def _explain(
     progress: Progress | None,
 ) -> ExplainRun:
     capture = Capture(chosen or [default_target()])
+    inductor = InductorKernels(capture.on_gpu)
     owner = os.getpid()
-    with capture:
+    with capture, inductor:
         code, ended_by = run_to_end(program)
+        # torch.compile's kernels, launched by Inductor's launchers (never Triton's JIT) or only
+        # defined (a file Inductor wrote for one kernel): keyed from Inductor's description
+        capture.errors.extend(inductor.record_into(capture))
     if os.getpid() != owner:  # a child the program forked: the explaining is the parent's
         return ExplainRun(ExplainReport(), code, ended_by)
     for text in capture.errors:

@@ -85,11 +85,14 @@ def _render_kernel(console: Any, k: dict[str, Any]) -> None:
     from rich.markup import escape
 
     launches = k["launches"]
+    heard = f"{launches} launch{'es' if launches != 1 else ''}"
+    if k.get("origin") == "inductor":  # keyed from Inductor's description of the kernel, not a launch
+        heard = "a config of Inductor's" + (f", {heard}" if launches else "")
     console.print()
     console.print(
         f"[bold]{escape(printable(k['name']))}[/bold]  {escape(printable(k['target']))}  "
         f"num_warps={k['num_warps']} num_stages={k['num_stages']}  "
-        f"{launches} launch{'es' if launches != 1 else ''}  "
+        f"{heard}  "
         f"[dim]{escape(printable(os.path.relpath(k['file'])))}:{k['line']}[/dim]"
     )
     console.print(f"  args: {escape(printable(', '.join(k['args'])))}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import pytest
 import torch
@@ -120,14 +121,14 @@ def test_profiling_and_checking_share_the_interpreter_patches() -> None:
     assert MANAGER.active() == {}
     x, y = torch.rand(300), torch.rand(300)
     driver, tune = "triton.emulated_driver", "triton.autotune_scope"  # the profile files benchmarks
+    # (Inductor's benchmarker too, where another test of this process imported it)
+    active = lambda: {k: v for k, v in MANAGER.active().items() if k != "inductor.benchmark_scope"}  # noqa: E731
     with deuteron.profile(backend="interpreter"):  # and turns torch's NVTX ranges into scopes
-        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1, "nvtx": 1}
+        assert active() == {"interpreter": 1, driver: 1, tune: 1, "nvtx": 1}
         with deuteron.check():
-            assert MANAGER.active() == {
-                "interpreter": 2, "interpreter.sanitizer": 1, driver: 2, tune: 1, "nvtx": 1
-            }
+            assert active() == {"interpreter": 2, "interpreter.sanitizer": 1, driver: 2, tune: 1, "nvtx": 1}
             add(x, y, block=128)
-        assert MANAGER.active() == {"interpreter": 1, driver: 1, tune: 1, "nvtx": 1}
+        assert active() == {"interpreter": 1, driver: 1, tune: 1, "nvtx": 1}
         assert "set_grid_idx" not in vars(interpreter.interpreter_builder)
     assert MANAGER.active() == {}
     assert not {"create_masked_load", "set_grid_dim"} & set(vars(interpreter.interpreter_builder))
@@ -180,3 +181,58 @@ print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("context", ["shadow", "torch"])
+def test_inductor_benchmark_launches_are_filed_under_autotune(tmp_path: Path, context: str) -> None:
+    """``torch.compile`` times generated kernels through Inductor's shared benchmarker (each
+    config at first call; GEMM templates under ``max-autotune``, while the model's first call
+    runs): those launches go under ``<autotune>``, one scope where ``benchmark`` calls
+    ``benchmark_cpu``, also under ``-c torch`` inside a module call; the launch the script made
+    itself stays where it was made."""
+    import json
+
+    from tests.helpers.cli import run_cli
+
+    (tmp_path / "s.py").write_text(
+        """
+import torch, triton, triton.language as tl
+from torch._inductor.runtime.benchmarking import benchmarker
+
+@triton.jit
+def twice_kernel(x, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    tl.store(x + o, tl.load(x + o, mask=o < n) * 2, mask=o < n)
+
+x = torch.ones(8)
+launch = lambda: twice_kernel[(1,)](x, 8, BLOCK=8)
+
+class Tuned(torch.nn.Module):
+    def forward(self, t):
+        launch()
+        benchmarker.benchmark_cpu(launch, warmup=0, rep=0)  # runs it twice: once per stretch
+        benchmarker.benchmark(launch, device="cpu", warmup=0, rep=0)
+        return t
+
+Tuned()(x)
+"""
+    )
+    proc = run_cli("run", "-b", "interpreter", "-c", context, "s.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    root = json.loads((tmp_path / "deuteron.hatchet").read_text())[0]
+    counts: dict[tuple[str, ...], int] = {}
+
+    def walk(node: dict, path: tuple[str, ...]) -> None:  # type: ignore[type-arg]
+        here = (*path, node["frame"]["name"])
+        if node["frame"]["name"] == "twice_kernel":
+            counts[here[1:]] = counts.get(here[1:], 0) + node["metrics"]["count"]
+        for child in node.get("children", []):
+            walk(child, here)
+
+    walk(root, ())
+    under = {p: c for p, c in counts.items() if "<autotune>" in p}
+    outside = {p: c for p, c in counts.items() if "<autotune>" not in p}
+    assert sum(under.values()) == 4 and sum(outside.values()) == 1, counts
+    assert all(p.count("<autotune>") == 1 for p in under), under
+    if context == "torch":  # the script's own launch is under its module
+        assert list(outside) == [("Tuned", "twice_kernel")], outside
