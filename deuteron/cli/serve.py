@@ -186,7 +186,8 @@ def _write_html(data: Any, out: str) -> int:
 def _write_perfetto(files: list[str], out: str) -> int:
     """The traces as Perfetto's own format (protobuf): read as a stream, several ranks of one job
     joined on one clock, as ``deuteron serve`` shows them."""
-    from deuteron.formats import perfetto_trace, trace_store
+    from deuteron.formats import chrome_trace, perfetto_trace
+    from deuteron.process import parallel
     from deuteron.render.web.data import sniff
     from deuteron.view import rank_traces
 
@@ -197,7 +198,7 @@ def _write_perfetto(files: list[str], out: str) -> int:
             raise DeuteronError(f"{path}: a {kind}, not a Chrome trace; --perfetto writes traces")
     progress = Progress(sys.stderr)  # on a terminal only: in a log, an error stays one line
     try:
-        traces = trace_store.read_all(files, progress if progress.tty else None)
+        traces = parallel.map_files(chrome_trace.read_columns, files, progress if progress.tty else None)
     finally:
         progress.finish()
     lanes = None

@@ -24,23 +24,20 @@ leaves nothing that could be opened half-written.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
-import multiprocessing
 import os
-import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from deuteron.formats.files import FormatError, OutputError
-from deuteron.formats.trace_columns import ARGS_BYTES_ENV, TraceColumns, read_columns
+from deuteron.formats.trace_columns import ARGS_BYTES_ENV
 from deuteron.version import __version__
 
 FORMAT = "deuteron-trace-store"
@@ -66,7 +63,6 @@ FLOW_COLUMNS = (
     ("to_lane", "USMALLINT"),
     ("to_ns", "DOUBLE"),
 )
-Progress = Callable[[int, int, int, int], None]  # (files read, files, bytes read, bytes)
 
 
 def available() -> bool:
@@ -239,44 +235,3 @@ def _discard(path: Path) -> None:
         path.unlink()
     except OSError:  # another process discarded it, or the folder is read-only: built elsewhere then
         pass
-
-
-def _pool_context() -> Any:
-    """Processes started by ``fork`` where that is safe: on Linux, from a process of one thread
-    (``deuteron serve`` reads before it serves). The workers start at once and run nothing of the
-    parent's ``__main__`` (``spawn`` and ``forkserver`` import it again: a caller's script without
-    a ``__main__`` guard would run once per worker). None elsewhere: read one by one."""
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    return None
-
-
-def read_all(paths: Sequence[str], progress: Progress | None = None) -> list[TraceColumns]:
-    """Several traces as columns, read in parallel by a pool of ``os.cpu_count()`` processes:
-    parsing JSON costs about 30 MB/s a core, so 64 ranks' 2 GB take a minute on one core and
-    seconds on many. The columns cross back pickled (between our own processes; no file is read
-    with pickle). ``progress`` is called as each file is done. FormatError names the first
-    damaged file."""
-    sizes = [os.path.getsize(p) if os.path.isfile(p) else 0 for p in paths]
-    workers = min(os.cpu_count() or 1, len(paths))
-    context = _pool_context() if workers > 1 else None
-    results: list[TraceColumns | None] = [None] * len(paths)
-    if context is None:
-        for i, path in enumerate(paths):
-            results[i] = read_columns(path)
-            if progress is not None:
-                progress(i + 1, len(paths), sum(sizes[: i + 1]), sum(sizes))
-        return [r for r in results if r is not None]
-    pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context)
-    try:
-        jobs = {pool.submit(read_columns, path): i for i, path in enumerate(paths)}
-        done_bytes = 0
-        for done, job in enumerate(concurrent.futures.as_completed(jobs), 1):
-            i = jobs[job]
-            results[i] = job.result()
-            done_bytes += sizes[i]
-            if progress is not None:
-                progress(done, len(paths), done_bytes, sum(sizes))
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-    return [r for r in results if r is not None]

@@ -20,6 +20,7 @@ from deuteron.formats.files import regular_file
 from deuteron.formats.profile_stream import read_profile
 from deuteron.model.finding import CheckReport
 from deuteron.model.tree import Profile
+from deuteron.process import parallel
 from deuteron.render.web import trace_window
 from deuteron.render.web.accesses import RecordView, empty_cells
 from deuteron.render.web.advice import LazyAdvice
@@ -171,7 +172,7 @@ class WebData:
             if not traces and store is None:
                 store = self._cached_store(sources, lod)
                 if store is None:
-                    traces = trace_store.read_all(sources, progress)
+                    traces = parallel.map_files(chrome_trace.read_columns, sources, progress)
                     if len(sources) > 1:
                         size = sum(os.path.getsize(s) for s in sources)
                         yield f"{len(sources)} traces", f"read, {size / 1e6:,.1f} MB"

@@ -25,6 +25,7 @@ from deuteron.cli import main as cli_main
 from deuteron.cli.serve import Progress
 from deuteron.formats import chrome_trace, trace_store
 from deuteron.formats.trace_store import TraceStore
+from deuteron.process import parallel
 from deuteron.render.web import trace_window
 from deuteron.render.web.data import WebData
 from deuteron.render.web.packed import unpack
@@ -272,7 +273,7 @@ def test_lod_adds_to_the_trace_ref_and_a_second_serve_reads_no_trace(
     def no_reading(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("a trace was read")
 
-    monkeypatch.setattr(trace_store, "read_all", no_reading)
+    monkeypatch.setattr(parallel, "map_files", no_reading)
     monkeypatch.setattr(chrome_trace, "read_columns", no_reading)
     second = WebData()
     again = list(second.add_files(ranks, lod=True))
