@@ -42,6 +42,7 @@ from tests.explain_corpus import assorted, dot_helper_twice, transpose, vector_c
 from tests.helpers.cli import fresh_process_env, run_cli
 from tests.helpers.paths import REPO
 from tests.helpers.profiles import kernels, timed_profile
+from tests.repro import bound_libdevice
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -148,6 +149,7 @@ CORPUS: dict[str, tuple[Callable[[], object], str]] = {
     "autotuned": (patterns.autotuned, "tuned_axpy_kernel"),
     "static_assert_configs": (patterns.rejected_config, "small_block_kernel"),
     "libdevice": (patterns.libdevice_norm, "rms_norm_kernel"),
+    "libdevice_bound_by_name": (bound_libdevice.launch, "bound_norm_kernel"),
     "helper": (_explain_corpus("twice"), "twice_kernel"),
     "loop_transpose": (_explain_corpus("transpose"), "transpose_kernel"),
     "offset_scalar": (_explain_corpus("copy"), "copy_kernel"),

@@ -68,6 +68,9 @@ def _wrapper(name: str, definition: Callable[..., Any], semantic: Any) -> Callab
             stack.pop()
 
     libdevice_function.__name__ = libdevice_function.__qualname__ = name
+    # Named as the module a kernel imports libdevice from: a reproducer of the kernel written while
+    # it runs here (deuteron repro) imports Triton's function, not this wrapper.
+    libdevice_function.__module__ = MODULES[0]
     libdevice_function.__doc__ = f"libdevice.{name}, computed with NumPy in Triton's interpreter."
     return libdevice_function
 
