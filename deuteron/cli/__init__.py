@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from deuteron.cli import check, explain, learn, repro, run, serve, view
+from deuteron.cli import bisect, check, explain, learn, repro, run, serve, view
 from deuteron.cli.program import split_program
 from deuteron.model.errors import DeuteronError
 from deuteron.process.terminal import printable
@@ -50,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     view.add_diff_parser(sub)
     serve.add_parser(sub)
     learn.add_parser(sub)
+    bisect.add_parser(sub)
     return parser
 
 
