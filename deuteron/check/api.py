@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from deuteron.check.at_size import AtSize, parse_scale, parse_sizes
 from deuteron.check.checker import Checker
 from deuteron.check.debugger import Debugger
 from deuteron.check.errors import CheckError
@@ -73,7 +74,9 @@ class CheckSession:
     the first error (raises FindingLimitReached). record: also write access records there.
     pdb: stop in pdb at each new finding of this level ("error", "warning" or "all"; see
     :mod:`.debugger`). programs: run only these grid programs (``--program`` specs, see
-    :mod:`.grid_programs`).
+    :mod:`.grid_programs`). at_size / scale: after each launch, probe the kernel's int32 arithmetic
+    with these integer arguments set (``{"n_elements": 3 * 10**9}`` or ``["n_elements=3e9"]``) or
+    every integer argument multiplied by ``scale`` (see :mod:`.at_size`).
     """
 
     def __init__(
@@ -86,6 +89,8 @@ class CheckSession:
         record_limit: int = DEFAULT_LIMIT,
         pdb: str | None = None,
         programs: Iterable[str] | Selection | None = None,
+        at_size: dict[str, int] | Iterable[str] | None = None,
+        scale: float | None = None,
     ) -> None:
         if raise_on is not None and raise_on not in SEVERITIES:
             raise CheckError(f"raise_on must be one of {', '.join(SEVERITIES)} or None, not {raise_on!r}")
@@ -95,6 +100,11 @@ class CheckSession:
         self.record_path = check_writable(record, "--record") if record is not None else None
         self.output_error: OutputError | None = None
         self.checker = Checker(self.findings, checks, self.recorder)
+        self.at_size: AtSize | None = None
+        if at_size or scale is not None:
+            sizes = at_size if isinstance(at_size, dict) else parse_sizes(list(at_size or []))
+            scale = parse_scale(str(scale)) if scale is not None else None
+            self.at_size = self.checker.at_size = AtSize(self.findings, dict(sizes), scale)
         self.debugger = Debugger(pdb, self.checker, fail_fast) if pdb is not None else None
         if self.debugger is not None:
             self.findings.on_new = self.debugger.found
@@ -181,6 +191,8 @@ class CheckSession:
         record_limit: int = DEFAULT_LIMIT,
         pdb: str | None = None,
         programs: Iterable[str] | Selection | None = None,
+        at_size: dict[str, int] | Iterable[str] | None = None,
+        scale: float | None = None,
     ) -> CheckRun:
         """Run ``program`` (a :class:`Program`, or a script path followed by its arguments) in Triton's
         interpreter and check every grid program of every launch; never raises for findings.
@@ -197,6 +209,8 @@ class CheckSession:
             record_limit=record_limit,
             pdb=pdb,
             programs=programs,
+            at_size=at_size,
+            scale=scale,
         )
         session.start()  # sets TRITON_INTERPRET=1 before the program imports triton
         stops = (
@@ -211,5 +225,7 @@ class CheckSession:
         errors = [str(session.output_error)] if session.output_error is not None else []
         selection = session.selection
         notes = selection.summary(report.launches) if selection is not None else []
+        if session.at_size is not None:
+            notes = [*notes, *session.at_size.summary()]
         report.skipped = list(notes)  # the JSON report says what did not run, too
         return CheckRun(report, code, ended_by, errors, notes)

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from deuteron.check.errors import CheckError
 from deuteron.check.findings import KINDS, Findings
+from deuteron.check.int_arith import IntChecks
 from deuteron.check.memory import MemoryChecks
 from deuteron.check.nan import NanOrigins
 from deuteron.check.recorder import AccessRecorder
 from deuteron.check.shadow_memory import tensor_near
 from deuteron.model.access import STORE, Access, AtomicResult, LaunchInfo
+from deuteron.triton.interpreter.integers import IntFault
 from deuteron.triton.interpreter.mends.compile_time import StaticAssertFailed
 
 
@@ -37,6 +40,9 @@ class Checker:
             locks="lock" in enabled,
         )
         self.nan = NanOrigins(findings) if "nan" in enabled else None
+        self.ints = IntChecks(findings, "int-overflow" in enabled, "div-by-zero" in enabled)
+        # The same kernels at other argument sizes (``--at-size``/``--scale``): set by the session
+        self.at_size: Any = None
         self.bounds = "out-of-bounds" in enabled
         self.views = "outside-view" in enabled
         self.asserts = "assert" in enabled
@@ -53,6 +59,7 @@ class Checker:
         self.launch = launch
         self.pids = []
         self.memory.begin(launch, self.pids)
+        self.ints.begin(launch)
         if self.nan is not None:
             self.nan.begin(launch, self.pids)
         if self.recorder is not None:
@@ -138,6 +145,23 @@ class Checker:
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         if self.nan is not None:
             self.nan.value(op, inputs, output, site)
+
+    def integer_fault(self, fault: IntFault, scalars: dict[str, Any]) -> None:
+        """An int32 op that wrapped, or an integer ``//``/``%`` by zero, in the running program."""
+        program = self.pids[-1] if self.pids else None
+        self.ints.fault(fault, scalars, len(self.pids) - 1, program)
+
+    def after_launch(
+        self,
+        launch: LaunchInfo,
+        fn: Any,
+        args: tuple[Any, ...],
+        grid: Any,
+        kwargs: dict[str, Any],
+        scalars: Any,
+    ) -> None:
+        if self.at_size is not None:
+            self.at_size.after_launch(launch, fn, args, grid, kwargs)
 
     def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
         """A ``tl.device_assert`` that failed in some lanes of the running program."""

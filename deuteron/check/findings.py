@@ -14,12 +14,24 @@ from deuteron.model.access import LaunchInfo, Site
 from deuteron.model.finding import Finding, severity_rank
 from deuteron.triton.interpreter.sanitizer_protocol import Abort
 
-KINDS = ("out-of-bounds", "race", "lock", "store-coverage", "nan", "assert", "outside-view")
+KINDS = (
+    "out-of-bounds",
+    "race",
+    "lock",
+    "store-coverage",
+    "nan",
+    "assert",
+    "outside-view",
+    "int-overflow",
+    "div-by-zero",
+)
 SEVERITY_OF = {
     "out-of-bounds": "error",
     "race": "error",
     "lock": "error",
     "assert": "error",
+    "int-overflow": "error",
+    "div-by-zero": "error",
     "outside-view": "warning",
     "nan": "warning",
     "store-coverage": "info",

@@ -76,6 +76,7 @@ class Guard:
         self.current: Access | None = None
         self.part: Access | None = None
         self.failing: np.ndarray | None = None
+        self.scalars: dict[str, Any] = {}  # the prepared launch's scalar arguments (a witness's)
 
     # --- checkers come and go --------------------------------------------------------------------
 
@@ -111,6 +112,7 @@ class Guard:
             self.launches + 1, launch.fn, launch.tensors, (1, 1, 1), launch.table, self._objects
         )
         self._views = {}
+        self.scalars = launch.scalars
         self.origins.new_launch(launch.device_copies)
 
     def _objects(self, tags: dict[int, int], ptrs: dict[int, int]) -> None:
@@ -361,6 +363,23 @@ class Guard:
     def nonfinite(self, op: str, inputs: tuple[np.ndarray, ...], output: np.ndarray, site: int) -> None:
         for listener in self.listeners:
             listener.nonfinite(op, inputs, output, site)
+
+    def integer_fault(self, fault: Any) -> None:
+        """An int32 op that wrapped, or an integer division by zero (``interpreter.integers.IntFault``)."""
+        for listener in self.listeners:
+            told = getattr(listener, "integer_fault", None)
+            if told is not None:
+                told(fault, self.scalars)
+
+    def after_launch(self, fn: Any, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]) -> None:
+        """The launch ran to its end; a listener may run the kernel again, scaled (``--at-size``)."""
+        launch = self.launch
+        if launch is None:
+            return
+        for listener in self.listeners:
+            after = getattr(listener, "after_launch", None)
+            if after is not None:
+                after(launch, fn, args, grid, kwargs, self.scalars)
 
     def assert_failed(self, message: str, failing: np.ndarray, site: int) -> None:
         self.failing = failing

@@ -31,7 +31,8 @@ DESCRIPTION = """\
 Run a Python script, a module (-m) or pytest with TRITON_INTERPRET=1 and check every program
 of every Triton launch. Errors: out-of-bounds (a lane outside the memory of the tensor its
 pointer came from), races between programs (accesses guarded by one spin lock excepted),
-locks never released, failed tl.device_assert. Warnings: lanes in a tensor's memory but
+locks never released, failed tl.device_assert, int32 arithmetic that wraps, integer
+division by zero. Warnings: lanes in a tensor's memory but
 outside its view, the op that first made a NaN/Inf from finite inputs. Info: outputs no
 program wrote. Kernels compute their real outputs; out-of-bounds lanes are masked off.
 Exit code: the target's, or 1 when findings at or above --fail-on exist.
@@ -48,7 +49,12 @@ examples:
   deuteron check --pdb examples/check_me.py          # stop at the bad lane in pdb
   deuteron check --pdb=all pytest tests/test_kernels.py   # warnings and info too
   deuteron check --program 3 examples/debug_me.py    # program (3, 0, 0) of every launch
-  deuteron check --program 3,0,0@2 script.py          # ... of the second launch only"""
+  deuteron check --program 3,0,0@2 script.py          # ... of the second launch only
+
+Sizes too large to run: --at-size n_elements=3e9 (or --scale 1000) probes each kernel's int32
+index arithmetic at that size after its launch, and reports each op that wraps with its witness
+(program, lane, operands) and the size at which it first wraps.
+  deuteron check --at-size n=3e9 examples/vector_add.py"""
 
 
 def add_parser(sub: Any) -> None:
@@ -108,6 +114,19 @@ def add_parser(sub: Any) -> None:
         "from 1) or of every launch of kernel NAME (@NAME); the others are skipped and their outputs "
         "left untouched. Repeat for more programs",
     )
+    p.add_argument(
+        "--at-size",
+        action="append",
+        metavar="NAME=VALUE",
+        help="also probe each kernel with its integer argument NAME set to VALUE (3e9, 2**31, 4G), in "
+        "the grid that size gives, for int32 index arithmetic that wraps: only the first and last "
+        "programs run, without touching memory. Repeat for more arguments",
+    )
+    p.add_argument(
+        "--scale",
+        metavar="K",
+        help="like --at-size, with every integer argument above 1 (sizes, strides) multiplied by K",
+    )
     p.add_argument("--no-color", action="store_true", help="plain text report")
     add_device_argument(p)
     add_program_arguments(p)
@@ -131,6 +150,7 @@ def _pdb_level(text: str) -> str:
 def check_command(args: argparse.Namespace) -> int:
     # The sanitizer's machinery is imported when it runs, so other commands start fast.
     from deuteron.check.api import CheckSession
+    from deuteron.check.at_size import parse_scale, parse_sizes
     from deuteron.check.grid_programs import Selection
 
     program = parse_program(args)
@@ -147,6 +167,8 @@ def check_command(args: argparse.Namespace) -> int:
     if args.record_limit < 0:
         raise CheckError("--record-limit must be 0 or more")
     selection = Selection.parse(args.program) if args.program else None
+    sizes = parse_sizes(args.at_size) if args.at_size else None  # bad input: one line, before the run
+    scale = parse_scale(args.scale)
     if (args.pdb or selection is not None) and program.kind == "pytest" and _parallel(program.args):
         what = "--pdb" if args.pdb else "--program"
         raise CheckError(
@@ -162,6 +184,8 @@ def check_command(args: argparse.Namespace) -> int:
             record_limit=args.record_limit,
             pdb=args.pdb,
             programs=selection,
+            at_size=sizes,
+            scale=scale,
         )
         if os.getpid() != owner:
             return result.exit_code  # a child the program forked: the report is the parent's

@@ -149,7 +149,7 @@ class WebData:
         paths: Sequence[str],
         base: str | None = None,
         lod: bool | None = None,
-        progress: trace_store.Progress | None = None,
+        progress: parallel.Progress | None = None,
     ) -> Iterator[tuple[str, str]]:
         """Read the files in order, yielding each one's path and one line on it; several ranks'
         traces of one job become one trace on one clock (:mod:`deuteron.view.rank_traces`),

@@ -43,7 +43,7 @@ from typing import Any
 from deuteron.model.access import LOAD
 from deuteron.process.patches import MANAGER, AttributePatch, Patch, WrapPatch
 from deuteron.triton import unsupported
-from deuteron.triton.interpreter import checking, profiling, sites
+from deuteron.triton.interpreter import checking, probing, profiling, sites
 from deuteron.triton.interpreter.mends import bf16, compile_time, device_calls, libdevice, scalars
 from deuteron.triton.interpreter.profiling import LaunchRecord, active_lane_count, element_bytes
 from deuteron.triton.interpreter.sanitizer_protocol import Abort, Sanitizer
@@ -159,6 +159,8 @@ def _base_patches(interp: Any) -> list[Patch]:
         if c is not None:
             c.loaded += active_lane_count(ptrs.data, mask) * element_bytes(ptrs)
         if not k.launch_checked:
+            if k.probe is not None:  # a probe touches no memory (deuteron check --at-size)
+                return probing.load(ptrs)
             return orig_load(builder, ptrs, mask, *rest, **kw)
         ptrs, mask = guarded(LOAD, ptrs, mask, None)
         out = orig_load(builder, ptrs, mask, *rest, **kw)
@@ -175,6 +177,8 @@ def _base_patches(interp: Any) -> list[Patch]:
             c.stored += active_lane_count(ptrs.data, mask) * element_bytes(ptrs)
         if k.launch_checked:
             ptrs, value, mask = checking.guarded_store(ptrs, value, mask)
+        elif k.probe is not None:
+            return None
         return orig_store(builder, ptrs, value, mask, *rest, **kw)
 
     def counted_dot(current: Callable[..., Any]) -> Callable[..., Any]:
@@ -182,6 +186,8 @@ def _base_patches(interp: Any) -> list[Patch]:
             c = p.counter
             if c is not None:
                 c.dot(a, b)
+            if k.probe is not None:  # a probe wants index arithmetic, not products: the accumulator as is
+                return d
             out = current(a, b, d, *rest, **kw)
             if k.launch_checked:
                 check_result("dot", (a, b, d), out)
@@ -197,6 +203,8 @@ def _base_patches(interp: Any) -> list[Patch]:
             c.stored += n
         if k.launch_checked:
             return checking.guarded_rmw(orig_rmw, builder, op, ptr, val, mask, rest, kw)
+        if k.probe is not None:
+            return probing.atomic(ptr, val)
         return orig_rmw(builder, op, ptr, val, mask, *rest, **kw)
 
     def create_atomic_cas(ptr: Any, cmp: Any, val: Any, *rest: Any, **kw: Any) -> Any:
@@ -207,6 +215,8 @@ def _base_patches(interp: Any) -> list[Patch]:
             c.stored += n
         if k.launch_checked:
             return checking.guarded_cas(orig_cas, builder, ptr, cmp, val, rest, kw)
+        if k.probe is not None:
+            return probing.atomic(ptr, val)
         return orig_cas(builder, ptr, cmp, val, *rest, **kw)
 
     orig_run = interp.InterpretedFunction.run

@@ -22,7 +22,7 @@ import numpy as np
 
 from deuteron.model.access import ADDRESS_MASK, ATOMIC, STORE, TAG_SHIFT, Access, AtomicResult
 from deuteron.process.patches import AttributePatch, Patch, WrapPatch
-from deuteron.triton.interpreter import printing, sites
+from deuteron.triton.interpreter import integers, printing, sites
 from deuteron.triton.interpreter.mends import atomics, bf16, compile_time
 from deuteron.triton.interpreter.profiling import element_bytes
 from deuteron.triton.interpreter.sanitizer_protocol import Abort, PreparedLaunch, Sanitizer
@@ -48,7 +48,7 @@ class Checking:
     """Who checks, and where the launch in progress stands (one instance, :data:`CHECKING`): read by
     every wrapped builder method, so kept to slots."""
 
-    __slots__ = ("sanitizer", "launch_checked", "pending", "executor", "skipping", "after_load")
+    __slots__ = ("sanitizer", "launch_checked", "pending", "executor", "skipping", "after_load", "probe")
 
     def __init__(self) -> None:
         self.sanitizer: Sanitizer | None = None
@@ -59,6 +59,9 @@ class Checking:
         # Called once with the next load's result (its values as the kernel gets them): a
         # debugger stopping at a load shows what it loaded.
         self.after_load: Callable[[np.ndarray], None] | None = None
+        # A scaled launch run for its integer arithmetic only (:mod:`.probing`): memory untouched,
+        # integer faults told to it. None outside one.
+        self.probe: Any = None
 
 
 CHECKING = Checking()
@@ -200,7 +203,12 @@ def checked_run(orig_run: Any, fn: Any, args: tuple[Any, ...], grid: Any, kwargs
         s.pending = False
         s.executor, s.skipping, s.after_load = None, False, None
         if was_checked and sanitizer is not None:
-            sanitizer.launch_end(error)
+            after = getattr(sanitizer, "after_launch", None)
+            try:
+                if after is not None and error is None:  # the same kernel at other sizes (--at-size)
+                    after(fn, args, grid, kwargs)
+            finally:
+                sanitizer.launch_end(error)
 
 
 def _pytest_exit(error: BaseException | None) -> bool:
@@ -233,6 +241,15 @@ def tensor_args(fn: Any, args_hst: tuple[Any, ...], kwargs_hst: dict[str, Any]) 
     for name, value in bound.items():
         visit(name, value)
     return found
+
+
+def scalar_args(fn: Any, args_hst: Any, kwargs_hst: dict[str, Any]) -> dict[str, Any]:
+    """The launch's scalar arguments (ints, floats, bools, constexprs included) by parameter name."""
+    try:
+        bound = inspect.getcallargs(fn, *args_hst, **kwargs_hst)
+    except TypeError:
+        return {}
+    return {name: value for name, value in bound.items() if isinstance(value, (int, float))}
 
 
 def device_copies(
@@ -288,7 +305,8 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
             s.executor = self
             copies = device_copies(interp, args_dev, kwargs, result[0], result[1])
             tensors = tensor_args(self.fn, result[0], result[1])
-            sanitizer.launch_prepare(PreparedLaunch(self.fn, tensors, sites.table(), copies))
+            scalars = scalar_args(self.fn, result[0], result[1])
+            sanitizer.launch_prepare(PreparedLaunch(self.fn, tensors, sites.table(), copies, scalars))
         return result
 
     def tagging(orig_cvt: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -342,6 +360,8 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
 
     def create_assert(condition: Any, message: Any, *rest: Any) -> Any:
         sanitizer = s.sanitizer
+        if s.probe is not None:  # a probe's loads read zeros: its asserts mean nothing
+            return None
         if not s.launch_checked or sanitizer is None or orig_assert is None:
             return orig_assert(builder, condition, message, *rest) if orig_assert is not None else None
         failing = ~np.asarray(getattr(condition, "data", condition), dtype=bool)
@@ -363,8 +383,14 @@ def sanitizer_patches(interp: Any) -> list[Patch]:
     if orig_assert is not None:
         patches.append(AttributePatch(builder, "create_assert", create_assert))
     for name, label in FLOAT_OPS.items():
-        if getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
+        if name == "binary_op":  # float and integer results, one wrapper
+            patches.append(
+                WrapPatch(builder, name, lambda cur: integers.arith_checked(cur, CHECKING, check_result))
+            )
+        elif getattr(cls, name, None) is not None:  # wraps what is there then (the bf16 mend, say)
             patches.append(WrapPatch(builder, name, partial(finite_checked, label=label)))
+    if getattr(cls, "create_idiv", None) is not None:
+        patches.append(WrapPatch(builder, "create_idiv", lambda cur: integers.idiv_checked(cur, CHECKING)))
     patches += printing.patches(interp, lambda: s.launch_checked)
     patches.append(AttributePatch(executor, "_init_args_hst", _init_args_hst))
     patches.append(WrapPatch(interp, "_implicit_cvt", tagging))

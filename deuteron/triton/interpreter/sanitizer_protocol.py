@@ -21,7 +21,7 @@ class PreparedLaunch:
     function; ``tensors``, each tensor the programs can address (inside tuples and tensor
     descriptors too) as (name after its parameter, host tensor, the object the interpreter converts
     to a pointer: the tensor or its ``tl.reinterpret`` wrapper); the table its ``site`` ids index;
-    and ``device_copies``, each device tensor argument's storage address mapped to (bytes, address
+    ``device_copies``, each device tensor argument's storage address mapped to (bytes, address
     of its host copy), so that pointers the kernel reads from memory (device addresses) can be found
     in the host copies."""
 
@@ -29,6 +29,8 @@ class PreparedLaunch:
     tensors: list[tuple[str, Any, Any]]
     table: SiteTable
     device_copies: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # The launch's scalar arguments (ints, floats, bools; constexprs too) by name: a finding's witness
+    scalars: dict[str, Any] = field(default_factory=dict)
 
 
 class Sanitizer(Protocol):
