@@ -5,7 +5,9 @@ but ``profile`` (see below), from the modules that do each job.
   open session and its profile by id (``find``, ``current_profile``), Proton's ``context.depth``;
 - :mod:`.scopes`: ``scope``, ``cpu_timed_scope``, ``enter_scope``/``exit_scope``, the hot path;
 - :mod:`.start_options`: what ``start()`` accepts (``check_mode``, the data formats);
-- :mod:`.phases`: Proton's data phases.
+- :mod:`.phases`: Proton's data phases;
+- :mod:`.libproton`: Proton's low-level calls (``_select_backend``, Proton's ``profile`` module's
+  name for what ``backend=None`` picks, is here as Proton has it).
 
 ``deuteron.profile`` (a block or a function, then shown) is :mod:`deuteron.view.profile_block`:
 it renders, and the collector imports nothing of the views. Everything is a cheap no-op while no
@@ -14,6 +16,7 @@ session is active (and always, under ``DEUTERON_DISABLE=1``).
 
 from __future__ import annotations
 
+from deuteron.collect.libproton import select_backend as _select_backend
 from deuteron.collect.lifecycle import DEFAULT_PROFILE_NAME as DEFAULT_PROFILE_NAME
 from deuteron.collect.lifecycle import activate as activate
 from deuteron.collect.lifecycle import current_profile as current_profile
@@ -33,6 +36,7 @@ from deuteron.collect.start_options import PERIODIC_FLUSHING as PERIODIC_FLUSHIN
 from deuteron.collect.start_options import check_mode as check_mode
 
 __all__ = [
+    "_select_backend",
     "DATA_FORMATS",
     "DEFAULT_PROFILE_NAME",
     "PERIODIC_FLUSHING",

@@ -31,6 +31,7 @@ __all__ = ["COMPUTE_METADATA_SCOPE_NAME", "LaunchHook", "LaunchListener", "id", 
 # Proton's: the id and name of the launch the calling context is in (set by each hooked launch)
 id: ContextVar[int | None] = ContextVar("id", default=None)  # noqa: A001 - Proton's name
 op_name: ContextVar[str | None] = ContextVar("op_name", default=None)
+_op: ContextVar[str | None] = ContextVar("_op", default=None)  # the name libproton.enter_op gave
 _ids = itertools.count()
 _in_hook: ContextVar[bool] = ContextVar("deuteron_in_launch_hook", default=False)
 _entered: ContextVar[bool] = ContextVar("deuteron_launch_entered", default=False)
@@ -122,6 +123,8 @@ class LaunchHook(Hook):
                 if not self.matches(name):
                     return
                 values = {k: v for k, v in data.items() if k not in RESERVED and is_metric_value(v)}
+                if _op.get() is not None and name == raw_name and not values:
+                    return  # nothing of its own to say: the op enter_op opened names it
                 with state(metric_state_name(raw_name)):  # copies of device values: <metric>
                     scalars, tensors = transform_tensor_metrics(values)
             for listener in list(self._listeners):
@@ -138,3 +141,19 @@ class LaunchHook(Hook):
         _entered.set(False)
         for listener in list(self._listeners):
             listener.launch_exited()
+
+    def enter_op(self, name: str) -> None:
+        """Proton's ``libproton.enter_op``: launches on this thread are filed under ``name`` (as a
+        ``launch_metadata`` name would file them; the CUPTI backend names the next one) by the
+        sessions that listen (``hook="triton"``), unless a kernel's own metadata names it."""
+        for listener in list(self._listeners):
+            listener.launch_entered(name, {})
+        op_name.set(name)
+        _op.set(name)
+
+    def exit_op(self) -> None:
+        """Proton's ``libproton.exit_op``: launches are named by their kernels again."""
+        for listener in list(self._listeners):
+            listener.launch_exited()
+        op_name.set(None)
+        _op.set(None)

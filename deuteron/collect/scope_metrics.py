@@ -1,8 +1,10 @@
 """A scope's metrics as Proton sees them: the type each keeps, and what its trace event shows.
 
-Proton stores each metric in a typed slot (``double``, ``uint64_t``, ``int64_t``, a vector, a
-string) and refuses a value of another type for the same name: adding ``1`` to a metric that was
-``1.0`` raises ``Metric value type mismatch for valueId 0 (a): current=double, new=uint64_t``.
+Proton stores each metric in a typed slot (``double``, ``int64_t``, a vector, a string) and
+refuses a value of another type for the same name: adding ``1`` to a metric that was ``1.0``
+raises ``Metric value type mismatch for valueId 0 (a): current=double, new=int64_t``. (Its Python
+binding takes every Python int as ``int64_t``, negative or not, in Triton 3.9 and on main today;
+for a while main said ``uint64_t`` for a non-negative one.)
 A program's own sessions repeat that refusal with Proton's words, so code that relies on it (or
 on its absence) behaves the same. The session ``deuteron run`` opens around a program is another
 matter: it merges every session the program keeps apart, and one metric name may well carry a
@@ -36,7 +38,7 @@ def value_type(name: str, value: Any) -> str:
     if isinstance(value, list):
         return "vector<double>" if any(isinstance(v, float) for v in value) else "vector<int64_t>"
     if isinstance(value, int):
-        return "int64_t" if value < 0 else "uint64_t"
+        return "int64_t"  # Proton's binding: every Python int, negative or not
     return "double"
 
 

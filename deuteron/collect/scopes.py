@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 
 from deuteron.collect import registry
 from deuteron.collect.registry import SessionError
-from deuteron.collect.scope_metrics import open_in
+from deuteron.collect.scope_metrics import merged, open_in
 from deuteron.collect.session import Session
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,17 +120,44 @@ def scope(name: str, metrics: dict[str, Any] | None = None) -> _Scope:
 _scope_ids = itertools.count()  # Proton hands each entered scope an id (next() is atomic in CPython)
 
 
+def new_scope_id() -> int:
+    """A fresh scope id, one more than the last (Proton's ``libproton.record_scope``)."""
+    return next(_scope_ids)
+
+
 def enter_scope(name: str, *, metrics: dict[str, Any] | None = None) -> int | None:
     """Open a scope without a ``with`` block; close it with ``exit_scope`` on the same thread.
     Returns the scope's id, or None while no session records (as Proton does)."""
     if not _active:
         return None
     scope_id = next(_scope_ids)
+    enter_scope_with_id(scope_id, name, metrics)
+    return scope_id
+
+
+def enter_scope_with_id(scope_id: int, name: str, metrics: dict[str, Any] | None = None) -> None:
+    """``enter_scope`` with an id the caller took (``new_scope_id``): Proton's
+    ``libproton.enter_scope(id, name)``. Nothing happens while no session records."""
+    if not _active:
+        return
     start_ns = _now()
     sessions = tuple(_active)
     open_in(sessions, name, metrics)  # refused: nothing was opened, so nothing is left to close
     _open_scopes.__dict__.setdefault("stack", []).append((name, start_ns, sessions, scope_id))
-    return scope_id
+
+
+def add_scope_metrics(scope_id: int, metrics: dict[str, Any]) -> None:
+    """Metrics for a scope this thread has open (Proton's ``libproton.add_metrics``): checked
+    now, added to its node when it closes, with those ``exit_scope`` is given. A scope not open
+    here (none is while no session records) is left alone, as in Proton."""
+    stack = _open_scopes.__dict__.get("stack") or ()
+    entry = next((e for e in stack if e[3] == scope_id), None)
+    if entry is None:
+        return
+    for s in entry[2]:
+        s.value_types.check(metrics)  # refused now, in Proton's words, not at the close
+    pending = _open_scopes.__dict__.setdefault("pending", {})
+    pending[scope_id] = merged(pending.get(scope_id), metrics)
 
 
 def exit_scope(name: str | None = None, *, metrics: dict[str, Any] | None = None) -> int | None:
@@ -144,11 +171,25 @@ def exit_scope(name: str | None = None, *, metrics: dict[str, Any] | None = None
     if name and name != opened:
         raise SessionError(f"exit_scope({name!r}) but the innermost open scope is {opened!r}")
     stack.pop()
+    pending = _open_scopes.__dict__.get("pending")
+    if pending and scope_id in pending:
+        metrics = merged(pending.pop(scope_id), metrics or {})
     end = _now()
     for s in sessions:
         if not s.finalized:
             s.close_scope(opened, start_ns, end, metrics)
     return int(scope_id)
+
+
+def exit_scope_with_id(scope_id: int, name: str) -> None:
+    """Proton's ``libproton.exit_scope(id, name)``: close the scope ``enter_scope_with_id`` opened
+    (the innermost one this thread has open); nothing while none is open."""
+    stack = _open_scopes.__dict__.get("stack")
+    if not stack:
+        return
+    if stack[-1][3] != scope_id:
+        raise SessionError(f"exit_scope({scope_id}, {name!r}) but the innermost open scope is {stack[-1][3]}")
+    exit_scope(name)
 
 
 def cpu_timed_scope(name: str, metrics: dict[str, Any] | None = None) -> _Scope:

@@ -411,7 +411,7 @@ def test_scope_metrics_follow_protons_rules(tmp_path: Path, monkeypatch: pytest.
     deuteron.exit_scope()
     with deuteron.scope("props", {"p (pty)": "x"}), deuteron.scope("props2", {"p (pty)": 2.0}):
         pass
-    mismatch = r"type mismatch for valueId 0 \(a\): current=double, new=uint64_t"
+    mismatch = r"type mismatch for valueId 0 \(a\): current=double, new=int64_t"
     with pytest.raises(SessionError, match=mismatch):
         with deuteron.scope("again", {"a": 1}):
             pass

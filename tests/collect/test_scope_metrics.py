@@ -14,7 +14,7 @@ import deuteron.collect.api as api
 from deuteron.collect.scope_metrics import merged
 from deuteron.collect.session import SessionError
 
-MISMATCH = re.escape("Metric value type mismatch for valueId 0 (a): current=double, new=uint64_t")
+MISMATCH = re.escape("Metric value type mismatch for valueId 0 (a): current=double, new=int64_t")
 
 
 def _run_session(tmp_path: Path) -> int | None:

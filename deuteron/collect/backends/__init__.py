@@ -20,6 +20,7 @@ __all__ = [
     "Backend",
     "BackendError",
     "Recorder",
+    "auto_backend",
     "cupti_unavailable_reason",
     "resolve",
 ]
@@ -30,6 +31,12 @@ def cupti_unavailable_reason() -> str | None:
     from deuteron.collect.backends.cupti import unavailable_reason
 
     return unavailable_reason()
+
+
+def auto_backend() -> str:
+    """The backend ``auto`` picks here, without starting it: ``cupti`` where CUPTI can run, else
+    ``interpreter``."""
+    return "cupti" if cupti_unavailable_reason() is None else "interpreter"
 
 
 class Together:
