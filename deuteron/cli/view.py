@@ -17,13 +17,14 @@ from deuteron.model.errors import DeuteronError, MetricError
 from deuteron.model.metrics import DERIVED_HELP, PROPERTY_METRICS
 from deuteron.model.names import display_name
 from deuteron.process.terminal import printable, say
-from deuteron.render.console import render_flat, render_profile
+from deuteron.render.console import render_flat, render_flat_ranks, render_profile
 from deuteron.render.json_tree import render_json
 from deuteron.view import advise, doctor, processors
-from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, list_metrics
+from deuteron.view.build import ViewOptions, build, build_ranks, flat_inputs, kept_of_run, list_metrics
 from deuteron.view.findings import findings as advice_findings
-from deuteron.view.flat import flat_rows
-from deuteron.view.jobs import check_one_job
+from deuteron.view.flat import flat_rows, spread_rows
+from deuteron.view.job_summary import job_summary_lines, straggler_rank
+from deuteron.view.jobs import check_one_job, rank_of
 from deuteron.view.summary import summary_lines, unrelated
 
 _non_negative = number_in(int, "a whole number", lambda value: value >= 0, "depth must be 0 or more")
@@ -35,8 +36,9 @@ Show a profile as a tree of calling contexts with raw and derived metrics.
 examples:
   deuteron view deuteron.hatchet -m time/ms,count,gbyte/s  # the tree with three columns
   deuteron view deuteron.hatchet --flat 20  # the 20 frame names with most time, over the tree
-  deuteron view deuteron.hatchet -i attn --sort -d 6  # paths through attn, largest first
+  deuteron view deuteron.hatchet -i attn --sort -d 6  # paths through frames holding attn, largest first
   deuteron view deuteron.rank*.hatchet  # ranks merged: min, median, max per frame
+  deuteron view deuteron.rank*.hatchet --flat  # names over the ranks (--summary: the job's), the straggler
   deuteron view deuteron.rank*.hatchet --advise  # each rank's compute and waits; straggler
   deuteron view new.hatchet --diff old.hatchet  # old, new, ratio and change per frame
   deuteron view deuteron.hatchet --advise  # then what to look at, with evidence
@@ -128,15 +130,16 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     group.add_argument(
         "-i",
         "--include",
-        metavar="REGEX",
-        help="keep only call paths through frames matching REGEX (a C++ kernel matches by its shown "
-        "short name, its full demangled name or its raw mangled name)",
+        metavar="PATTERN",
+        help="keep only call paths through frames matching PATTERN: text or a regex found anywhere in "
+        "a name, case ignored, as deuteron serve's filter (a C++ kernel matches by its shown short "
+        "name, its full demangled name or its raw mangled name); ROOT shows the sum of what is kept",
     )
     group.add_argument(
         "-e",
         "--exclude",
-        metavar="REGEX",
-        help="drop frames matching REGEX and everything below (names matched as -i matches them)",
+        metavar="PATTERN",
+        help="drop frames matching PATTERN and everything below (names matched as -i matches them)",
     )
     p.add_argument(
         "-d",
@@ -202,7 +205,8 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="a few lines before the tree: GPU busy share, forward/backward/optimizer kernel time, top "
-        "kernels (default: on when printing to a terminal)",
+        "kernels; for several ranks the job's: each rank's ROOT as min/median/max, compute and "
+        "communication, the straggler (default: on when printing to a terminal)",
     )
     p.add_argument(
         "--flat",
@@ -211,7 +215,8 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
         type=_non_negative,
         metavar="N",
         help="instead of the tree, every frame name summed over the tree (total and self), the top N "
-        "(default 30; 0: all), largest total first: e.g. all the time in one kernel, under any module",
+        "(default 30; 0: all), largest total first: e.g. all the time in one kernel, under any module; "
+        "for several ranks, each as min/median/max over them, with the straggler marked",
     )
 
 
@@ -273,8 +278,10 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
         fold_repeats=args.fold_repeats,
     )
     if getattr(args, "flat", None) is not None:
-        if len(profiles) > 1 or base is not None:
-            raise DeuteronError("--flat shows one profile: give one, without --diff")
+        if base is not None:
+            raise DeuteronError("--flat shows one profile or one job's ranks: give no --diff")
+        if len(profiles) > 1:
+            return _flat_ranks(profiles, sources, options, args)
         return _flat(profile, options, args)
     if len(profiles) > 1:
         view = build_ranks(profiles, options, source=", ".join(sources))
@@ -284,9 +291,16 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     filtered_out = filtered and not view.tree.root.children
     if base is None and len(profiles) == 1 and not filtered_out:  # an empty filter is said below
         _say_empty_columns(view, profile, filtered)
+    which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
     if filtered_out:
-        which = f"-i {args.include!r}" if args.include else f"-e {args.exclude!r}"
-        say(f"deuteron view: {which} leaves no frame below ROOT (patterns match from a name's start)")
+        say(
+            f"deuteron view: {which} leaves no frame below ROOT (a pattern matches a name holding it "
+            "as text or as a regular expression, case ignored)"
+        )
+    elif filtered and base is None and len(profiles) == 1 and not args.json:
+        kept = kept_of_run(profile, options, view, source=sources[0])
+        if kept is not None:
+            say(f"deuteron view: {which} keeps {kept}")
     if args.advise:  # one file, or several ranks: side by side, and the straggler
         findings = advice_findings(profiles, sources)  # as deuteron serve's advice panel shows them
         if args.json:
@@ -298,8 +312,13 @@ def _view(args: argparse.Namespace, diff_path: str | None) -> int:
     else:
         full = bool(getattr(args, "full_names", False))
         wanted = getattr(args, "summary", None)
-        if (sys.stdout.isatty() if wanted is None else wanted) and base is None and len(profiles) == 1:
-            for line in summary_lines(profile, full_names=full, source=sources[0]):
+        if (sys.stdout.isatty() if wanted is None else wanted) and base is None:
+            if len(profiles) == 1:
+                lines = summary_lines(profile, full_names=full, source=sources[0])
+            else:  # the job's: each rank's ROOT (min, median, max), compute, waits, the straggler
+                ranks = [rank_of(p, i) for i, p in enumerate(profiles)]
+                lines = job_summary_lines(profiles, ranks, view.labels, view.ranks)
+            for line in lines:
                 print(printable(line))
         render_profile(view.tree, view.columns, signed=view.signed, full_names=full)
         if args.print_sorted:
@@ -336,6 +355,46 @@ def _flat(profile: Any, options: ViewOptions, args: argparse.Namespace) -> int:
         print()
         return 0
     render_flat(rows, columns, full_names=bool(getattr(args, "full_names", False)))
+    return 0
+
+
+def _flat_ranks(
+    profiles: list[Any], sources: list[str], options: ViewOptions, args: argparse.Namespace
+) -> int:
+    """``--flat`` of one job's ranks: each rank's flat view (``-i``/``-e`` applied first), then per
+    name its min, median and max over the ranks, the rank with the largest total beside, the
+    straggler's marked."""
+    per_rank = []
+    columns: list[str] = []
+    for profile, source in zip(profiles, sources, strict=True):
+        specs, columns, device_for, tree = flat_inputs(profile, options, source=source)
+        per_rank.append(flat_rows(tree, specs, device_for))
+    ranks = [rank_of(p, i) for i, p in enumerate(profiles)]
+    rows = spread_rows(per_rank, ranks)
+    if args.flat:
+        rows = rows[: args.flat]
+    straggler = straggler_rank(profiles)
+    if args.json:
+        stats = processors.SPREAD
+
+        def named(values: list[tuple[float, float, float]]) -> dict[str, dict[str, float]]:
+            return {c: dict(zip(stats, v, strict=True)) for c, v in zip(columns, values, strict=True)}
+
+        shown = [
+            {
+                "name": r.name,
+                "total": named(r.total),
+                "self": named(r.own),
+                "places": r.places,
+                "max_rank": r.max_rank,
+            }
+            for r in rows
+        ]
+        doc = {"columns": columns, "ranks": ranks, "straggler": straggler, "rows": shown}
+        json.dump(doc, sys.stdout, indent=1, default=str)
+        print()
+        return 0
+    render_flat_ranks(rows, columns, straggler, full_names=bool(getattr(args, "full_names", False)))
     return 0
 
 

@@ -32,6 +32,13 @@ def format_value(value: Any) -> str:
     return f"{value:.3e}" if a and (a >= 1e7 or a < 1e-3) else f"{value:.3f}"
 
 
+def format_cell(value: Any, column: str) -> str:
+    """One value of ``column`` as the tree prints it: a whole count as a whole number."""
+    if _counted(column) and isinstance(value, (int, float)) and value == value and float(value).is_integer():
+        return f"{int(value)}"
+    return format_value(value)
+
+
 def _walk(p: Profile, full_names: bool = False) -> tuple[list[Node], list[str], list[str]]:
     """Nodes in display order with their tree-branch prefixes and labels (a mangled C++ name as
     its short form, or ``full_names`` its whole demangled text: :mod:`deuteron.model.names`)."""
@@ -163,6 +170,44 @@ def render_flat(
     widths = [max(len(h), *map(len, col)) if col else len(h) for h, col in zip(heads, formatted, strict=True)]
     names = [display_name(r.name, full_names) if is_mangled(r.name) else r.name for r in rows]
     lines = ["  ".join(printable(h).rjust(w) for h, w in zip(heads, widths, strict=True)) + "  name"]
+    for i, name in enumerate(names):
+        cells = [col[i].rjust(w) for col, w in zip(formatted, widths, strict=True)]
+        lines.append("  ".join(cells) + "  " + printable(name))
+    out.write("\n".join(lines) + "\n")
+
+
+def render_flat_ranks(
+    rows: list[Any],
+    columns: list[str],
+    straggler: str | None,
+    *,
+    file: IO[str] | None = None,
+    full_names: bool = False,
+) -> None:
+    """The flat view of one job's ranks (:func:`deuteron.view.flat.spread_rows`): per name, each
+    column's total then self as min, median and max over the ranks, the most places one rank has,
+    the rank holding the largest total (``*``: the straggler, named in the first line), the name."""
+    out = file if file is not None else sys.stdout
+    heads: list[str] = []
+    formatted: list[list[str]] = []
+    for i, column in enumerate(columns):
+        for side, word in (("total", "total"), ("own", "self")):
+            for k, stat in enumerate(("min", "median", "max")):
+                label = f"{word} {column} ({stat})"
+                heads.append(label)
+                formatted.append(_format_column([getattr(r, side)[i][k] for r in rows], False, label))
+    heads.append("places")
+    formatted.append([str(r.places) for r in rows])
+    heads.append("max at")
+    formatted.append([f"rank {r.max_rank}" + (" *" if r.max_rank == straggler else "") for r in rows])
+    widths = [max(len(h), *map(len, col)) if col else len(h) for h, col in zip(heads, formatted, strict=True)]
+    names = [display_name(r.name, full_names) if is_mangled(r.name) else r.name for r in rows]
+    said = (
+        f"straggler: rank {straggler} (* where it holds the largest total)"
+        if straggler is not None
+        else "no straggler named (deuteron view --advise says why)"
+    )
+    lines = [said, "  ".join(printable(h).rjust(w) for h, w in zip(heads, widths, strict=True)) + "  name"]
     for i, name in enumerate(names):
         cells = [col[i].rjust(w) for col, w in zip(formatted, widths, strict=True)]
         lines.append("  ".join(cells) + "  " + printable(name))

@@ -94,3 +94,39 @@ def flat_rows(
 
     rows.sort(key=largest_first)
     return rows
+
+
+@dataclass
+class SpreadRow:
+    """One frame name over several ranks (one job's files): each column's total and self as
+    (min, median, max) over the ranks, a rank without the name counting as 0 there (as the merged
+    tree counts a frame a rank lacks), and the rank that holds the first column's largest total."""
+
+    name: str
+    total: list[tuple[float, float, float]]
+    own: list[tuple[float, float, float]]
+    places: int  # the most frames of this name one rank's tree has
+    max_rank: str  # the rank whose total of the first column is the max
+
+
+def spread_rows(per_rank: list[list[FlatRow]], ranks: list[str]) -> list[SpreadRow]:
+    """The flat views of several ranks (each from :func:`flat_rows`, same columns) as one: per name,
+    min, median and max over the ranks, largest max of the first column first (as the merged tree
+    cuts and sorts by the max, so a name hot on any rank leads)."""
+    by_rank = [{row.name: row for row in rows} for rows in per_rank]
+    names: dict[str, None] = {}
+    for rows in per_rank:
+        names.update(dict.fromkeys(row.name for row in rows))
+    width = max((len(row.total) for rows in per_rank for row in rows), default=0)
+    out = []
+    for name in names:
+        present = [table.get(name) for table in by_rank]
+        total = [processors.min_median_max([r.total[c] if r else 0 for r in present]) for c in range(width)]
+        own = [processors.min_median_max([r.own[c] if r else 0 for r in present]) for c in range(width)]
+        firsts = [r.total[0] if r and isinstance(r.total[0], (int, float)) and r.total[0] == r.total[0] else 0
+                  for r in present]  # fmt: skip
+        top = max(range(len(ranks)), key=lambda i: firsts[i]) if ranks else 0
+        places = max((r.places for r in present if r), default=0)
+        out.append(SpreadRow(name, total, own, places, ranks[top] if ranks else ""))
+    out.sort(key=lambda row: -row.total[0][2] if row.total else 0.0)
+    return out

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from deuteron.model.devices import DeviceSpec
 from deuteron.model.errors import DeuteronError
-from deuteron.model.metrics import INC, MetricSpec, compile_spec, span_names
+from deuteron.model.metrics import INC, PTY, MetricSpec, compile_spec, span_names
 from deuteron.model.names import matches
 from deuteron.model.tree import Node, Profile, on_paths_to
 from deuteron.model.tree_ops import merge as merge  # processors too (cli.view, view.build use them here)
@@ -26,39 +26,88 @@ class FilterError(DeuteronError, ValueError):
     """A frame filter that is not a valid regular expression."""
 
 
-def _regex(pattern: str) -> re.Pattern[str]:
-    """A frame filter's pattern; it must match from the start of a frame's name (``re.match``), as
-    in proton-viewer's hatchet queries: ``.*matmul`` finds "matmul" anywhere."""
+def pattern_matcher(pattern: str) -> Callable[[str], bool]:
+    """A frame filter's pattern as one rule, the same in ``deuteron view`` (``-i``/``-e``) and in
+    ``deuteron serve``'s filter box (``frontend/src/views/profile/filter.ts``): a name matches when
+    it holds the pattern as text, or when the pattern, read as a regular expression, is found
+    anywhere in it; case is ignored either way. So ``attn`` finds ``self_attn``, ``^attn`` only a
+    name that starts with it, and a name pasted whole (``optimizer.step (AdamW)``) finds itself
+    though its parentheses are a regex's groups. A pattern that is no regular expression is an
+    error, in one line."""
     try:
-        return re.compile(pattern)
+        rx = re.compile(pattern, re.IGNORECASE)
     except re.error as exc:
         raise FilterError(f"bad regular expression {pattern!r}: {exc}") from None
+    text = pattern.lower()
+    search = rx.search
+    return lambda name: text in name.lower() or search(name) is not None
+
+
+# A kept frame that is only on the way to a match (-i): its own numbers are left out (its numbers
+# are the matches' below it), and this property says so to :func:`derive`, which shows what does
+# not add up (a rate, an average) as NaN there, as the web page must (it only has the columns).
+PATH_ONLY = "\0path only"
 
 
 def exclude(p: Profile, pattern: str) -> Profile:
-    """Drop every frame whose name matches ``pattern``, with everything below it. A C++ kernel's
-    name matches as stored (mangled) or as shown (short or full demangled form)."""
-    rx = _regex(pattern)
-    return rebuild(p, lambda n, _depth: not matches(rx.match, n.name))
+    """Drop every frame whose name matches ``pattern`` (:func:`pattern_matcher`), with everything
+    below it. A C++ kernel's name matches as stored (mangled) or as shown (short or full demangled
+    form)."""
+    found = pattern_matcher(pattern)
+    return rebuild(p, lambda n, _depth: not matches(found, n.name))
 
 
 def include(p: Profile, pattern: str) -> Profile:
-    """Keep only the call paths that pass through a frame whose name matches ``pattern`` (a C++
-    kernel's name as stored, mangled, or as shown, short or full demangled)."""
-    rx = _regex(pattern)
-    on_path: set[int] = set()
+    """Keep only the call paths that pass through a frame whose name matches ``pattern``
+    (:func:`pattern_matcher`; a C++ kernel's name as stored, mangled, or as shown, short or full
+    demangled): each match with everything below it, as recorded, and the frames above it, which
+    keep none of their own numbers, so each shows the sum of the matches below it (ROOT: all of
+    them) and is marked :data:`PATH_ONLY`."""
+    found = pattern_matcher(pattern)
+    below: set[int] = set()  # matches and everything under them
+    on_path: set[int] = set()  # their ancestors
 
     stack: list[tuple[Node, list[Node], bool]] = [(p.root, [], False)]
     while stack:
         n, ancestors, below_match = stack.pop()
-        hit = below_match or matches(rx.match, n.name)
+        hit = below_match or matches(found, n.name)
         if hit:
-            on_path.add(id(n))
+            below.add(id(n))
             if not below_match:
                 on_path.update(id(a) for a in ancestors)
         for c in n.children.values():
             stack.append((c, ancestors if hit else [*ancestors, n], hit))
-    return rebuild(p, lambda n, _depth: id(n) in on_path)
+    kinds = p.kinds
+    root = Node(p.root.name, p.root.type)
+    copies: list[tuple[Node, Node]] = [(p.root, root)]
+    while copies:
+        src, dst = copies.pop()
+        if id(src) in below:
+            dst.metrics = dict(src.metrics)
+        else:  # on the way to a match (ROOT always): its properties only
+            dst.metrics = {
+                k: v for k, v in src.metrics.items() if isinstance(v, str) or kinds.get(k, INC) == PTY
+            }
+            dst.metrics[PATH_ONLY] = 1
+        for key, child in src.children.items():
+            if id(child) in below or id(child) in on_path:
+                twin = Node(child.name, child.type)
+                dst.children[key] = twin
+                copies.append((child, twin))
+    out = with_root(p, root)
+    out.kinds[PATH_ONLY] = PTY
+    return out
+
+
+def adds_up(spec: MetricSpec, kinds: Mapping[str, str]) -> bool:
+    """Whether a column of a frame is the sum of its children's when the frame has nothing of its
+    own: a time, a share, a summed raw metric (a span such as cpu_time too); not an average, a
+    rate, util, a roofline time or a frame's own count (calls)."""
+    if spec.kind == "time":
+        return not spec.average
+    if spec.kind in ("percent", "raw"):
+        return kinds.get(spec.raw, INC) == INC or spec.raw in span_names(kinds)
+    return False
 
 
 def _copy_with_parents(top: Node) -> tuple[Node, list[tuple[Node, Node | None]]]:
@@ -213,27 +262,31 @@ def compare(new: Profile, old: Profile, labels: list[str]) -> Profile:
 SPREAD = ("min", "median", "max")
 
 
+def min_median_max(values: list[Any]) -> tuple[float, float, float]:
+    """The min, median and max of one number per rank, a missing or non-number value (NaN, a
+    frame the rank lacks) counting as 0: the rule of every merged view (tree, flat, summary)."""
+    ordered = sorted(v if isinstance(v, (int, float)) and not math.isnan(v) else 0 for v in values)
+    count, middle = len(ordered), len(ordered) // 2
+    median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return ordered[0], median, ordered[-1]
+
+
 def spread(profiles: list[Profile], labels: list[str]) -> Profile:
     """One tree for several (one profile per rank, each already turned into ``labels`` columns by
     :func:`derive`): on the union of their frames, each label becomes ``label (min)``,
     ``label (median)`` and ``label (max)`` over the profiles, a frame missing from one counting as 0
     there, so a rank that never reached a kernel pulls its minimum down as it should."""
-    count = len(profiles)
     root = Node(profiles[0].root.name, profiles[0].root.type)
     stack: list[tuple[list[Node | None], Node]] = [([p.root for p in profiles], root)]
     while stack:
         sources, dst = stack.pop()
         for label in labels:
-            values = []
-            for src in sources:
-                v = src.metrics.get(label) if src is not None else 0
-                values.append(v if isinstance(v, (int, float)) and not math.isnan(v) else 0)
-            ordered = sorted(values)
-            middle = count // 2
-            median = ordered[middle] if count % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-            dst.metrics[f"{label} (min)"] = ordered[0]
+            low, median, high = min_median_max(
+                [src.metrics.get(label) if src is not None else 0 for src in sources]
+            )
+            dst.metrics[f"{label} (min)"] = low
             dst.metrics[f"{label} (median)"] = median
-            dst.metrics[f"{label} (max)"] = ordered[-1]
+            dst.metrics[f"{label} (max)"] = high
         keys: dict[tuple[str, str], None] = {}
         for src in sources:
             if src is not None:
@@ -243,7 +296,7 @@ def spread(profiles: list[Profile], labels: list[str]) -> Profile:
             dst.children[key] = child
             stack.append(([src.children.get(key) if src is not None else None for src in sources], child))
     out = with_root(profiles[0], root)
-    out.metadata["ranks"] = count
+    out.metadata["ranks"] = len(profiles)
     return out
 
 
@@ -261,6 +314,8 @@ def derive(
     by default this tree's own root.
     """
     root, order = _copy_with_parents(p.root)
+    # -i's frames on the way to a match: what does not add up is not shown there (see include)
+    unsummed = [s.label for s in specs if not adds_up(s, p.kinds)] if PATH_ONLY in p.kinds else []
     needs_total = any(s.kind == "percent" for s in specs)
     if needs_total or p.inclusive:
         if not p.inclusive:
@@ -268,7 +323,7 @@ def derive(
         shares_of = root.metrics if totals is None else totals
         fns = [(s.label, compile_spec(s, shares_of, device_for)) for s in specs]
         for node, _parent in order:
-            node.metrics = _columns(node.metrics, fns)
+            node.metrics = _columns(node.metrics, fns, unsummed)
     else:
         # One backward pass: a node's sums are complete once its children are done, so add it
         # into its parent and turn it into columns in the same step.
@@ -280,7 +335,7 @@ def derive(
                 _cover_children(m, spans)
             if parent is not None:
                 _add_into(parent.metrics, m, kinds, spans)
-            node.metrics = _columns(m, fns)
+            node.metrics = _columns(m, fns, unsummed)
     out = with_root(p, root, inclusive=True)
     out.kinds = {s.label: "pty" for s in specs}
     return out
@@ -338,8 +393,13 @@ def _add_into(
         pm[name] = value if old is None or old.__class__ is str else old + value
 
 
-def _columns(m: dict[str, Any], fns: list[tuple[str, Callable[[Any], float]]]) -> dict[str, Any]:
+def _columns(
+    m: dict[str, Any], fns: list[tuple[str, Callable[[Any], float]]], unsummed: Sequence[str] = ()
+) -> dict[str, Any]:
     cols: dict[str, Any] = {label: fn(m) for label, fn in fns}
+    if unsummed and PATH_ONLY in m:
+        for label in unsummed:
+            cols[label] = math.nan
     if "diff" in m:
         cols["diff"] = m["diff"]
     return cols

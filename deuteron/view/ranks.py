@@ -141,15 +141,14 @@ def _breakdown(times: list[RankTimes]) -> Advice:
     return Advice("ranks", title, rows)
 
 
-def _straggler(
-    times: list[RankTimes], profiles: Sequence[Profile], sources: Sequence[str], report: CollectiveReport
-) -> Advice | None:
-    """The rank the others wait for, with what it did instead (see the module): the rank the
-    collectives' waits name, else the one computing :data:`MIN_SPREAD` more than the others' median
-    on the GPU; where the ranks' traces are beside their files, its GPU and host per step too."""
+def straggler_index(times: Sequence[RankTimes], report: CollectiveReport) -> int | None:
+    """Which rank the others wait for (its index in ``times``), or None: the one the collectives'
+    waits name, else the one computing :data:`MIN_SPREAD` more than the others' median on the GPU
+    while some rank communicates (see the module)."""
     if len(times) < 2:
         return None
-    slow = report.holds_up
+    if report.holds_up is not None:
+        return report.holds_up
     gpu_slow = max(range(len(times)), key=lambda i: (times[i].compute_ns, -times[i].comm_ns))
     median = statistics.median(t.compute_ns for i, t in enumerate(times) if i != gpu_slow)
     computes_more = (
@@ -157,10 +156,18 @@ def _straggler(
         and median > 0
         and times[gpu_slow].compute_ns >= (1 + MIN_SPREAD) * median
     )
+    return gpu_slow if computes_more else None
+
+
+def _straggler(
+    times: list[RankTimes], profiles: Sequence[Profile], sources: Sequence[str], report: CollectiveReport
+) -> Advice | None:
+    """The rank the others wait for, with what it did instead (see the module): the rank the
+    collectives' waits name, else the one computing :data:`MIN_SPREAD` more than the others' median
+    on the GPU; where the ranks' traces are beside their files, its GPU and host per step too."""
+    slow = straggler_index(times, report)
     if slow is None:
-        if not computes_more:
-            return None
-        slow = gpu_slow
+        return None
     s = times[slow]
     others = [t for t in times if t is not s]
     median = statistics.median(t.compute_ns for t in others)

@@ -121,7 +121,15 @@ export interface TraceRef {
   source: string;
   /** Lanes in display order: threads, GPU streams, then lanes inside kernels ("intra": one per
    * kernel, CTA and warp, or per interpreted program), kernel by kernel. */
-  lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane; rank?: string }[];
+  lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane; rank?: string; role?: string }[];
+  /** The training steps (deuteron/render/web/timeline_marks.py): each [start, end], ns relative to
+   * start_ns, numbered from 1; how they were found; the window the page opens on (the steady
+   * steps) and the first step in it; each backward pass's host span. Absent where none is found. */
+  steps?: [number, number][];
+  steps_how?: string;
+  step_window?: [number, number];
+  steady_from?: number;
+  backward?: [number, number][];
   /** Several ranks' traces joined on one clock (deuteron.view.rank_traces): how the clock was
    * decided and how exact, each rank's source and shift, and the arrows between collectives. */
   job?: { clock: string; ranks: { rank: string; source: string; host: string; shift_ns: number }[]; links: number };

@@ -65,8 +65,8 @@ def test_flat_on_the_command_line(tmp_path: Path) -> None:
     as_json = json.loads(run_cli("view", str(path), "--flat", "--json", cwd=tmp_path).stdout)
     assert as_json["columns"] == ["time/ms"]
     assert {r["name"] for r in as_json["rows"]} == {"step", "fwd", "bwd", "gemm", "act"}
-    refused = run_cli("view", str(path), str(path), "--flat", cwd=tmp_path)
-    assert refused.returncode == 2 and "--flat shows one profile" in refused.stderr
+    refused = run_cli("view", str(path), "--diff", str(path), "--flat", cwd=tmp_path)
+    assert refused.returncode == 2 and "--flat shows one profile or one job's ranks" in refused.stderr
 
 
 def test_columns_the_profile_lacks_are_said_not_dashed(tmp_path: Path) -> None:

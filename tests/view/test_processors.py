@@ -136,7 +136,7 @@ def test_console_renderer_colours_kernels_and_diff_signs():
 def test_view_filters_as_proton_viewer_does() -> None:
     """-t keeps the path to a hot frame; -i/-e pick frames before the sums (the totals are of what
     is left, as proton-viewer's with today's hatchet: see tests/test_proton_viewer.py), with
-    patterns matched from the start of a name; -d N shows N levels."""
+    patterns found anywhere in a name, as text or regex, case ignored; -d N shows N levels."""
     from deuteron.view.build import ViewOptions, build
 
     p = Profile()
@@ -154,7 +154,9 @@ def test_view_filters_as_proton_viewer_does() -> None:
     only = build(p, ViewOptions(metrics=["time/ns"], include="hot"))
     assert names(only) == ["ROOT", "cool", "hot_kernel"]
     assert only.tree.root.metrics["time/ns"] == 10_000  # ROOT's total is of what is left
-    assert names(build(p, ViewOptions(metrics=["time/ns"], include="kernel"))) == ["ROOT"]  # re.match
+    anywhere = names(build(p, ViewOptions(metrics=["time/ns"], include="KERNEL")))  # found anywhere, any case
+    assert anywhere == ["ROOT", "cool", "hot_kernel", "slow_kernel", "other_kernel"]
+    assert names(build(p, ViewOptions(metrics=["time/ns"], include="^kernel"))) == ["ROOT"]  # ^: the start
     assert "hot_kernel" in names(build(p, ViewOptions(metrics=["time/ns"], include=".*kernel")))
     dropped = build(p, ViewOptions(metrics=["time/ns"], exclude="cool"))
     assert names(dropped) == ["ROOT", "other_kernel"] and dropped.tree.root.metrics["time/ns"] == 5_000

@@ -22,6 +22,7 @@ import numpy as np
 from deuteron.formats.chrome_trace import TraceColumns
 from deuteron.model.names import display_name
 from deuteron.render.web.packed import pack
+from deuteron.render.web.timeline_marks import trace_marks
 
 
 def depths(c: TraceColumns) -> np.ndarray:
@@ -137,8 +138,12 @@ def trace_ref(
 ) -> tuple[dict[str, Any], list[int]]:
     """The trace's ``TraceRef`` and its lanes' display order (:func:`lane_order`). With
     ``lane_ranks`` (a job's traces joined: :mod:`deuteron.view.rank_traces`), each lane says its
-    rank, and its name starts with it ("rank 1 · stream 7")."""
+    rank, and its name starts with it ("rank 1 · stream 7"). A thread whose role can be told
+    (:mod:`.timeline_marks`) says it (``role``: "autograd thread"), its name kept for the hover;
+    the steps, the window the page opens on and the backward passes are in the ref too."""
     kinds = lane_kinds(c)
+    zero = float(c.start.min()) if len(c.start) else 0.0
+    marks, roles = trace_marks(c, kinds, lane_ranks, zero)
     lanes = []
     several_processes = len({pid for pid, _tid, _label in c.lanes}) > 1 and lane_ranks is None
     for i, (pid, tid, label) in enumerate(c.lanes):
@@ -149,6 +154,8 @@ def trace_ref(
         lane: dict[str, Any] = {"id": i, "name": label or default, "kind": kind}
         if kind == "intra":
             lane["intra"] = intra_lane(label, default)
+        if i in roles and roles[i] != (label or default):
+            lane["role"] = roles[i]
         if lane_ranks is not None:
             lane["rank"] = lane_ranks[i]
             lane["name"] = f"rank {lane_ranks[i]} · {lane['name']}"
@@ -173,6 +180,7 @@ def trace_ref(
         "start_ns": float(c.start.min()) if len(c.start) else 0.0,
         "end_ns": float(ends.max()) if len(c.start) else 0.0,
         "events": url,
+        **marks,
     }
     return ref, order
 

@@ -23,7 +23,7 @@ export class FlatView {
   private column = 0;
   private key: FlatKey = "total";
   private desc = true;
-  private filter: RegExp | null = null;
+  private filter: ((name: string) => boolean) | null = null; // filter.ts's patternMatcher
   private selected: string | null = null;
   private note = h("p", { class: "flat-note", role: "status", hidden: true });
   private table = h("table", { class: "grid flat-table" });
@@ -51,7 +51,7 @@ export class FlatView {
     this.render();
   }
 
-  setFilter(filter: RegExp | null): void {
+  setFilter(filter: ((name: string) => boolean) | null): void {
     this.filter = filter;
     this.render();
   }
@@ -79,7 +79,7 @@ export class FlatView {
         h("th", { "data-sort": key, class: key === "name" ? "name" : `num ${key}`, title: "sort all names", "aria-sort": key === this.key ? (this.desc ? "descending" : "ascending") : null }, text + (key === this.key ? (this.desc ? " ▾" : " ▴") : "")),
       ),
     );
-    const shown = sortFlat(this.filter ? this.rows.filter((r) => this.filter!.test(r.name)) : this.rows, this.key, this.desc);
+    const shown = sortFlat(this.filter ? this.rows.filter((r) => this.filter!(r.name)) : this.rows, this.key, this.desc);
     const body = h("tbody");
     for (const r of shown.slice(0, SHOWN)) {
       const only = (r as Partial<FlatDiffRow>).only ?? null; // a diff's name of one profile only

@@ -20,7 +20,8 @@ import { AdvicePanel } from "./advice";
 import { PickDetails } from "./details";
 import { Flame } from "./flame";
 import { FlatView } from "./flat";
-import { buildModel, columnNote, matchNodes, matchText, metaRows, nameOf, parseDepthLimit, parseProfileState, profileParams, prunedText, withAncestors, type ProfileState } from "./model";
+import { filterModel, keptText, patternMatcher, type Filtered } from "./filter";
+import { buildModel, columnNote, matchText, metaRows, nameOf, parseDepthLimit, parseProfileState, profileParams, prunedText, type ProfileState } from "./model";
 import { samplingLine, samplingRows } from "./stalls";
 import { TreeTable } from "./table";
 
@@ -115,9 +116,16 @@ function showProfile(
   };
 
   const error = h("span", { class: "filter-error", role: "alert", hidden: true });
-  const filter = h("input", { type: "search", name: "filter", placeholder: "regex filter", spellcheck: "false", "aria-label": "filter by name (regex)" });
+  const filter = h("input", { type: "search", name: "filter", placeholder: "filter: text or regex", spellcheck: "false", "aria-label": "filter by name (text or regex, as deuteron view -i)" });
   filter.value = kept.filter;
   const matches = h("span", { class: "filter-count", role: "status", hidden: true });
+  // What ROOT keeps of the run's total under the filter, as deuteron view -i says it.
+  const keeps = h("span", { class: "filter-kept", role: "status", hidden: true });
+  const showKept = (f: Filtered | null, c: number): void => {
+    const text = f ? keptText(m, f, c) : null;
+    keeps.textContent = text ?? "";
+    keeps.hidden = text === null;
+  };
   const note = h("p", { class: "flame-note", role: "status", hidden: true });
   const showNote = (column: number): void => {
     const text = columnNote(m, column);
@@ -134,6 +142,7 @@ function showProfile(
     details.setColumn(c);
     flat?.setColumn(c);
     showNote(c);
+    if (filtered) showKept(filtered, c);
   }, { name: "column", title: "flame width" });
   const save = (): void => writeState("profile", profileParams({ profile: which, flat: kept.flat, frame: kept.frame, zoom: flame.zoomed, sel: flame.picked }));
   let flat: FlatView | null = null;
@@ -152,7 +161,7 @@ function showProfile(
       // Built on first use: summing a 100 000-node tree is not part of the first paint.
       flat = new FlatView(m, { onSelect: (name) => ((kept.frame = name), save()) });
       flat.setColumn(column);
-      flat.setFilter(filterRegex());
+      flat.setFilter(filterTest());
       if (kept.frame) flat.select(kept.frame);
       root.append(flat.el);
     }
@@ -164,15 +173,17 @@ function showProfile(
     save();
   };
   flatBox.addEventListener("change", () => showFlat(flatBox.checked));
-  const filterRegex = (): RegExp | null => {
+  // The filter's rules are deuteron view -i's (filter.ts): the same frames, the same numbers.
+  const filterTest = (): ((name: string) => boolean) | null => {
     try {
-      return filter.value.trim() ? new RegExp(filter.value.trim(), "i") : null;
+      return filter.value.trim() ? patternMatcher(filter.value.trim()) : null;
     } catch {
       return null;
     }
   };
 
   let filterTimer = 0;
+  let filtered: Filtered | null = null;
   const applyFilter = (): void => {
     const text = filter.value.trim();
     kept.filter = filter.value;
@@ -180,14 +191,16 @@ function showProfile(
       error.hidden = true;
       matches.hidden = true;
       flame.setMatch(null);
-      table.setFilter(null, null);
+      table.setFilter(null);
       flat?.setFilter(null);
+      filtered = null;
+      showKept(null, column);
       root.dataset.matches = "";
       return;
     }
-    let match: Uint8Array;
+    let f: Filtered;
     try {
-      match = matchNodes(m, text);
+      f = filterModel(m, text);
     } catch (e) {
       // A half-typed pattern is normal while typing: say so, keep the last good view.
       error.textContent = e instanceof Error ? e.message.replace(/^Invalid regular expression: /, "") : "bad pattern";
@@ -195,12 +208,14 @@ function showProfile(
       return;
     }
     error.hidden = true;
-    flame.setMatch(match);
-    table.setFilter(match, withAncestors(m, match));
-    flat?.setFilter(filterRegex());
-    const count = match.reduce((a, b) => a + b, 0);
+    filtered = f;
+    flame.setMatch(f.below); // the matches and what is below them in colour
+    table.setFilter(f); // the kept frames, with the filtered tree's numbers
+    flat?.setFilter(filterTest());
+    const count = f.count;
     root.dataset.matches = String(count);
     matches.textContent = matchText(text, count);
+    showKept(f, column);
     matches.classList.toggle("none", count === 0);
     matches.hidden = false;
   };
@@ -223,6 +238,7 @@ function showProfile(
     h("label", {}, "filter ", filter),
     error,
     matches,
+    keeps,
     h("label", {}, "depth ≤ ", depth),
     reset,
     h("label", { title: "every frame name summed over the tree; pick one for its callers and callees" }, flatBox, " flat"),

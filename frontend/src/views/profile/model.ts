@@ -5,6 +5,7 @@
 // No DOM, no canvas: model.test.ts runs all of it under Node.
 import { fmt, fmtNs } from "../../format";
 import type { ProfileData } from "../../types";
+import { matchingNodes } from "./filter";
 import { buildStalls, stallSummary, type StallModel } from "./stalls";
 
 export interface ProfileModel {
@@ -128,15 +129,9 @@ export function sortedKids(m: ProfileModel, compare: (a: number, b: number) => n
   return out;
 }
 
-/** Nodes whose name matches: tested once per distinct name, not per node. Throws on a bad regex. */
+/** Nodes whose name matches, by the filter's rules (filter.ts). Throws on a bad regex. */
 export function matchNodes(m: ProfileModel, pattern: string): Uint8Array {
-  const re = new RegExp(pattern, "i");
-  const byName = new Uint8Array(m.data.names.length);
-  m.data.names.forEach((name, k) => (byName[k] = re.test(name) ? 1 : 0));
-  const out = new Uint8Array(m.n);
-  const ids = m.data.name_id;
-  for (let i = 0; i < m.n; i++) out[i] = byName[ids[i]];
-  return out;
+  return matchingNodes(m, pattern);
 }
 
 /** Matching nodes plus their ancestors (what a filtered tree shows). */

@@ -4,6 +4,7 @@
 import { h } from "../../dom";
 import { fmt } from "../../format";
 import type { ExplainLink } from "../../links";
+import type { Filtered } from "./filter";
 import { childrenInOrder, nameOf, nameTitle, ratioColour, ratioText, visibleRows, type ProfileModel } from "./model";
 import { stallColumns } from "./stalls";
 
@@ -35,8 +36,8 @@ export class TreeTable {
   private columns: Column[];
   private expanded: Uint8Array;
   private saved: Uint8Array | null = null; // expansion before the filter
-  private match: Uint8Array | null = null; // filter: rows whose name matches
-  private keep: Uint8Array | null = null; // filter: matches plus their ancestors
+  private match: Uint8Array | null = null; // filter: matches and what is below them (others greyed)
+  private keep: Uint8Array | null = null; // filter: those plus their ancestors
   private depthLimit = Infinity;
   private sortBy: number; // index into columns
   private desc = true;
@@ -76,17 +77,24 @@ export class TreeTable {
     this.rebuild();
   }
 
-  /** Show matching rows and their ancestors (the ancestors greyed); null: everything. */
-  setFilter(match: Uint8Array | null, keep: Uint8Array | null): void {
+  /** Show a filter's tree (filter.ts: the matches with what is below them, and the frames on the
+   * way to them, greyed) with its numbers; null: everything, as recorded. */
+  setFilter(f: Filtered | null): void {
+    const keep = f ? f.keep : null;
     // Filtering opens the matches' ancestors; clearing it brings back the rows open before.
     if (keep && !this.keep) this.saved = this.expanded.slice();
     if (!keep && this.saved) {
       this.expanded = this.saved;
       this.saved = null;
     }
-    this.match = match;
+    this.match = f ? f.below : null;
     this.keep = keep;
-    if (keep) for (let i = 1; i < this.m.n; i++) if (keep[i]) this.expanded[this.m.parent[i]] = 1;
+    if (f) {
+      const opened = new Uint8Array(this.m.n); // each ancestor walked up from once
+      for (let i = 1; i < this.m.n; i++) if (f.match[i]) for (let a = this.m.parent[i]; a >= 0 && !opened[a]; a = this.m.parent[a]) opened[a] = this.expanded[a] = 1;
+    }
+    this.m.data.columns.forEach((_, c) => (this.columns[1 + c].key = f ? f.vals[c] : this.m.vals[c]));
+    this.sorted.clear();
     this.rebuild();
   }
 

@@ -4,7 +4,9 @@
 // at most), from the per-row indexes built in model.ts. Lane names and kernel headers are elements
 // over the canvas' gutter; below, a table of the scopes inside kernels when the trace has any.
 // A search box finds events by name and steps through them in time order; the launch arrows can be
-// turned off; a clicked event's details show its call stack and args. The window, the selected
+// turned off; a clicked event's details show its call stack and args. It opens on the training's
+// steady steps (the server's step_window; marks.ts), with a "steps" and a "backward" lane on top,
+// the whole run a click away; threads are named by their roles. The window, the selected
 // event, the search and the arrows toggle live in the address (hashstate.ts), so a link reopens them,
 // also when it is set on the open page (pasted into its address bar, Back, Forward).
 // This file picks the trace and loads it (a big one's overview only: view.ts and lod.ts fetch

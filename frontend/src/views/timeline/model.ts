@@ -13,6 +13,7 @@ import type { Packed } from "../../data";
 import { colourOf, fmt, fmtNs } from "../../format";
 import type { TraceRef } from "../../types";
 import { groupLanes, groupRanks, laneLabel, plural } from "./groups";
+import { buildMarks, type MarkLane } from "./marks";
 
 export { MIN_SPAN, clampWindow, niceStep, tickLabel } from "./axis";
 export { median, scopeTable, type ScopeStat } from "./scopestats";
@@ -89,6 +90,7 @@ export interface TimelineModel {
   span: number; // relative end of the trace
   lanes: Lane[];
   groups: Group[];
+  marks: MarkLane[]; // the steps and backward lanes on top (marks.ts); [] when the trace has none
   rows: Row[]; // rows of the shown lanes
   height: number; // canvas css height
   capped: number; // levels kept per lane when the trace is too deep to draw whole; 0: all kept
@@ -147,9 +149,10 @@ export function buildTimeline(ref: TraceRef, packed: Packed, like?: TimelineMode
     if (said !== undefined && said >= 0) deepest = Math.min(said, LEVELS - 1);
     const info = ref.lanes[l] ?? { name: `lane ${l}`, kind: "thread" };
     const intra = info.kind === "intra";
+    const role = "role" in info ? info.role : undefined; // a thread's role: its label, its id on hover
     lanes.push({
-      name: info.name,
-      label: intra ? laneLabel(info.name, info.intra) : info.name,
+      name: role ? `${role} — ${info.name}` : info.name,
+      label: intra ? laneLabel(info.name, info.intra) : (role ?? info.name),
       kind: info.kind,
       group: -1,
       cta: info.intra?.cta ?? null,
@@ -171,7 +174,7 @@ export function buildTimeline(ref: TraceRef, packed: Packed, like?: TimelineMode
   let events = n;
   if (count) for (let i = 0; i < n; i++) if (count[i] > 1) (merged++, (events += count[i] - 1));
   const m: TimelineModel = {
-    ref, n, start, dur, name, lane, cat, depth, span, lanes, groups, count, merged, events,
+    ref, n, start, dur, name, lane, cat, depth, span, lanes, groups, count, merged, events, marks: buildMarks(ref),
     stack: (packed.stack as Uint32Array | undefined) ?? null, args: (packed.args as Uint32Array | undefined) ?? null,
     rows: [], height: 0, capped: 0, flows: buildFlows(ref, packed), byLevel, levelAt,
   }; // prettier-ignore
@@ -231,6 +234,10 @@ export function layoutTimeline(m: TimelineModel): void {
   m.capped = cap < LEVELS ? cap : 0;
   m.rows = [];
   let y = AXIS_H + 4;
+  for (const mark of m.marks) {
+    mark.y = y;
+    y += ROW_H + LANE_GAP;
+  }
   m.lanes.forEach((ln, l) => {
     const group = ln.group >= 0 ? m.groups[ln.group] : null;
     if (group && group.first === l) {

@@ -6,6 +6,7 @@
 // blocks (count > 1) that are wide enough to see are drawn hatched, labelled with their count.
 import { timeUnit } from "../../format";
 import { mergedLabel } from "./lod";
+import type { MarkLane } from "./marks";
 import { AXIS_H, GROUP_H, LABEL_W, ROW_H, lowerBound, niceStep, shownName, spanColour, tickLabel, type Row, type TimelineModel } from "./model";
 
 export const MAX_FLOWS = 2000; // arrows are drawn only when fewer are in the window
@@ -59,6 +60,7 @@ export class Painter {
     ctx.beginPath();
     ctx.rect(LABEL_W, AXIS_H, plotW, m.height - AXIS_H);
     ctx.clip();
+    for (const mark of m.marks) this.mark(ctx, mark, w, scale);
     const counted = { drawn: 0, events: 0 };
     for (const row of m.rows) this.row(ctx, row, w, scale, selected, highlight, match, counted);
     for (const g of m.groups) if (!g.expanded && g.summary) this.row(ctx, g.summary, w, scale, selected, highlight, match, counted);
@@ -75,8 +77,27 @@ export class Painter {
       ctx.fillStyle = odd ? "#f6f6f8" : "#fbfbfc";
       ctx.fillRect(0, lane.y - lane.gap / 2, width, lane.height + lane.gap);
     });
+    for (const mark of this.m.marks) {
+      ctx.fillStyle = "#f1f3f9";
+      ctx.fillRect(0, mark.y - 4, width, ROW_H + 8);
+    }
     ctx.fillStyle = "#dcdcdf";
     ctx.fillRect(LABEL_W - 1, 0, 1, this.m.height);
+  }
+
+  /** A steps or backward lane: its spans, alternating shades (a warm-up step paler), labelled
+   * where they are wide enough. */
+  private mark(ctx: CanvasRenderingContext2D, lane: MarkLane, w: Window, scale: number): void {
+    const hgt = ROW_H - 1;
+    lane.spans.forEach((s, k) => {
+      if (s.t1 < w.t0 || s.t0 > w.t1) return;
+      const left = Math.max(LABEL_W + (s.t0 - w.t0) * scale, LABEL_W - 2);
+      const right = Math.min(LABEL_W + (s.t1 - w.t0) * scale, w.width + 2);
+      if (lane.kind === "steps") ctx.fillStyle = s.warm ? "#d0d4e4" : k % 2 ? "#748ffc" : "#91a7ff";
+      else ctx.fillStyle = k % 2 ? "#ffa94d" : "#ffc078";
+      ctx.fillRect(left, lane.y, Math.max(1, right - left - (right - left > 3 ? 1 : 0)), hgt);
+      if (right - left > this.charW * 4 + 6) this.label(ctx, s.label, left, right, lane.y);
+    });
   }
 
   /** Each kernel's header row; folded, it shows where in time the kernel's spans lie. */

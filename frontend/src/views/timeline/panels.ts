@@ -11,6 +11,8 @@ import { eventContext } from "./search";
 /** The gutter's items: a folding header per group, a label per shown lane. */
 export function gutterItems(m: TimelineModel, toggle: (group: number) => void): HTMLElement[] {
   const items: HTMLElement[] = [];
+  for (const mark of m.marks)
+    items.push(h("div", { class: "tl-mark", style: `top: ${mark.y}px`, title: mark.title, "data-mark": mark.kind, "data-count": mark.spans.length }, h("span", {}, mark.label)));
   m.groups.forEach((g, k) => {
     const button = h(
       "button",
@@ -23,7 +25,7 @@ export function gutterItems(m: TimelineModel, toggle: (group: number) => void): 
   m.lanes.forEach((lane, k) => {
     if (lane.hidden) return;
     const sub = lane.height >= ROW_H * 2 && lane.kind !== "intra" ? h("span", { class: "tl-kind" }, lane.kind === "stream" ? "GPU stream" : "thread") : null;
-    items.push(h("div", { class: `tl-label tl-${lane.kind}`, style: `top: ${lane.y}px`, title: lane.name, "data-lane": k }, h("span", {}, lane.label), sub));
+    items.push(h("div", { class: `tl-label tl-${lane.kind}`, style: `top: ${lane.y}px`, title: lane.name, "data-lane": k, "data-role": m.ref.lanes[k]?.role }, h("span", {}, lane.label), sub));
   });
   return items;
 }

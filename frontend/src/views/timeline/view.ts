@@ -4,7 +4,9 @@
 // of detail (a big trace, lod.ts) it holds the overview's model and, through loader.ts, a window's:
 // each frame draws the window's when the view lies inside it, else the overview's; folds are made
 // on the overview and copied to the window's; a selection is an event of either, found again in
-// the other when the model drawn changes.
+// the other when the model drawn changes. It opens on the window the address names, else on the
+// steady steps (marks.ts openingWindow), which the address then leaves out; the steps and backward
+// lanes' spans zoom to themselves when clicked.
 import { getPacked, standalone } from "../../data";
 import { fitCanvas, h, placeTip } from "../../dom";
 import { fmtNs } from "../../format";
@@ -14,6 +16,7 @@ import { WindowLoader } from "./loader";
 import { LABEL_W, ROW_H, clampWindow, countOf, describeEvent, eventAt, groupAt, sameEvent, setExpanded, shownName, traceSummary, type TimelineModel } from "./model";
 import { Painter, type Highlight, type Window } from "./painter";
 import { LodBar, cappedText, detailsOf, gutterItems } from "./panels";
+import { markAt, openingWindow, spanWindow, type MarkSpan } from "./marks";
 import { scopePanel } from "./scopes";
 import { focusWindow, matchingNames, searchEvents, searchText, stateParams, stepMatch, type TimelineState } from "./search";
 
@@ -30,6 +33,7 @@ export class TimelineView {
   private lodBar: LodBar | null = null;
   private t0 = 0;
   private t1: number;
+  private readonly home: [number, number]; // the window it opens on: the steady steps, else the whole trace
   private sel: Pick | null = null;
   private highlight: Highlight | null = null;
   private scopes: HTMLElement | null;
@@ -49,6 +53,7 @@ export class TimelineView {
     const m = (this.m = overview);
     const ref = m.ref;
     this.t1 = m.span;
+    this.home = openingWindow(ref, m.span);
     this.painter = new Painter(m);
     this.canvas = h("canvas", { class: "tl-canvas", "data-events": ref.lod?.events ?? m.n, "data-lanes": m.lanes.length, tabindex: 0 });
     this.cappedNote = h("span", { class: "tl-hint", "data-note": "capped" });
@@ -82,7 +87,8 @@ export class TimelineView {
         choose && h("label", {}, "trace ", choose),
         button("+", "zoom-in", "zoom in", () => this.zoomBy(0.5)),
         button("−", "zoom-out", "zoom out", () => this.zoomBy(2)),
-        button("reset", "reset", "show the whole trace", () => this.setWindow(0, m.span)),
+        ...(ref.step_window ? [button("steps", "steps", "show the steady steps (the window it opened on)", () => this.setWindow(...this.home))] : []),
+        button("whole run", "reset", "show the whole run (key 0)", () => this.setWindow(0, m.span)),
         h("span", { class: "tl-summary" }, traceSummary(ref)),
         this.cappedNote,
       ),
@@ -109,7 +115,11 @@ export class TimelineView {
     this.fillGutter();
     this.listen();
     new ResizeObserver(() => (this.schedule(), this.viewMoved())).observe(this.box);
-    if (state.t0 !== null && state.t1 !== null) [this.t0, this.t1] = clampWindow(state.t0, state.t1, m.span);
+    // The window the address says, else the steady steps (marks.ts openingWindow).
+    [this.t0, this.t1] = state.t0 !== null && state.t1 !== null ? clampWindow(state.t0, state.t1, m.span) : this.home;
+    const ds = this.canvas.dataset;
+    for (const mark of m.marks) ds[mark.kind] = String(mark.spans.length);
+    if (ref.step_window) ds.stepWindow = `${Math.round(this.home[0])}:${Math.round(this.home[1])}`;
     if (state.query.trim()) this.runSearch();
     if (state.selected >= 0 && state.selected < m.n) this.select({ m, i: state.selected });
     this.draw(); // the first frame now: opening time includes it
@@ -127,7 +137,7 @@ export class TimelineView {
       this.search.value = want.query;
       this.runSearch();
     }
-    const [t0, t1] = want.t0 !== null && want.t1 !== null ? clampWindow(want.t0, want.t1, this.overview.span) : [0, this.overview.span];
+    const [t0, t1] = want.t0 !== null && want.t1 !== null ? clampWindow(want.t0, want.t1, this.overview.span) : this.home;
     if (t0 !== this.t0 || t1 !== this.t1) this.setWindow(t0, t1);
     const selected = want.selected < this.overview.n ? want.selected : -1;
     if (selected !== this.selectedIn(this.overview)) this.select(selected < 0 ? null : { m: this.overview, i: selected });
@@ -243,8 +253,9 @@ export class TimelineView {
     clearTimeout(this.saveTimer);
     this.saveTimer = window.setTimeout(() => {
       if (this.signal.aborted) return;
-      const whole = this.t0 <= 0 && this.t1 >= this.overview.span;
-      Object.assign(this.state, { t0: whole ? null : this.t0, t1: whole ? null : this.t1, selected: this.selectedIn(this.overview) });
+      // The window it opens on is left out of the address (the whole run too, where that is it).
+      const home = this.overview.ref.step_window ? this.t0 === this.home[0] && this.t1 === this.home[1] : this.t0 <= 0 && this.t1 >= this.overview.span;
+      Object.assign(this.state, { t0: home ? null : this.t0, t1: home ? null : this.t1, selected: this.selectedIn(this.overview) });
       writeState("timeline", stateParams(this.state));
     }, 200);
   }
@@ -373,7 +384,24 @@ export class TimelineView {
     return eventAt(this.m, row, this.timeAt(e.clientX), perPx * 2);
   }
 
+  /** The span of a steps or backward lane under the pointer (within 2 px), or null. */
+  private markHit(e: MouseEvent): MarkSpan | null {
+    const r = this.canvas.getBoundingClientRect();
+    const y = e.clientY - r.top;
+    if (e.clientX - r.left < LABEL_W) return null;
+    const lane = this.m.marks.find((mk) => y >= mk.y && y < mk.y + ROW_H);
+    if (!lane) return null;
+    return markAt(lane, this.timeAt(e.clientX), ((this.t1 - this.t0) / this.plotWidth()) * 2);
+  }
+
   private hover(e: MouseEvent): void {
+    const mark = this.markHit(e);
+    if (mark) {
+      this.canvas.dataset.hover = mark.label;
+      this.tip.textContent = mark.title;
+      placeTip(this.tip, e);
+      return;
+    }
     const i = this.hit(e);
     if (i < 0) {
       this.tip.hidden = true;
@@ -389,6 +417,8 @@ export class TimelineView {
   private click(e: MouseEvent): void {
     const header = groupAt(this.m, e.clientY - this.canvas.getBoundingClientRect().top);
     if (header >= 0) return this.toggle(header);
+    const mark = this.markHit(e);
+    if (mark) return this.setWindow(...spanWindow(mark, this.overview.span));
     const i = this.hit(e);
     if (i >= 0 && countOf(this.m, i) > 1) return this.setWindow(...mergedWindow(this.m.start[i], this.m.dur[i], this.m.span));
     this.select(i < 0 ? null : { m: this.m, i });
