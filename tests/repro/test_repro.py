@@ -38,11 +38,10 @@ from deuteron.repro.record import byte_limit, recording
 from deuteron.triton.interpreter import adapter
 from deuteron.triton.runtime import launch_capture
 from tests.check_corpus import correct, patterns
-from tests.explain_corpus import assorted, dot_helper_twice, transpose, vector_copy
+from tests.explain_corpus import assorted, bound_libdevice, dot_helper_twice, transpose, vector_copy
 from tests.helpers.cli import fresh_process_env, run_cli
 from tests.helpers.paths import REPO
 from tests.helpers.profiles import kernels, timed_profile
-from tests.repro import bound_libdevice
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
