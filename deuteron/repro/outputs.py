@@ -24,14 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from deuteron.repro.templates import TOLERANCE_BY_DTYPE
+
 TIMEOUT_S = 300
-# (rtol, atol) by dtype, as a reproducer's TOLERANCE (deuteron.repro.templates); integers must be equal.
-TOLERANCE = {
-    "float64": (1e-7, 1e-9),
-    "float32": (1e-4, 1e-5),
-    "float16": (1e-2, 1e-3),
-    "bfloat16": (2e-2, 1e-2),
-}
+TOLERANCE = TOLERANCE_BY_DTYPE  # a reproducer's own (deuteron.repro.templates); integers must be equal
 
 _DRIVER = """
 import os, runpy, sys

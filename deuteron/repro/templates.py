@@ -6,13 +6,27 @@ launch, what ``--check`` expects); they are plain text here so that they read as
 
 from __future__ import annotations
 
-TOLERANCES = """\
-TOLERANCE = {  # (rtol, atol) by dtype; integers and bools must be equal
-    torch.float64: (1e-7, 1e-9),
-    torch.float32: (1e-4, 1e-5),
-    torch.float16: (1e-2, 1e-3),
-    torch.bfloat16: (2e-2, 1e-2),
-}"""
+# (rtol, atol) by dtype; integers and bools must be equal. One table: the file's TOLERANCE is
+# written from it, and deuteron diff's run of two reproducers (.outputs) reads it.
+TOLERANCE_BY_DTYPE = {
+    "float64": (1e-7, 1e-9),
+    "float32": (1e-4, 1e-5),
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (2e-2, 1e-2),
+}
+
+
+def _g(x: float) -> str:
+    return f"{x:g}".replace("e-0", "e-")
+
+
+TOLERANCES = (
+    "TOLERANCE = {  # (rtol, atol) by dtype; integers and bools must be equal\n"
+    + "".join(
+        f"    torch.{name}: ({_g(rtol)}, {_g(atol)}),\n" for name, (rtol, atol) in TOLERANCE_BY_DTYPE.items()
+    )
+    + "}"
+)
 
 HELPERS = '''\
 def recorded(name, dtype, size, pad):

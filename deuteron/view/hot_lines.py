@@ -135,7 +135,7 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) else 0
 
 
-def _stall_word(metric: str) -> str | None:
+def stall_word(metric: str) -> str | None:
     """``stalled_mio_throttle`` for a stall column (Proton's ``stalled_not_Selected`` too), None for
     any other metric."""
     return metric.lower() if metric.startswith("stalled_") else None
@@ -143,7 +143,7 @@ def _stall_word(metric: str) -> str | None:
 
 def _add_stalls(into: dict[str, int], metrics: dict[str, Any]) -> None:
     for metric, value in metrics.items():
-        word = _stall_word(metric)
+        word = stall_word(metric)
         if word is not None and _int(value):
             into[word] = into.get(word, 0) + _int(value)
 

@@ -24,15 +24,9 @@ from typing import Any
 from deuteron.explain.pc_lines import PLACEMENTS, UNPLACED
 from deuteron.model.invariants import SAMPLING_META
 from deuteron.model.tree import Node, Profile
-from deuteron.view.hot_lines import NOT_ISSUED, SAMPLES, STALL_ADVICE
+from deuteron.view.hot_lines import NOT_ISSUED, SAMPLES, STALL_ADVICE, stall_word
 
 STALL_PREFIX = "stalled_"
-
-
-def stall_word(metric: str) -> str | None:
-    """``stalled_mio_throttle`` for a stall column (Proton's ``stalled_not_Selected`` too), None for
-    any other metric (``hot_lines`` reads them alike)."""
-    return metric.lower() if metric.startswith(STALL_PREFIX) else None
 
 
 def _count(value: Any) -> int:
