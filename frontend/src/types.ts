@@ -122,7 +122,7 @@ export interface TraceRef {
   /** Lanes in display order: threads, GPU streams, then lanes inside kernels ("intra": one per
    * kernel, CTA and warp, or per interpreted program), kernel by kernel. */
   lanes: { id: number; name: string; kind: "thread" | "stream" | "intra"; intra?: IntraLane; rank?: string; role?: string }[];
-  /** The training steps (deuteron/render/web/timeline_marks.py): each [start, end], ns relative to
+  /** The training steps (deuteron/view/trace_marks.py): each [start, end], ns relative to
    * start_ns, numbered from 1; how they were found; the window the page opens on (the steady
    * steps) and the first step in it; each backward pass's host span. Absent where none is found. */
   steps?: [number, number][];

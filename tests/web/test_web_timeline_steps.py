@@ -17,7 +17,7 @@ import pytest
 from deuteron.formats import chrome_trace
 from deuteron.render.web.data import WebData
 from deuteron.render.web.timeline import lane_kinds, trace_ref
-from deuteron.render.web.timeline_marks import lane_roles
+from deuteron.view.trace_marks import lane_roles
 from tests.helpers.browser import Watched, expect
 from tests.helpers.cli import run_cli
 from tests.helpers.paths import REPO

@@ -22,7 +22,7 @@ import numpy as np
 from deuteron.formats.chrome_trace import TraceColumns
 from deuteron.model.names import display_name
 from deuteron.render.web.packed import pack
-from deuteron.render.web.timeline_marks import trace_marks
+from deuteron.view.trace_marks import trace_marks
 
 
 def depths(c: TraceColumns) -> np.ndarray:
@@ -139,7 +139,7 @@ def trace_ref(
     """The trace's ``TraceRef`` and its lanes' display order (:func:`lane_order`). With
     ``lane_ranks`` (a job's traces joined: :mod:`deuteron.view.rank_traces`), each lane says its
     rank, and its name starts with it ("rank 1 · stream 7"). A thread whose role can be told
-    (:mod:`.timeline_marks`) says it (``role``: "autograd thread"), its name kept for the hover;
+    (:mod:`deuteron.view.trace_marks`) says it (``role``: "autograd thread"), its name kept for the hover;
     the steps, the window the page opens on and the backward passes are in the ref too."""
     kinds = lane_kinds(c)
     zero = float(c.start.min()) if len(c.start) else 0.0

@@ -1,5 +1,5 @@
 // The lanes over the trace's own: "steps" (one span per training step, numbered, with its length)
-// and "backward" (each backward pass's host span), from the server's ref (timeline_marks.py), and
+// and "backward" (each backward pass's host span), from the server's ref (view/trace_marks.py), and
 // the window the page opens on (the steady steps). Pure: marks.test.ts runs it under Node; the
 // layout (model.ts) places the lanes on top, the painter draws them, a click zooms to a span.
 import { fmtNs } from "../../format";
